@@ -1,0 +1,16 @@
+"""Registration with ``jax.tree_util`` (key paths are ``GetAttrKey(name)``)."""
+
+from __future__ import annotations
+
+from jax.tree_util import GetAttrKey, register_pytree_with_keys
+
+from .._nodes import NodeFunctions
+
+
+def register(cls: type, nodes: NodeFunctions) -> None:
+    register_pytree_with_keys(
+        cls,
+        nodes.flatten_with_keys("jax", GetAttrKey),
+        nodes.unflatten,
+        flatten_func=nodes.flatten,
+    )

@@ -1,0 +1,26 @@
+"""Registration with ``torch.utils._pytree`` (key paths are its ``GetAttrKey(name)``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch.utils._pytree as torch_pytree
+
+from .._nodes import NodeFunctions
+
+
+def register(cls: type, nodes: NodeFunctions) -> None:
+    unflatten = nodes.unflatten
+
+    def unflatten_values_first(values: Iterable[Any], context: Any) -> Any:
+        # torch passes (children, context); jax and optree pass (aux, children).
+        return unflatten(context, list(values))
+
+    torch_pytree.register_pytree_node(
+        cls,
+        nodes.flatten,
+        unflatten_values_first,
+        serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
+        flatten_with_keys_fn=nodes.flatten_with_keys("torch", torch_pytree.GetAttrKey),
+    )

@@ -1,0 +1,136 @@
+"""Per-class metadata (``ClassSpec``, kept in one class attribute) and the queries built on it:
+``fields`` and ``is_pytree_class``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._fields import Field
+
+if TYPE_CHECKING:
+    from ._nodes import NodeFunctions
+
+SPEC_ATTR = "__pytreekit_spec__"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The decorator's keyword arguments, as given (subclasses inherit them)."""
+
+    static: tuple[str, ...] = ()
+    frozen: bool = False
+    kw_only: bool = False
+    repr: bool = True
+    eq: bool = True
+    backends: tuple[str, ...] = ("jax",)
+
+
+class ClassSpec:
+    """Everything pytreekit knows about one class, decided once at decoration time.
+
+    ``fields`` is ``None`` for classes without field annotations: their fields are the attributes
+    each instance's own ``__init__`` set, discovered from the instance.
+    """
+
+    def __init__(
+        self,
+        cls: type,
+        options: Options,
+        fields: tuple[Field, ...] | None,
+        static_names: frozenset[str],
+    ) -> None:
+        self.cls = cls
+        self.options = options
+        self.fields = fields
+        self.static_names = static_names
+        self.backends: list[str] = []
+        self.nodes: NodeFunctions
+        # Name-mangled attributes (``self.__cache`` is stored as ``_Linear__cache``) are private.
+        self._private_prefixes = tuple(
+            f"_{klass.__name__.lstrip('_')}__" for klass in cls.__mro__ if klass is not object
+        )
+
+    @property
+    def annotated(self) -> bool:
+        return self.fields is not None
+
+    def is_private(self, name: str) -> bool:
+        return name.startswith("__") or name.startswith(self._private_prefixes)
+
+    def attribute_names(self, obj: object) -> tuple[str, ...]:
+        """Field names of an instance of an unannotated class: its attributes, in the order set."""
+        names: list[str] = []
+        for klass in reversed(type(obj).__mro__):
+            for slot in own_slots(klass):
+                if not self.is_private(slot) and hasattr(obj, slot):
+                    names.append(slot)
+        instance_dict = getattr(obj, "__dict__", None)
+        if instance_dict is not None:
+            names.extend(name for name in instance_dict if not self.is_private(name))
+        return tuple(names)
+
+    def field_names(self, obj: object) -> tuple[str, ...]:
+        if self.fields is not None:
+            return tuple(f.name for f in self.fields)
+        return self.attribute_names(obj)
+
+    def instance_fields(self, obj: object) -> tuple[Field, ...]:
+        if self.fields is not None:
+            return self.fields
+        return tuple(
+            Field(name=name, static=name in self.static_names) for name in self.attribute_names(obj)
+        )
+
+
+def own_slots(klass: type) -> tuple[str, ...]:
+    slots = klass.__dict__.get("__slots__", ())
+    if isinstance(slots, str):
+        slots = (slots,)
+    return tuple(s for s in slots if s not in ("__dict__", "__weakref__"))
+
+
+def own_spec(cls: type) -> ClassSpec | None:
+    """The spec of ``cls`` itself (not one inherited from a base)."""
+    spec = cls.__dict__.get(SPEC_ATTR)
+    return spec if isinstance(spec, ClassSpec) else None
+
+
+def spec_of(obj: Any, caller: str) -> ClassSpec:
+    """The spec for a pytree class or instance, or a ``TypeError`` saying what ``caller`` needs."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    spec = own_spec(cls)
+    if spec is None:
+        raise TypeError(
+            f"{caller} expects a @pytree_class class or instance, got "
+            f"{'class' if isinstance(obj, type) else 'an instance of'} {cls.__qualname__}; "
+            f"decorate it with @pytreekit.pytree_class first."
+        )
+    return spec
+
+
+def is_pytree_class(class_or_instance: Any) -> bool:
+    """Whether ``class_or_instance`` is (an instance of) a class made a pytree by ``pytree_class``.
+
+    Subclasses of such a class count: they are registered automatically.
+    """
+    cls = class_or_instance if isinstance(class_or_instance, type) else type(class_or_instance)
+    return own_spec(cls) is not None
+
+
+def fields(class_or_instance: Any) -> tuple[Field, ...]:
+    """The fields of a pytree class or instance, in declaration order.
+
+    For a class without field annotations the fields are found on instances, so pass one:
+    ``fields(linear)`` lists the attributes its ``__init__`` set.
+    """
+    spec = spec_of(class_or_instance, "fields()")
+    if isinstance(class_or_instance, type):
+        if spec.fields is None:
+            raise TypeError(
+                f"fields({spec.cls.__qualname__}): this class has no field annotations, so its "
+                f"fields are the attributes each instance sets in __init__; call fields() on an "
+                f"instance instead."
+            )
+        return spec.fields
+    return spec.instance_fields(class_or_instance)

@@ -1,0 +1,254 @@
+"""@pytree_class on the seed classes: the whole JAX workflow, and no __init__ after construction."""
+
+import copy
+import pickle
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.tree_util import GetAttrKey
+from quickstart import Activation, Linear, Model, compute_loss, sgd_step
+
+import pytreekit
+from pytreekit import field, pytree_class
+
+
+def tanh(x):
+    return jnp.tanh(x)
+
+
+@pytest.fixture
+def model():
+    return Model(jax.random.PRNGKey(0), in_features=3, out_features=2)
+
+
+@pytest.fixture
+def picklable_model(model):
+    """jnp.tanh itself cannot be pickled (a JAX limitation), a module-level function can."""
+    return pytreekit.replace(model, activation=Activation(tanh))
+
+
+@pytest.fixture
+def batch():
+    data = jax.random.normal(jax.random.PRNGKey(1), (8, 3))
+    true_weights = jnp.array([[1.0, -2.0, 0.5], [0.3, 0.8, -1.0]])
+    return data, jnp.tanh(data @ true_weights.T)
+
+
+@pytest.fixture
+def init_calls(monkeypatch):
+    """Counts calls of the seed classes' own __init__ from now on."""
+    calls = {"Linear": 0, "Activation": 0, "Model": 0}
+    for cls in (Linear, Activation, Model):
+        original = cls.__init__
+
+        def counting(self, *args, __original=original, __name=cls.__name__, **kwargs):
+            calls[__name] += 1
+            __original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__init__", counting)
+    return calls
+
+
+def test_returns_the_same_class_registered_with_key_paths(model):
+    assert pytreekit.is_pytree_class(Linear) and pytreekit.is_pytree_class(model)
+    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(model)[0]]
+    assert paths == [
+        (GetAttrKey("linear"), GetAttrKey("weights")),
+        (GetAttrKey("linear"), GetAttrKey("biases")),
+    ]
+
+
+def test_static_fields_are_in_the_treedef_not_the_leaves(model):
+    leaves, treedef = jax.tree_util.tree_flatten(model.linear)
+    assert len(leaves) == 2
+    assert "(3, 2)" in str(treedef)
+
+
+def test_gradient_matches_hand_derivation(model, batch):
+    data, target = batch
+    grads = jax.grad(compute_loss)(model, data, target)
+
+    w, b = model.linear.weights, model.linear.biases
+    y = np.tanh(np.asarray(data) @ np.asarray(w).T + np.asarray(b))
+    dy = 2 * (y - np.asarray(target)) / y.size
+    dz = dy * (1 - y**2)
+    np.testing.assert_allclose(grads.linear.weights, dz.T @ np.asarray(data), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grads.linear.biases, dz.sum(axis=0), rtol=1e-5, atol=1e-6)
+    assert type(grads) is Model and grads.linear.in_features == 3
+
+
+def test_jitted_sgd_drives_the_loss_down(model, batch):
+    data, target = batch
+    first = compute_loss(model, data, target)
+    for _ in range(500):
+        model, loss = sgd_step(model, data, target)
+    assert loss < first / 100
+
+
+def test_no_init_calls_after_construction(picklable_model, batch, init_calls):
+    model = picklable_model
+    data, target = batch
+    jax.grad(compute_loss)(model, data, target)
+    sgd_step(model, data, target)
+    jax.jit(lambda m: m)(model)
+    jax.vmap(lambda m, x: m(x), in_axes=(None, 0))(model, data)
+    jax.lax.scan(lambda m, x: (m, m(x)), model, data)
+    leaves, treedef = jax.tree_util.tree_flatten(model)
+    jax.tree_util.tree_unflatten(treedef, leaves)
+    jax.tree_util.tree_map(lambda x: x * 2, model)
+    pickle.loads(pickle.dumps(model))
+    copy.copy(model)
+    copy.deepcopy(model)
+    pytreekit.replace(model.linear, weights=model.linear.weights * 0)
+    assert init_calls == {"Linear": 0, "Activation": 0, "Model": 0}
+
+    Model(jax.random.PRNGKey(3), 3, 2)
+    assert init_calls == {"Linear": 1, "Activation": 1, "Model": 1}
+
+
+def test_vmap_over_stacked_models(batch):
+    data, _ = batch
+    keys = jax.random.split(jax.random.PRNGKey(0), 5)
+    stacked = jax.vmap(lambda k: Model(k, 3, 2))(keys)
+    assert stacked.linear.weights.shape == (5, 2, 3)
+    out = jax.vmap(lambda m: m(data))(stacked)
+    assert out.shape == (5, 8, 2)
+    single = Model(keys[4], 3, 2)
+    np.testing.assert_allclose(out[4], single(data), rtol=1e-5)
+
+
+def test_scan_carries_a_model(model, batch):
+    data, target = batch
+
+    def step(m, _):
+        grads = jax.grad(compute_loss)(m, data, target)
+        return jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, m, grads), compute_loss(
+            m, data, target
+        )
+
+    final, losses = jax.lax.scan(step, model, None, length=50)
+    assert type(final) is Model and losses.shape == (50,)
+    assert losses[-1] < losses[0]
+
+
+def test_jit_retraces_on_static_change_not_on_leaf_change(model):
+    traces = []
+
+    @jax.jit
+    def f(linear):
+        traces.append(1)
+        return linear.weights.sum()
+
+    linear = model.linear
+    f(linear)
+    f(pytreekit.replace(linear, weights=linear.weights + 1))
+    f(jax.tree_util.tree_map(jnp.zeros_like, linear))
+    assert len(traces) == 1
+    f(pytreekit.replace(linear, in_features=4))
+    assert len(traces) == 2
+
+
+def test_pickle_and_deepcopy_round_trip(picklable_model):
+    model = picklable_model
+    for clone in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model), copy.copy(model)):
+        assert clone == model and clone is not model
+        assert jax.tree_util.tree_structure(clone) == jax.tree_util.tree_structure(model)
+    assert copy.deepcopy(model).linear is not model.linear
+
+
+def test_optax_adam_step(model, batch):
+    data, target = batch
+    optimizer = optax.adam(1e-2)
+    state = optimizer.init(model)
+
+    @jax.jit
+    def step(model, state):
+        grads = jax.grad(compute_loss)(model, data, target)
+        updates, state = optimizer.update(grads, state, model)
+        return optax.apply_updates(model, updates), state
+
+    first = compute_loss(model, data, target)
+    for _ in range(50):
+        model, state = step(model, state)
+    assert type(model) is Model and compute_loss(model, data, target) < first
+
+
+def test_equinox_module_as_child_and_pytree_class_inside_equinox():
+    eqx = pytest.importorskip("equinox")
+
+    @pytree_class
+    class Holder:
+        inner: eqx.nn.Linear
+        scale: jax.Array
+
+    holder = Holder(eqx.nn.Linear(2, 3, key=jax.random.PRNGKey(0)), jnp.array(2.0))
+    grads = eqx.filter_grad(lambda h, x: jnp.sum(h.inner(x) * h.scale))(holder, jnp.ones(2))
+    assert isinstance(grads.inner, eqx.nn.Linear)
+    np.testing.assert_allclose(grads.scale, jnp.sum(holder.inner(jnp.ones(2))), rtol=1e-6)
+
+    linear = Linear(jax.random.PRNGKey(0), 2, 3)
+    out = eqx.filter_jit(lambda m, x: m(x))(linear, jnp.ones(2))
+    np.testing.assert_allclose(out, linear(jnp.ones(2)), rtol=1e-6)
+
+
+def test_children_can_be_lists_and_dicts():
+    @pytree_class
+    class Stack:
+        layers: list
+        extras: dict = field(default_factory=dict)
+
+    stack = Stack([jnp.ones(2), jnp.zeros(3)], {"a": jnp.ones(1)})
+    leaves = jax.tree_util.tree_leaves(stack)
+    assert len(leaves) == 3
+    doubled = jax.tree_util.tree_map(lambda x: x * 2, stack)
+    np.testing.assert_array_equal(doubled.layers[0], 2 * jnp.ones(2))
+
+
+def test_usable_bare_with_options_and_as_a_call():
+    class Plain:
+        x: jax.Array
+
+    assert pytree_class(Plain) is Plain
+    assert jax.tree_util.tree_leaves(Plain(jnp.ones(1)))[0].shape == (1,)
+
+    @pytree_class(frozen=True)
+    class WithOptions:
+        x: int
+
+    with pytest.raises(pytreekit.FrozenInstanceError):
+        WithOptions(1).x = 2  # type: ignore[misc]
+
+
+def test_decorating_a_non_class_names_it():
+    def not_a_class():
+        pass
+
+    with pytest.raises(TypeError, match=r"decorates classes.*not_a_class"):
+        pytree_class(not_a_class)  # type: ignore[type-var]
+    with pytest.raises(TypeError, match="decorates classes"):
+        pytree_class(static=("x",))(3)  # type: ignore[arg-type]
+
+
+def test_unknown_static_name_is_named_with_a_suggestion():
+    with pytest.raises(TypeError, match=r"Layer: static=\['widht'\] names no field.*'width'"):
+
+        @pytree_class(static=("widht",))
+        class Layer:
+            width: int
+
+    with pytest.raises(TypeError, match=r"takes names \(str\), got 3"):
+        pytree_class(static=(3,))  # type: ignore[arg-type]
+
+
+def test_unannotated_static_typo_is_reported_on_first_flatten():
+    @pytree_class(static=("sizee",))
+    class Sized:
+        def __init__(self):
+            self.size = 3
+            self.w = jnp.ones(2)
+
+    with pytest.raises(TypeError, match=r"Sized: static=\['sizee'\].*\('size', 'w'\)"):
+        jax.tree_util.tree_flatten(Sized())

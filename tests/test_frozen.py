@@ -1,0 +1,103 @@
+"""frozen=True: assignment and deletion raise and name the field; __init__ may still assign."""
+
+import copy
+import pickle
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import pytreekit
+from pytreekit import FrozenInstanceError, field, pytree_class
+
+
+@pytree_class(frozen=True)
+class Point:
+    x: jax.Array
+    label: str = field(static=True, default="p")
+
+
+@pytree_class(frozen=True, static=("n",))
+class OwnInit:
+    def __init__(self, n):
+        self.n = n
+        self.w = jnp.zeros(n)
+        self.w = self.w + 1  # reassignment inside __init__ is fine
+
+
+class OwnInitChild(OwnInit):
+    def __init__(self, n):
+        super().__init__(n)
+        self.extra = jnp.ones(1)  # still initialising after super().__init__ returns
+
+
+def test_assignment_and_deletion_raise_naming_the_field():
+    p = Point(jnp.ones(2))
+    with pytest.raises(
+        FrozenInstanceError, match=r"field 'x' of frozen Point.*replace\(obj, x="
+    ) as e:
+        p.x = jnp.zeros(2)  # type: ignore[misc]
+    assert isinstance(e.value, AttributeError)
+    with pytest.raises(FrozenInstanceError, match=r"delete field 'label' of frozen Point"):
+        del p.label  # type: ignore[misc]
+    assert pytreekit.replace(p, label="q").label == "q"
+
+
+def test_own_init_may_assign_then_instance_is_frozen():
+    o = OwnInit(3)
+    assert float(o.w.sum()) == 3.0
+    with pytest.raises(FrozenInstanceError, match="field 'w' of frozen OwnInit"):
+        o.w = jnp.zeros(3)
+    child = OwnInitChild(2)
+    assert child.extra.shape == (1,) and len(jax.tree_util.tree_leaves(child)) == 2
+    with pytest.raises(FrozenInstanceError):
+        child.extra = 1
+
+
+def test_post_init_may_assign_in_frozen_classes():
+    @pytree_class(frozen=True)
+    class Normalised:
+        x: jax.Array
+        norm: jax.Array = field(init=False)
+
+        def __post_init__(self):
+            self.norm = jnp.linalg.norm(self.x)
+
+    assert float(Normalised(jnp.array([3.0, 4.0])).norm) == 5.0
+
+
+def test_frozen_instances_copy_pickle_and_rebuild():
+    p = Point(jnp.ones(2))
+    assert pickle.loads(pickle.dumps(p)) == p
+    assert copy.deepcopy(p) == p and copy.copy(p) == p
+    assert jax.jit(lambda p: p)(p) == p
+
+
+def test_frozen_is_inherited_by_subclasses():
+    class Point3(Point):
+        z: jax.Array = None  # type: ignore[assignment]
+
+    p = Point3(jnp.ones(1), "a", jnp.ones(1))
+    with pytest.raises(FrozenInstanceError):
+        p.z = 1
+
+
+def test_frozen_with_own_setattr_is_refused():
+    with pytest.raises(TypeError, match=r"Custom defines __setattr__ and asks for frozen=True"):
+
+        @pytree_class(frozen=True)
+        class Custom:
+            x: int
+
+            def __setattr__(self, name, value):
+                object.__setattr__(self, name, value)
+
+
+def test_not_frozen_allows_assignment():
+    @pytree_class
+    class Mutable:
+        x: int
+
+    m = Mutable(1)
+    m.x = 2
+    assert m.x == 2

@@ -1,0 +1,134 @@
+"""The generated dataclass-like __init__ for annotated classes."""
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pytreekit import field, pytree_class
+
+
+def test_defaults_factories_and_order():
+    @pytree_class
+    class Config:
+        weights: jax.Array
+        scale: float = 2.0
+        history: list = field(default_factory=list)
+
+    a, b = Config(jnp.ones(2)), Config(jnp.ones(2), 3.0, [1])
+    assert (a.scale, a.history, b.scale, b.history) == (2.0, [], 3.0, [1])
+    assert a.history is not Config(jnp.ones(1)).history
+    assert list(inspect.signature(Config).parameters) == ["weights", "scale", "history"]
+
+
+def test_kw_only():
+    @pytree_class(kw_only=True)
+    class Opts:
+        rate: float = 0.1
+        steps: int
+
+    assert Opts(steps=3).rate == 0.1
+    with pytest.raises(TypeError):
+        Opts(0.1, 3)  # type: ignore[misc]
+
+
+def test_non_default_after_default_is_named():
+    with pytest.raises(
+        TypeError, match=r"Bad: non-default argument 'b' follows default argument 'a'"
+    ):
+
+        @pytree_class
+        class Bad:
+            a: int = 1
+            b: int
+
+
+def test_init_false_fields_and_post_init():
+    @pytree_class
+    class Scaled:
+        x: jax.Array
+        doubled: jax.Array = field(init=False)
+        count: int = field(init=False, default=0, static=True)
+
+        def __post_init__(self):
+            self.doubled = self.x * 2
+
+    s = Scaled(jnp.ones(2))
+    np.testing.assert_array_equal(s.doubled, 2 * jnp.ones(2))
+    assert s.count == 0
+    assert "doubled" not in inspect.signature(Scaled).parameters
+
+
+def test_converters_run_in_init_and_on_defaults():
+    @pytree_class
+    class Converted:
+        x: jax.Array = field(converter=jnp.asarray)
+        y: jax.Array = field(converter=jnp.asarray, default=1.0)
+
+    c = Converted([1.0, 2.0])
+    assert isinstance(c.x, jax.Array) and isinstance(c.y, jax.Array)
+
+
+def test_rebuild_runs_no_converter_or_post_init():
+    calls = []
+
+    def converter(value):
+        calls.append("converter")
+        return jnp.asarray(value)
+
+    @pytree_class
+    class Checked:
+        x: jax.Array = field(converter=converter)
+
+        def __post_init__(self):
+            calls.append("post_init")
+            if self.x.ndim != 1:
+                raise ValueError("x must be a vector")
+
+    c = Checked([1.0])
+    assert calls == ["converter", "post_init"]
+    treedef = jax.tree_util.tree_structure(c)
+    for leaf in (None, object(), jnp.ones((2, 2))):
+        rebuilt = jax.tree_util.tree_unflatten(treedef, [leaf])
+        assert rebuilt.x is leaf
+    jax.jit(lambda c: c)(c)
+    jax.vmap(lambda c: c, in_axes=0)(Checked(jnp.ones(3)))
+    assert calls == ["converter", "post_init", "converter", "post_init"]
+
+
+def test_a_field_named_self_is_allowed():
+    @pytree_class
+    class Odd:
+        self: int
+
+    assert Odd(3).self == 3
+
+
+def test_subclass_gets_a_new_init_with_all_fields():
+    @pytree_class
+    class Base:
+        x: jax.Array
+
+    class Child(Base):
+        y: int = field(static=True, default=1)
+
+    child = Child(jnp.ones(1), 5)
+    assert child.y == 5
+    assert jax.tree_util.tree_structure(child) != jax.tree_util.tree_structure(Base(jnp.ones(1)))
+
+
+def test_user_init_is_kept_for_annotated_classes():
+    @pytree_class
+    class Custom:
+        w: jax.Array
+        n: int = field(static=True)
+
+        def __init__(self, size):
+            self.n = size
+            self.w = jnp.zeros(size)
+
+    c = Custom(3)
+    assert c.n == 3 and c.w.shape == (3,)
+    assert list(inspect.signature(Custom).parameters) == ["size"]
