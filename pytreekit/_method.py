@@ -1,0 +1,85 @@
+"""The descriptor shared by ``custom_jvp_method`` and ``custom_vjp_method``.
+
+``jax.custom_jvp`` and ``jax.custom_vjp`` are not descriptors, so on a method they lose ``self``.
+``CustomMethod`` binds like a function: ``instance.method`` is bound, ``Class.method`` is the
+wrapper itself (so ``Class.method(instance, x)`` and ``@Class.method.defjvp`` work), and it works
+as ``__call__``. Keyword arguments are moved to their positions, with defaults filled in, the way
+JAX's own custom derivatives do, because JAX's machinery is positional.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
+
+from ._filters import is_array
+from ._split import Split, split
+
+S = TypeVar("S")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_UNSUPPORTED = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
+
+
+class CustomMethod(Generic[S, P, R]):
+    """Descriptor around a function whose first parameter (``self``) is a pytree primal."""
+
+    kind = "custom method"
+
+    def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.nondiff_self = nondiff_self
+        self.name = getattr(fn, "__qualname__", repr(fn))
+        self._signature = inspect.signature(fn)
+        parameters = list(self._signature.parameters.values())
+        for parameter in parameters:
+            if parameter.kind in _UNSUPPORTED:
+                raise TypeError(
+                    f"{self.kind} {self.name}: parameter {parameter.name!r} is keyword-only; "
+                    f"JAX's custom derivatives are positional, so make it an ordinary parameter "
+                    f"(it may still be passed by keyword)."
+                )
+        self.parameter_names = tuple(p.name for p in parameters)
+        self._exact_arity = (
+            None
+            if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+            else len(parameters)
+        )
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = f"{owner.__qualname__}.{name}"
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(self, instance: S, owner: type | None = None) -> Callable[P, R]: ...
+    def __get__(self, instance: S | None, owner: type | None = None) -> Self | Callable[P, R]:
+        if instance is None:
+            return self
+        return types.MethodType(self, instance)
+
+    def __call__(self, instance: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._call(self._resolve((instance, *args), kwargs))
+
+    def _call(self, arguments: tuple[Any, ...]) -> R:
+        raise NotImplementedError
+
+    def _resolve(self, arguments: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        if not kwargs and len(arguments) == self._exact_arity:
+            return arguments
+        try:
+            bound = self._signature.bind(*arguments, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{self.name}(): {error}") from None
+        bound.apply_defaults()
+        return bound.args
+
+    def _split_arguments(self, arguments: tuple[Any, ...]) -> tuple[list[Any], Split]:
+        # Every array goes to JAX as a primal, integer ones too: under jit they are tracers, which
+        # JAX refuses as non-differentiable arguments. Everything else is held aside.
+        return split(arguments, is_array)

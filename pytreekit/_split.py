@@ -1,0 +1,52 @@
+"""Splitting arguments into the array leaves JAX transforms see and everything else, and back.
+
+JAX's differentiation APIs take arrays only; pytreekit's take any tree. Non-array leaves (Python
+ints, strings, callables, the static-looking parts of a model) are held aside in a ``Split`` and
+put back around the arrays, so the user never lists ``nondiff_argnums``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from jax.tree_util import PyTreeDef
+
+
+class Split:
+    """A flattened tree with its dynamic leaves taken out (``dynamic`` holds their positions)."""
+
+    __slots__ = ("dynamic", "leaves", "residuals", "treedef")
+
+    def __init__(self, treedef: PyTreeDef, leaves: list[Any], dynamic: tuple[int, ...]) -> None:
+        self.treedef = treedef
+        self.leaves = leaves
+        self.dynamic = dynamic
+        self.residuals: Split | None = None  # custom_vjp: what fwd saved, for bwd
+
+    def rebuild(self, dynamic_leaves: Sequence[Any]) -> Any:
+        leaves = list(self.leaves)
+        for position, leaf in zip(self.dynamic, dynamic_leaves, strict=True):
+            leaves[position] = leaf
+        return self.treedef.unflatten(leaves)
+
+    def rebuild_sparse(self, values: dict[int, Any]) -> Any:
+        """The tree with ``values`` at some leaf positions and ``None`` everywhere else."""
+        return self.treedef.unflatten([values.get(i) for i in range(len(self.leaves))])
+
+
+def split(tree: Any, is_dynamic: Callable[[Any], bool]) -> tuple[list[Any], Split]:
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    dynamic = tuple(i for i, leaf in enumerate(leaves) if is_dynamic(leaf))
+    return [leaves[i] for i in dynamic], Split(treedef, leaves, dynamic)
+
+
+def leaves_per_argument(tree_split: Split) -> list[range]:
+    """For a split of an argument tuple: the leaf positions each argument occupies."""
+    ranges = []
+    start = 0
+    for child in tree_split.treedef.children():
+        ranges.append(range(start, start + child.num_leaves))
+        start += child.num_leaves
+    return ranges

@@ -1,0 +1,259 @@
+"""custom_jvp_method: descriptor behaviour, argument handling, transforms, errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from quickstart import Model
+from scaled_model_jvp import ScaledModel, loss, undecorated_loss
+
+from pytreekit import CustomJVPMethod, custom_jvp_method, pytree_class
+
+
+@pytest.fixture
+def scaled():
+    return ScaledModel(Model(jax.random.PRNGKey(0), 3, 2), scale=4.0)
+
+
+@pytest.fixture
+def x():
+    return jnp.array([0.5, -1.0, 2.0])
+
+
+def _assert_tree_close(a, b, rtol=1e-5):
+    for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        np.testing.assert_allclose(u, v, rtol=rtol, atol=1e-6)
+
+
+@pytest.mark.parametrize("transform", ["plain", "jit"])
+def test_straight_through_rule_is_used(scaled, x, transform):
+    grad = jax.grad(loss, argnums=(0, 1))
+    if transform == "jit":
+        grad = jax.jit(grad)
+    grad_model, grad_x = grad(scaled, x)
+    true_model, true_x = jax.grad(undecorated_loss, argnums=(0, 1))(scaled, x)
+    np.testing.assert_allclose(grad_x, 4.0 * true_x, rtol=1e-5)
+    _assert_tree_close(grad_model, true_model)
+    np.testing.assert_allclose(scaled(x), scaled.model(x / 4.0))
+
+
+def test_under_vmap(scaled):
+    xs = jax.random.normal(jax.random.PRNGKey(1), (5, 3))
+    grads = jax.vmap(jax.grad(loss, argnums=1), in_axes=(None, 0))(scaled, xs)
+    true = jax.vmap(jax.grad(undecorated_loss, argnums=1), in_axes=(None, 0))(scaled, xs)
+    np.testing.assert_allclose(grads, 4.0 * true, rtol=1e-5)
+
+
+def test_under_jvp_and_linearize(scaled, x):
+    dx = jnp.array([1.0, 0.0, -1.0])
+    _, tangent = jax.jvp(lambda x: scaled(x), (x,), (dx,))
+    _, true = jax.jvp(lambda x: scaled.model(x / 4.0), (x,), (dx,))
+    np.testing.assert_allclose(tangent, 4.0 * true, rtol=1e-5)
+    _, f_jvp = jax.linearize(lambda x: scaled(x), x)
+    np.testing.assert_allclose(f_jvp(dx), tangent, rtol=1e-5)
+
+
+def test_self_closed_over_or_passed_in_checkpoint_and_scan(scaled, x):
+    closed = jax.grad(lambda x: jnp.sum(scaled(x)))(x)
+    passed = jax.grad(lambda s, x: jnp.sum(s(x)), argnums=1)(scaled, x)
+    checkpointed = jax.grad(jax.checkpoint(lambda s, x: jnp.sum(s(x))), argnums=1)(scaled, x)
+    np.testing.assert_allclose(closed, passed)
+    np.testing.assert_allclose(checkpointed, passed)
+
+    def body(carry, _):
+        return carry + jnp.sum(scaled(x)), None
+
+    def scanned(x):
+        return jax.lax.scan(lambda c, _: (c + jnp.sum(scaled(x)), None), 0.0, None, length=3)[0]
+
+    np.testing.assert_allclose(jax.grad(scanned)(x), 3 * passed, rtol=1e-5)
+
+
+@pytree_class
+class Cube:
+    """f(x) = c * x**3 with a hand-written rule, so grad-of-grad can be checked by hand."""
+
+    c: jax.Array
+
+    @custom_jvp_method
+    def __call__(self, x):
+        return self.c * x**3
+
+
+@Cube.__call__.defjvp  # defined after the class body
+def _cube_jvp(primals, tangents):
+    (self, x), (d_self, dx) = primals, tangents
+    return self(x), d_self.c * x**3 + 3 * self.c * x**2 * dx
+
+
+def test_rule_after_class_and_grad_of_grad():
+    cube = Cube(jnp.array(2.0))
+    assert float(jax.grad(cube)(1.5)) == pytest.approx(3 * 2.0 * 1.5**2)
+    assert float(jax.grad(jax.grad(cube))(1.5)) == pytest.approx(6 * 2.0 * 1.5)
+    assert float(jax.grad(lambda c, x: c(x))(cube, jnp.array(1.5)).c) == pytest.approx(1.5**3)
+
+
+def test_descriptor_binding(scaled, x):
+    assert isinstance(ScaledModel.__call__, CustomJVPMethod)
+    np.testing.assert_allclose(ScaledModel.__call__(scaled, x), scaled(x))
+    np.testing.assert_allclose(scaled.__call__(x), scaled(x))
+    assert Cube.__call__.__name__ == "__call__"
+
+
+@pytree_class
+class WithExtras:
+    w: jax.Array
+    seen: list = None  # type: ignore[assignment]
+
+    @custom_jvp_method
+    def apply(self, x, power, label, fn, index):
+        return fn(self.w * x) ** power + index
+
+    @apply.defjvp
+    def _apply_jvp(primals, tangents):
+        (self, x, power, label, fn, index) = primals
+        WithExtras.calls.append((power, label, fn, index, tangents[2:]))
+        (d_self, dx) = tangents[:2]
+        inner = self.w * x
+        d_inner = d_self.w * x + self.w * dx
+        out = fn(inner) ** power + index
+        return out, power * fn(inner) ** (power - 1) * d_inner  # fn is identity here
+
+
+WithExtras.calls = []
+
+
+def test_non_array_arguments_pass_through_with_none_tangents():
+    WithExtras.calls.clear()
+    obj = WithExtras(jnp.array(3.0))
+
+    def f(obj, x):
+        return obj.apply(x, 2, "label", lambda v: v, jnp.array(1))
+
+    grads = jax.jit(jax.grad(f, argnums=(0, 1)))(obj, jnp.array(2.0))
+    assert float(grads[1]) == pytest.approx(2 * 6.0 * 3.0)
+    assert float(grads[0].w) == pytest.approx(2 * 6.0 * 2.0)
+    power, label, fn, index, rest = WithExtras.calls[-1]
+    assert (power, label) == (2, "label") and callable(fn)
+    assert jnp.issubdtype(index.dtype, jnp.integer)  # an integer array: a primal, no tangent
+    assert rest == (None, None, None, None)  # int, str, callable, integer array
+
+
+def test_keyword_arguments_are_moved_to_positions():
+    @pytree_class
+    class Kw:
+        w: jax.Array
+
+        @custom_jvp_method
+        def f(self, x, scale=2.0):
+            return self.w * x * scale
+
+        @f.defjvp
+        def _f_jvp(primals, tangents):
+            (self, x, scale), (_, dx, _) = primals, tangents
+            Kw.seen = (len(primals), scale)
+            return self.f(x, scale), self.w * dx * scale
+
+    kw = Kw(jnp.array(1.5))
+    assert float(jax.grad(lambda x: kw.f(x=x, scale=3.0))(1.0)) == pytest.approx(4.5)
+    assert Kw.seen == (3, 3.0)
+    assert float(jax.grad(lambda x: kw.f(x))(1.0)) == pytest.approx(3.0)
+    with pytest.raises(TypeError, match=r"Kw.f\(\): .*unexpected keyword argument 'scal'"):
+        kw.f(1.0, scal=2)
+
+
+def test_keyword_only_parameters_are_refused_at_decoration():
+    with pytest.raises(
+        TypeError, match=r"custom_jvp_method .*g: parameter 'scale' is keyword-only"
+    ):
+
+        @custom_jvp_method
+        def g(self, x, *, scale):
+            return x
+
+
+def test_nondiff_self_holds_self_fixed():
+    @pytree_class
+    class Held:
+        w: jax.Array
+
+        @custom_jvp_method(nondiff_self=True)
+        def __call__(self, x):
+            return self.w * x
+
+        @__call__.defjvp
+        def _held_jvp(primals, tangents):
+            (self, x), (d_self, dx) = primals, tangents
+            assert d_self is None
+            return self(x), self.w * dx
+
+    held = Held(jnp.array(3.0))
+    grads = jax.grad(lambda h, x: h(x), argnums=(0, 1))(held, 2.0)
+    assert float(grads[0].w) == 0.0 and float(grads[1]) == 3.0
+
+
+def test_no_rule_error_says_to_call_defjvp():
+    @pytree_class
+    class NoRule:
+        w: jax.Array
+
+        @custom_jvp_method
+        def f(self, x):
+            return self.w * x
+
+    obj = NoRule(jnp.array(2.0))
+    assert float(obj.f(3.0)) == 6.0  # evaluating needs no rule
+    with pytest.raises(
+        TypeError, match=r"NoRule.f is a custom_jvp_method without a JVP rule.*defjvp"
+    ):
+        jax.grad(obj.f)(3.0)
+
+
+def test_mismatched_tangent_output_names_method_and_key_path():
+    @pytree_class
+    class Bad:
+        w: jax.Array
+
+        @custom_jvp_method
+        def f(self, x):
+            return {"a": self.w * x, "b": x}
+
+        @f.defjvp
+        def _bad_jvp(primals, tangents):
+            (self, x), (_, dx) = primals, tangents
+            return self.f(x), {"a": dx, "b": jnp.zeros(3)}
+
+        @custom_jvp_method
+        def g(self, x):
+            return (x, x)
+
+        @g.defjvp
+        def _g_jvp(primals, tangents):
+            (_, x), (_, dx) = primals, tangents
+            return (x, x), (dx,)
+
+    bad = Bad(jnp.array(1.0))
+    with pytest.raises(TypeError, match=r"Bad.f: .*output\['b'\] has a tangent of shape \(3,\)"):
+        jax.jvp(lambda x: bad.f(x), (jnp.array(1.0),), (jnp.array(1.0),))
+    with pytest.raises(TypeError, match=r"Bad.g: .*output\[1\] has no tangent"):
+        jax.jvp(lambda x: bad.g(x), (jnp.array(1.0),), (jnp.array(1.0),))
+
+
+def test_none_in_tangent_output_means_zero():
+    @pytree_class
+    class Partial:
+        w: jax.Array
+
+        @custom_jvp_method
+        def f(self, x):
+            return self.w * x, jnp.argmax(x)
+
+        @f.defjvp
+        def _partial_jvp(primals, tangents):
+            (self, x), (_, dx) = primals, tangents
+            return self.f(x), (self.w * dx, None)
+
+    p = Partial(jnp.array(2.0))
+    _, (t, t_int) = jax.jvp(lambda x: p.f(x), (jnp.ones(3),), (jnp.ones(3),))
+    np.testing.assert_allclose(t, 2 * jnp.ones(3))
+    assert t_int.dtype == jax.dtypes.float0

@@ -1,0 +1,129 @@
+"""custom_vjp_method: clipping, self cotangents built by replace, None as zero, errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from clipped_gradient_vjp import ClippedLinear
+
+from pytreekit import CustomVJPMethod, custom_vjp_method, pytree_class, replace
+
+
+@pytest.fixture
+def layer():
+    return ClippedLinear(jax.random.PRNGKey(0), in_features=3, out_features=2, clip=0.5)
+
+
+X = jnp.array([1.0, -2.0, 3.0])
+
+
+@pytest.mark.parametrize("upstream", [10.0, 0.2])
+def test_clipping_against_hand_values(layer, upstream):
+    grad_layer, grad_x = jax.jit(
+        jax.grad(lambda lin, x: jnp.sum(upstream * lin(x)), argnums=(0, 1))
+    )(layer, X)
+    g = np.full(2, min(upstream, 0.5))
+    np.testing.assert_allclose(grad_layer.weights, np.outer(g, X), rtol=1e-6)
+    np.testing.assert_allclose(grad_layer.biases, g, rtol=1e-6)
+    np.testing.assert_allclose(grad_x, np.asarray(layer.weights).T @ g, rtol=1e-6)
+    assert grad_layer.clip == 0.5
+
+
+def test_primal_and_descriptor(layer):
+    np.testing.assert_allclose(layer(X), layer.weights @ X + layer.biases)
+    np.testing.assert_allclose(ClippedLinear.__call__(layer, X), layer(X))
+    assert isinstance(ClippedLinear.__call__, CustomVJPMethod)
+
+
+def test_under_vmap_scan_and_checkpoint(layer):
+    xs = jnp.stack([X, 2 * X])
+    per_example = jax.vmap(jax.grad(lambda x: jnp.sum(10.0 * layer(x))))(xs)
+    np.testing.assert_allclose(per_example[1], np.asarray(layer.weights).T @ np.full(2, 0.5))
+
+    def scanned(layer):
+        return jax.lax.scan(lambda c, x: (c + jnp.sum(10.0 * layer(x)), None), 0.0, xs)[0]
+
+    grads = jax.grad(jax.checkpoint(scanned))(layer)
+    np.testing.assert_allclose(grads.biases, np.full(2, 1.0), rtol=1e-6)  # 0.5 per example
+
+
+@pytree_class
+class Affine:
+    w: jax.Array
+    b: jax.Array
+
+    @custom_vjp_method
+    def __call__(self, x, n, label):
+        return self.w * x**n + self.b
+
+
+def _affine_fwd(self, x, n, label):
+    return self(x, n, label), (self, x, n)
+
+
+def _affine_bwd(res, g):
+    self, x, n = res
+    # Only w gets a cotangent; b's is None, so zero. n and label need none.
+    return replace(self, w=g * x**n, b=None), None, None, None
+
+
+Affine.__call__.defvjp(_affine_fwd, _affine_bwd)
+
+
+def test_none_cotangents_act_as_zeros():
+    affine = Affine(jnp.array(2.0), jnp.array(1.0))
+    grads = jax.grad(lambda a, x: a(x, 3, "cube"), argnums=(0, 1))(affine, jnp.array(2.0))
+    assert float(grads[0].w) == 8.0
+    assert float(grads[0].b) == 0.0
+    assert float(grads[1]) == 0.0
+
+
+def test_non_array_residuals_are_kept_aside():
+    @pytree_class
+    class WithFn:
+        w: jax.Array
+        fn: object = jnp.sin
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.fn(self.w * x)
+
+    WithFn.f.defvjp(
+        lambda self, x: (self.f(x), (self, x)),  # self holds a function: not an array
+        lambda res, g: (None, g * jnp.cos(res[0].w * res[1]) * res[0].w),
+    )
+    obj = WithFn(jnp.array(2.0))
+    assert float(jax.grad(obj.f)(0.5)) == pytest.approx(2 * np.cos(1.0), rel=1e-6)
+
+
+def test_errors_name_the_method():
+    @pytree_class
+    class Bad:
+        w: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.w * x
+
+        @custom_vjp_method
+        def g(self, x):
+            return self.w * x
+
+        @custom_vjp_method
+        def h(self, x):
+            return self.w * x
+
+    Bad.f.defvjp(lambda self, x: (self.f(x), None), lambda res, g: (g,))
+    Bad.g.defvjp(lambda self, x: (self.g(x), None), lambda res, g: ({"w": g}, g))
+    bad = Bad(jnp.array(1.0))
+    with pytest.raises(
+        TypeError, match=r"Bad.f: the bwd rule must return a tuple of 2 .*\(self, x\)"
+    ):
+        jax.grad(lambda x: bad.f(x))(1.0)
+    with pytest.raises(
+        TypeError, match=r"Bad.g: .*cotangent for 'self' does not have the structure"
+    ):
+        jax.grad(lambda x: bad.g(x))(1.0)
+    with pytest.raises(TypeError, match=r"Bad.h is a custom_vjp_method without rules.*defvjp"):
+        jax.grad(lambda x: bad.h(x))(1.0)
+    assert float(bad.h(2.0)) == 2.0  # evaluating needs no rules
