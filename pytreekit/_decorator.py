@@ -16,14 +16,8 @@ from typing_extensions import dataclass_transform
 from . import _backends
 from ._dunders import pytree_eq, pytree_hash, pytree_repr
 from ._fields import MISSING, Field, declared_fields, field
-from ._frozen import (
-    allow_assignment_during,
-    frozen_delattr,
-    frozen_setattr,
-    restore_state,
-    static_checking_setattr,
-)
-from ._init import make_init
+from ._frozen import frozen_delattr, frozen_setattr, restore_state
+from ._init import make_init, wrap_user_init
 from ._nodes import NodeFunctions
 from ._spec import SPEC_ATTR, ClassSpec, Options, own_spec
 
@@ -226,8 +220,8 @@ def _install_init(cls: type, spec: ClassSpec) -> None:
                 frozen=spec.options.frozen,
             )
             setattr(cls, "__init__", init)
-    elif spec.options.frozen and not getattr(user_init, "__pytreekit_wraps_init__", False):
-        setattr(cls, "__init__", allow_assignment_during(user_init))
+    elif not getattr(user_init, "__pytreekit_wraps_init__", False):
+        setattr(cls, "__init__", wrap_user_init(user_init))
 
 
 def _install_dunders(cls: type, spec: ClassSpec) -> None:
@@ -243,9 +237,6 @@ def _install_dunders(cls: type, spec: ClassSpec) -> None:
         setattr(cls, "__delattr__", frozen_delattr)
         if "__setstate__" not in own:
             setattr(cls, "__setstate__", restore_state)
-    elif spec.static_names and _resolved(cls, "__setattr__") is object.__dict__["__setattr__"]:
-        # Only where nobody else customised assignment: ours ends in object.__setattr__.
-        setattr(cls, "__setattr__", static_checking_setattr)
 
     if spec.options.repr and "__repr__" not in own:
         setattr(cls, "__repr__", pytree_repr)
@@ -255,11 +246,6 @@ def _install_dunders(cls: type, spec: ClassSpec) -> None:
         # instances hash by value and mutable ones are unhashable.
         if "__hash__" not in own or (own["__hash__"] is None and "__eq__" in own):
             setattr(cls, "__hash__", pytree_hash if spec.options.frozen else None)
-
-
-def _resolved(cls: type, name: str) -> Any:
-    """What ``cls.<name>`` resolves to, as stored in the defining class's ``__dict__``."""
-    return next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
 
 
 def _install_subclass_hook(root: type) -> None:

@@ -1,18 +1,13 @@
 """Frozen instances: assignment raises once ``__init__`` (and ``__post_init__``) have returned.
 
-A user's own ``__init__`` in a frozen class may still assign ``self.x = ...``: the class's
-``__init__`` is wrapped so that the instance counts as initialising while it runs. Rebuilding
-(unflatten, ``replace``, copy, pickle) writes storage directly and never comes through here.
+A user's own ``__init__`` in a frozen class may still assign ``self.x = ...``: the instance counts
+as initialising while it runs (see ``_init.wrap_user_init``). Rebuilding (unflatten, ``replace``,
+copy, pickle) writes storage directly and never comes through here.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
-
-from ._spec import SPEC_ATTR
-from ._static import check_static_value
 
 # ids of instances whose __init__ is running; an id is only reused after its object is freed,
 # and an object cannot be freed while its own __init__ runs.
@@ -30,19 +25,13 @@ def frozen_setattr(self: object, name: str, value: Any) -> None:
             f"cannot assign to field {name!r} of frozen {cls} instance; "
             f"use pytreekit.replace(obj, {name}=...) to get an updated copy."
         )
-    static_checking_setattr(self, name, value)
+    object.__setattr__(self, name, value)
 
 
 def frozen_delattr(self: object, name: str) -> None:
     raise FrozenInstanceError(
         f"cannot delete field {name!r} of frozen {type(self).__qualname__} instance."
     )
-
-
-def static_checking_setattr(self: object, name: str, value: Any) -> None:
-    if name in getattr(type(self), SPEC_ATTR).static_names:
-        check_static_value(type(self), name, value)
-    object.__setattr__(self, name, value)
 
 
 def restore_state(self: object, state: Any) -> None:
@@ -53,22 +42,3 @@ def restore_state(self: object, state: Any) -> None:
         self.__dict__.update(dict_state)
     for name, value in (slot_state or {}).items():
         object.__setattr__(self, name, value)
-
-
-def allow_assignment_during(init: Callable[..., None]) -> Callable[..., None]:
-    """Wrap a user ``__init__`` of a frozen class so it may assign its fields."""
-
-    @functools.wraps(init)
-    def __init__(self: object, *args: Any, **kwargs: Any) -> None:
-        key = id(self)
-        if key in initialising:  # super().__init__ from a subclass's __init__
-            init(self, *args, **kwargs)
-            return
-        initialising.add(key)
-        try:
-            init(self, *args, **kwargs)
-        finally:
-            initialising.discard(key)
-
-    __init__.__pytreekit_wraps_init__ = True  # type: ignore[attr-defined]
-    return __init__

@@ -1,13 +1,22 @@
-"""The generated, dataclass-like ``__init__`` for annotated classes without their own."""
+"""``__init__``: the generated, dataclass-like one for annotated classes without their own, and
+the thin wrapper around a user's own.
+
+Both end construction the same way: static fields are checked for hashability (once, here, rather
+than on every flatten), and for classes without annotations the instance's attributes tell the
+class its layout.
+"""
 
 from __future__ import annotations
 
+import functools
 import types
+from collections.abc import Callable
 from typing import Any
 
 from ._codegen import compile_function, indent
 from ._fields import MISSING, Field
 from ._frozen import initialising
+from ._spec import SPEC_ATTR, ClassSpec
 from ._static import check_static_fields
 
 
@@ -105,3 +114,33 @@ def make_init(
     init.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
     init.__pytreekit_generated__ = True  # type: ignore[attr-defined]
     return init
+
+
+def constructed(obj: object) -> None:
+    """What every user ``__init__`` is followed by: static checks and layout observation."""
+    spec: ClassSpec = getattr(type(obj), SPEC_ATTR)
+    check_static_fields(obj, spec.static_names)
+    if spec.fields is None:
+        spec.nodes.observe(obj)
+
+
+def wrap_user_init(init: Callable[..., None]) -> Callable[..., None]:
+    """Wrap a user's ``__init__``: it runs unchanged, as the instance's initialisation (so a
+    frozen class may assign its fields), then ``constructed`` runs once, after the outermost
+    ``__init__`` of a ``super().__init__`` chain."""
+
+    @functools.wraps(init)
+    def __init__(self: object, *args: Any, **kwargs: Any) -> None:
+        key = id(self)
+        if key in initialising:
+            init(self, *args, **kwargs)
+            return
+        initialising.add(key)
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            initialising.discard(key)
+        constructed(self)
+
+    __init__.__pytreekit_wraps_init__ = True  # type: ignore[attr-defined]
+    return __init__

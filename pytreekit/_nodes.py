@@ -1,10 +1,10 @@
 """Flatten and unflatten functions for one class, generated from its layout.
 
 A ``Layout`` is everything the functions depend on: the field names in order, which are static,
-and where each value is stored (instance ``__dict__`` or a ``__slots__`` descriptor). The code
-generated from it reads and writes those places directly, so the hot path does no introspection
-and runs no user code: unflatten never calls ``__init__``, ``__post_init__``, converters or
-``__setattr__``, because JAX unflattens with ``None``, ``object()`` sentinels and tracers.
+and where each value is stored. The code generated from it reads and writes those places
+directly, so the hot path does no introspection and runs no user code: unflatten never calls
+``__init__``, ``__post_init__``, converters or a custom ``__setattr__``, because JAX unflattens
+with ``None``, ``object()`` sentinels and tracers.
 
 These functions are registry-independent; the backend adapters hand them to jax, optree and
 torch, each with its own key type for key paths.
@@ -28,9 +28,11 @@ class Layout(NamedTuple):
     names: tuple[str, ...]
     static: tuple[bool, ...]
     slotted: frozenset[str]
-    # Unannotated classes: fields are whatever each instance holds, so the generated code first
-    # checks that an instance's __dict__ matches this layout, falling back to the generic path.
-    guarded: bool
+    # Classes without annotations: fields are the attributes __init__ set. While every instance
+    # sets the same ones, flatten reads them directly; once instances are seen to differ, flatten
+    # first checks each instance's __dict__ against this layout (and takes the generic path if
+    # it does not match).
+    per_instance: bool = False
 
     @property
     def child_names(self) -> tuple[str, ...]:
@@ -112,6 +114,15 @@ class NodeFunctions:
         function: types.FunctionType = self._namespace[name]
         return function
 
+    def observe(self, obj: object) -> None:
+        """An instance of an unannotated class finished ``__init__``: learn or check the layout."""
+        if self.layout is None:
+            self._discover(obj)
+        elif not self.layout.per_instance and sorted(self.spec.attribute_names(obj)) != sorted(
+            self.layout.names
+        ):
+            self.specialise(self.layout._replace(per_instance=True))
+
     def reset(self, spec: ClassSpec) -> None:
         """Start again from a new spec (the class was decorated a second time)."""
         self.spec = spec
@@ -159,15 +170,18 @@ class NodeFunctions:
 
     @staticmethod
     def _stub_source(name: str, params: str) -> str:
-        # Before an unannotated class's layout is known: learn it from the first instance seen,
-        # regenerate (which replaces this very code), then run the real thing.
+        # Before an unannotated class's layout is known (an instance that never ran __init__,
+        # such as an unpickled one): learn it from the instance, regenerate (which replaces this
+        # very code), then run the real thing.
         if params == "obj":
             return f"def {name}(obj):\n    _discover(obj)\n    return {name}(obj)\n"
         return f"def {name}({params}):\n    return _unflatten_other(aux, children)\n"
 
     def _flatten_source(self, name: str, layout: Layout, backend: str | None) -> str:
+        # Attribute loads are the fastest read on CPython; reading obj.__dict__ would also turn
+        # the instance's compact attribute storage into a real dict.
         def value(field: str) -> str:
-            return f"d[{field!r}]" if layout.guarded else f"obj.{field}"
+            return f"d[{field!r}]" if layout.per_instance else f"obj.{field}"
 
         if backend:
             children = [f"(_{backend}_k{i}, {value(n)})" for i, n in enumerate(layout.child_names)]
@@ -179,7 +193,7 @@ class NodeFunctions:
         if backend == "":
             result += ", _child_names"
         other = f"_flatten_other(obj, {backend!r})"
-        if layout.guarded:
+        if layout.per_instance:
             body = [
                 "d = obj.__dict__",
                 f"if len(d) == {len(layout.names)}:",
@@ -189,6 +203,8 @@ class NodeFunctions:
                 "        pass",
                 f"return {other}",
             ]
+        elif self.spec.fields is None:  # an attribute missing: this instance has its own layout
+            body = ["try:", f"    return {result}", "except AttributeError:", f"    return {other}"]
         else:
             body = [
                 "try:",
@@ -199,14 +215,16 @@ class NodeFunctions:
             ]
         return f"def {name}(obj):\n" + "\n".join(indent(body)) + "\n"
 
-    @staticmethod
-    def _unflatten_source(layout: Layout) -> str:
+    def _unflatten_source(self, layout: Layout) -> str:
+        # Plain attribute stores are fastest, but go through __setattr__, which frozen classes
+        # (and some bases) override: those get their storage written directly.
+        plain = _resolved(self.spec.cls, "__setattr__") is object.__dict__["__setattr__"]
         body: list[str] = []
-        if layout.guarded:
+        if self.spec.fields is None:
             body.append("if aux.__class__ is _OtherLayout:")
             body.append("    return _unflatten_other(aux, children)")
         body.append("obj = _new(_cls)")
-        if len(layout.slotted) < len(layout.names):
+        if not plain and len(layout.slotted) < len(layout.names):
             body.append("d = obj.__dict__")
         child_index = static_index = 0
         for name, static in zip(layout.names, layout.static, strict=True):
@@ -216,7 +234,9 @@ class NodeFunctions:
             else:
                 source = f"children[{child_index}]"
                 child_index += 1
-            if name in layout.slotted:
+            if plain:
+                body.append(f"obj.{name} = {source}")
+            elif name in layout.slotted:
                 body.append(f"_set_{name}(obj, {source})")
             else:
                 body.append(f"d[{name!r}] = {source}")
@@ -231,17 +251,14 @@ class NodeFunctions:
         unknown = sorted(spec.static_names.difference(names))
         if unknown:
             raise TypeError(
-                f"{spec.cls.__qualname__}: static={unknown!r} names no attribute of the instance "
-                f"being flattened; its attributes are {names!r}. Check the spelling in "
+                f"{spec.cls.__qualname__}: static={unknown!r} names no attribute that __init__ "
+                f"set; the attributes are {names!r}. Check the spelling in "
                 f"@pytree_class(static=...)."
             )
-        slotted = frozenset(n for n in names if _is_slot(spec.cls, n))
         layout = Layout(
             names=names,
             static=tuple(n in spec.static_names for n in names),
-            slotted=slotted,
-            # The len(__dict__) guard only describes instances whose fields all live in __dict__.
-            guarded=not slotted,
+            slotted=frozenset(n for n in names if _is_slot(spec.cls, n)),
         )
         self.specialise(layout)
 
@@ -272,11 +289,7 @@ class NodeFunctions:
         statics = dict(zip(aux.static_names, aux.static_values, strict=True))
         child_iter = iter(children)
         for name in aux.names:
-            value = statics[name] if name in statics else next(child_iter)
-            if _is_slot(self.spec.cls, name):
-                _slot_descriptor(self.spec.cls, name).__set__(obj, value)
-            else:
-                obj.__dict__[name] = value
+            object.__setattr__(obj, name, statics[name] if name in statics else next(child_iter))
         return obj
 
     def _missing_field(self, obj: object) -> None:
@@ -296,15 +309,16 @@ def annotated_layout(spec: ClassSpec) -> Layout:
         names=names,
         static=tuple(f.static for f in spec.fields),
         slotted=frozenset(n for n in names if _is_slot(spec.cls, n)),
-        guarded=False,
     )
 
 
+def _resolved(cls: type, name: str) -> Any:
+    """What ``cls.<name>`` resolves to, as stored in the defining class's ``__dict__``."""
+    return next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
+
+
 def _slot_descriptor(cls: type, name: str) -> Any:
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    raise AttributeError(name)  # pragma: no cover
+    return _resolved(cls, name)
 
 
 def _is_slot(cls: type, name: str) -> bool:

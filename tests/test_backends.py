@@ -108,7 +108,6 @@ def test_torch_compile_sees_through_the_class():
 @pytest.mark.parametrize(("backend", "module"), [("optree", "optree"), ("torch", "torch")])
 def test_missing_backend_library_says_what_to_install(monkeypatch, backend, module):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import <module>` fail
-    monkeypatch.delitem(sys.modules, f"pytreekit._backends.{backend}", raising=False)
 
     class Wanting:
         x: object
@@ -121,6 +120,24 @@ def test_missing_backend_library_says_what_to_install(monkeypatch, backend, modu
         pytree_class(Wanting, backends=("jax", backend))
     assert isinstance(error.value, ImportError)
     assert not pytreekit.is_pytree_class(Wanting)  # nothing was half-done
+
+
+def test_missing_backend_seen_through_builtins_import(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def refusing(name, *args, **kwargs):
+        if name.split(".")[0] == "optree":
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", refusing)
+    with pytest.raises(BackendNotInstalledError, match=r"pip install 'pytreekit\[optree\]'"):
+
+        @pytree_class(backends=("optree",))
+        class Refused:
+            x: object
 
 
 def test_import_pytreekit_imports_neither_torch_nor_optree():

@@ -107,25 +107,53 @@ def test_slots_classes_annotated_and_unannotated():
         assert pytreekit.replace(obj, w=jnp.zeros(2)).w.sum() == 0
 
 
-def test_unannotated_instances_with_other_attributes_get_their_own_treedef():
+def test_instances_whose_init_sets_other_attributes_get_their_own_treedef():
     @pytree_class(static=("size",))
     class Growing:
-        def __init__(self, size):
+        def __init__(self, size, cached=False):
             self.size = size
             self.w = jnp.ones(size)
+            if cached:
+                self.cache = jnp.zeros(5)
 
     plain = Growing(2)
-    extended = Growing(2)
-    extended.cache = jnp.zeros(5)  # set later, by a method: still a field
-
     assert len(jax.tree_util.tree_leaves(plain)) == 1
+    extended = Growing(2, cached=True)
     leaves, treedef = jax.tree_util.tree_flatten(extended)
     assert len(leaves) == 2
     rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
-    assert rebuilt.cache.shape == (5,) and rebuilt.size == 2
+    assert rebuilt.cache.shape == (5,) and rebuilt.size == 2 and rebuilt == extended
     assert jax.tree_util.tree_structure(plain) != treedef
+    assert len(jax.tree_util.tree_leaves(Growing(3))) == 1
     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(extended)[0]]
     assert paths == [(GetAttrKey("w"),), (GetAttrKey("cache"),)]
+    assert jax.jit(lambda g: g)(extended) == extended
+
+
+def test_attributes_set_after_init_are_not_fields():
+    @pytree_class
+    class Later:
+        def __init__(self):
+            self.w = jnp.ones(2)
+
+    obj = Later()
+    obj.note = "set by a method"
+    assert [f.name for f in pytreekit.fields(Later())] == ["w"]
+    assert not hasattr(jax.tree_util.tree_map(lambda x: x, obj), "note")
+
+
+def test_deleted_attribute_gives_its_own_treedef():
+    @pytree_class
+    class Pair:
+        def __init__(self):
+            self.a = jnp.ones(1)
+            self.b = jnp.ones(2)
+
+    pair = Pair()
+    del pair.b
+    leaves, treedef = jax.tree_util.tree_flatten(pair)
+    assert len(leaves) == 1
+    assert not hasattr(jax.tree_util.tree_unflatten(treedef, leaves), "b")
 
 
 def test_private_attributes_do_not_change_the_treedef():

@@ -12,11 +12,11 @@ from types import ModuleType
 
 from .._spec import ClassSpec, spec_of
 
-# backend name -> (adapter module, what pip installs it as)
+# backend name -> (the library it needs, its adapter module, what pip installs it as)
 _ADAPTERS = {
-    "jax": ("pytreekit._backends.jax", "jax"),
-    "optree": ("pytreekit._backends.optree", "pytreekit[optree]"),
-    "torch": ("pytreekit._backends.torch", "pytreekit[torch]"),
+    "jax": ("jax", "pytreekit._backends.jax", "jax"),
+    "optree": ("optree", "pytreekit._backends.optree", "pytreekit[optree]"),
+    "torch": ("torch.utils._pytree", "pytreekit._backends.torch", "pytreekit[torch]"),
 }
 
 
@@ -31,8 +31,11 @@ def adapter(backend: str, cls: type) -> ModuleType:
             f"{cls.__qualname__}: unknown pytree backend {backend!r}; "
             f"choose from {tuple(_ADAPTERS)}."
         )
-    module, extra = _ADAPTERS[backend]
+    library, module, extra = _ADAPTERS[backend]
     try:
+        # Through __import__ every time (cheap once loaded), so the library's absence is seen
+        # however it comes about, even after the adapter was first imported.
+        __import__(library)
         return importlib.import_module(module)
     except ImportError as error:
         raise BackendNotInstalledError(
