@@ -1,0 +1,1 @@
+"""Side-by-side speed measurements; run with ``python -m benchmarks``."""

@@ -1,0 +1,264 @@
+"""Run every benchmark side by side in one process and print Markdown tables of medians and ratios.
+
+    python -m benchmarks                 # the full run (a few minutes)
+    python -m benchmarks --quick         # tiny sizes, one repeat: checks that nothing has rotted
+
+Timings are medians over repeats; within each repeat every style is measured once, in turn, so
+drift in machine speed affects all styles alike, and each measurement is the best of three short
+timings, which drops interruptions by other processes. Ratios compare medians of the same run.
+
+Models are measured as a training loop sees them from its second step on: rebuilt by unflatten.
+"tree_flatten (as constructed)" measures the instances ``__init__`` made, which can differ on
+CPython: reading an instance's ``__dict__`` (pytreekit does once per constructed instance of an
+unannotated class, to check its fields) makes later attribute reads slightly slower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax
+import jax.numpy as jnp
+
+from benchmarks import ad_cases
+from benchmarks.styles import available_styles
+
+HAND = "hand-written (object.__new__)"
+BUILTIN = "builtin dict/list"
+
+
+def _time_per_call(fn: Callable[[], Any], number: int) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=3)) / number * 1e6  # microseconds
+
+
+def _calibrate(fn: Callable[[], Any], budget_s: float) -> int:
+    """Loops per repeat so that one repeat takes about ``budget_s``."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    return max(1, int(budget_s / once))
+
+
+def compare(
+    cases: dict[str, Callable[[], Any]], repeats: int, budget_s: float
+) -> dict[str, dict[str, float]]:
+    """Median and spread (max/min of the repeats) in µs for each case, interleaved."""
+    numbers = {name: _calibrate(fn, budget_s) for name, fn in cases.items()}
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            samples[name].append(_time_per_call(fn, numbers[name]))
+    return {
+        name: {
+            "median_us": statistics.median(values),
+            "spread": max(values) / min(values),
+            "repeats": len(values),
+        }
+        for name, values in samples.items()
+    }
+
+
+# --- the operations, for one model -----------------------------------------------------------
+
+
+def _loss(model: Any) -> jax.Array:
+    return sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(model))  # type: ignore[return-value]
+
+
+def tree_operations(constructed: Any) -> dict[str, Callable[[], Any]]:
+    tu = jax.tree_util
+    model = tu.tree_map(lambda x: x, constructed)
+    leaves, treedef = tu.tree_flatten(model)
+    first_leaf = jax.jit(lambda m: tu.tree_leaves(m)[0])
+    first_leaf(model).block_until_ready()
+    return {
+        "tree_flatten": lambda: tu.tree_flatten(model),
+        "tree_flatten (as constructed)": lambda: tu.tree_flatten(constructed),
+        "tree_unflatten": lambda: tu.tree_unflatten(treedef, leaves),
+        "round trip": lambda: tu.tree_unflatten(*reversed(tu.tree_flatten(model))),
+        "tree_map": lambda: tu.tree_map(lambda x: x, model),
+        "tree_flatten_with_path": lambda: tu.tree_flatten_with_path(model),
+        "jax.jit dispatch": lambda: first_leaf(model).block_until_ready(),
+    }
+
+
+def optax_step(model: Any) -> Callable[[], Any] | None:
+    try:
+        import optax
+    except ImportError:
+        return None
+    optimizer = optax.adam(1e-3)
+    state = optimizer.init(model)
+
+    @jax.jit
+    def step(model: Any, state: Any) -> Any:
+        updates, state = optimizer.update(jax.grad(_loss)(model), state, model)
+        return optax.apply_updates(model, updates), state
+
+    jax.block_until_ready(step(model, state))
+    return lambda: jax.block_until_ready(step(model, state))
+
+
+# --- the report ------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for package in ("jax", "jaxlib", "pytreekit", "equinox", "flax", "optax", "numpy"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "absent"
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "jax_backend": jax.default_backend(),
+        "versions": versions,
+    }
+
+
+def import_times(runs: int) -> dict[str, Any]:
+    """What ``import pytreekit`` adds after ``import jax``, from ``python -X importtime`` in fresh
+    interpreters (its own cumulative import time: the modules jax had not already loaded)."""
+
+    def run() -> tuple[float, float]:
+        env = dict(os.environ, JAX_PLATFORMS="cpu")
+        code = "import jax; import pytreekit"
+        out = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        cumulative = {}
+        for line in out.stderr.splitlines():
+            parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
+            if len(parts) == 3 and parts[1].isdigit():
+                cumulative[parts[2]] = int(parts[1]) / 1e3
+        return cumulative["jax"], cumulative["pytreekit"]
+
+    samples = [run() for _ in range(runs)]
+    return {
+        "import jax (ms)": statistics.median(s[0] for s in samples),
+        "import pytreekit after jax (ms)": statistics.median(s[1] for s in samples),
+        "runs": runs,
+    }
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (smoke test)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--json", type=Path, default=Path(__file__).with_name("results.json"))
+    args = parser.parse_args(argv)
+    sizes = args.sizes or ([2] if args.quick else [4, 64, 512])
+    repeats = args.repeats or (1 if args.quick else 11)
+    budget = 0.001 if args.quick else 0.03
+
+    styles, missing = available_styles()
+    results: dict[str, Any] = {"machine": machine(), "missing": missing, "tree": {}, "optax": {}}
+    report = ["## pytree operations: median µs (ratio to hand-written; jit/optax: to builtin)\n"]
+
+    for size in sizes:
+        models = {name: build(size) for name, build in styles.items()}
+        per_style = {name: tree_operations(model) for name, model in models.items()}
+        operations = next(iter(per_style.values()))
+        for operation in operations:
+            cases = {name: per_style[name][operation] for name in styles}
+            results["tree"].setdefault(operation, {})[size] = compare(cases, repeats, budget)
+        steps = {name: optax_step(model) for name, model in models.items()}
+        step_cases = {name: fn for name, fn in steps.items() if fn is not None}
+        if step_cases:
+            results["optax"][size] = compare(step_cases, repeats, budget * 3)
+
+    def cells(measured: dict[str, dict[str, float]], base_name: str) -> list[str]:
+        base = measured[base_name]["median_us"]
+        return [
+            f"{measured[s]['median_us']:.1f} ({measured[s]['median_us'] / base:.2f}x)"
+            if s in measured
+            else "-"
+            for s in styles
+        ]
+
+    rows = []
+    for operation, by_size in results["tree"].items():
+        base_name = BUILTIN if operation == "jax.jit dispatch" else HAND
+        rows += [[operation, str(size), *cells(m, base_name)] for size, m in by_size.items()]
+    rows += [
+        ["jitted optax adam step", str(size), *cells(m, BUILTIN)]
+        for size, m in results["optax"].items()
+    ]
+    report.append(_table(["operation", "layers", *styles], rows))
+    if missing:
+        report.append("\nNot measured: " + "; ".join(f"{k}: {v}" for k, v in missing.items()))
+
+    results["ad"] = ad_cases.run(repeats, budget, n_tangents=4 if args.quick else 32)
+    report.append("\n## Custom derivatives and linearize: median µs\n")
+    report.append(
+        _table(
+            ["benchmark", "pytreekit", "JAX by hand", "ratio"],
+            [
+                [name, f"{r['pytreekit']:.1f}", f"{r['jax']:.1f}", f"{r['ratio']:.2f}x"]
+                for name, r in results["ad"].items()
+            ],
+        )
+    )
+    results["import"] = import_times(1 if args.quick else 7)
+    report.append("\n## Import time\n")
+    report.append(
+        _table(["measure", "ms"], [[k, f"{v:.1f}"] for k, v in results["import"].items()])
+    )
+
+    spreads = [
+        m["spread"]
+        for by_size in results["tree"].values()
+        for measured in by_size.values()
+        for m in measured.values()
+    ]
+    info = results["machine"]
+    report.append(
+        f"\nMachine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, "
+        f"JAX {info['versions']['jax']} on {info['jax_backend']}; medians of {repeats} repeats; "
+        f"worst max/min spread between repeats {max(spreads):.2f}x, median "
+        f"{statistics.median(spreads):.2f}x."
+    )
+    text = "\n".join(report)
+    print(text)
+    args.json.write_text(json.dumps(results, indent=2, default=str))
+    return results
+
+
+if __name__ == "__main__":
+    main()

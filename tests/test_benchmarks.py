@@ -1,0 +1,47 @@
+"""The benchmarks run (tiny sizes, one repeat) so they cannot rot; no timing is asserted."""
+
+import json
+
+import pytest
+
+from benchmarks import run
+
+
+@pytest.fixture(scope="module")
+def quick_results(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "results.json"
+    results = run.main(["--quick", "--json", str(path)])
+    return results, json.loads(path.read_text())
+
+
+def test_every_operation_is_measured_for_every_available_style(quick_results):
+    results, _ = quick_results
+    styles = {"builtin dict/list", "hand-written (object.__new__)", "register_dataclass"}
+    styles |= {"pytreekit annotated", "pytreekit existing class"}
+    for operation in (
+        "tree_flatten",
+        "tree_flatten (as constructed)",
+        "tree_unflatten",
+        "round trip",
+        "tree_map",
+        "tree_flatten_with_path",
+        "jax.jit dispatch",
+    ):
+        measured = results["tree"][operation][2]
+        assert styles <= set(measured)
+        assert all(m["median_us"] > 0 for m in measured.values())
+    assert styles <= set(results["optax"][2])
+
+
+def test_ad_linearize_and_import_benchmarks_report_ratios(quick_results):
+    results, from_json = quick_results
+    assert len(results["ad"]) == 3
+    assert all(r["ratio"] > 0 for r in results["ad"].values())
+    assert results["import"]["import pytreekit after jax (ms)"] > 0
+    assert from_json["machine"]["versions"]["jax"] != "absent"
+
+
+def test_the_table_is_printed(quick_results, capsys):
+    run.main(["--quick", "--sizes", "1", "--json", "/dev/null"])
+    out = capsys.readouterr().out
+    assert "| tree_unflatten | 1 |" in out and "Machine:" in out
