@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr, tree_flatten_with_path
 
-from ._method import CustomMethod, P, R, S
+from ._method import CustomMethod, P, R, S, build_or_decorate
 from ._split import Split
 
 JVPRule = TypeVar("JVPRule", bound=Callable[..., Any])
@@ -24,8 +24,7 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
         self.rule: Callable[..., Any] | None = None
-        # Any: JAX's ParamSpec typing of custom_jvp cannot express the opaque first argument.
-        self._custom: Any = jax.custom_jvp(self._primal, nondiff_argnums=(0,))
+        self._custom = jax.custom_jvp(self._primal, nondiff_argnums=(0,))
         self._custom.defjvp(self._jvp)
 
     def defjvp(self, rule: JVPRule) -> JVPRule:
@@ -36,15 +35,6 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         """
         self.rule = rule
         return rule
-
-    def _call(self, arguments: tuple[Any, ...]) -> R:
-        dynamic, arguments_split = self._split_arguments(arguments)
-        result: R = self._custom(arguments_split, *dynamic)
-        return result
-
-    def _primal(self, arguments_split: Split, *dynamic: Any) -> Any:
-        function: Callable[..., Any] = self.fn  # rebuilt arguments are untyped
-        return function(*arguments_split.rebuild(dynamic))
 
     def _jvp(
         self, arguments_split: Split, primals: tuple[Any, ...], tangents: tuple[Any, ...]
@@ -145,10 +135,4 @@ def custom_jvp_method(
     ...         (self, x), (dself, dx) = primals, tangents
     ...         return self(x), jax.jvp(self.inner, (x / self.scale,), (dx,))[1]
     """
-    if fn is None:
-
-        def decorate(f: Callable[Concatenate[S, P], R]) -> CustomJVPMethod[S, P, R]:
-            return CustomJVPMethod(f, nondiff_self=nondiff_self)
-
-        return decorate
-    return CustomJVPMethod(fn, nondiff_self=nondiff_self)
+    return build_or_decorate(CustomJVPMethod, fn, nondiff_self)  # type: ignore[no-any-return]

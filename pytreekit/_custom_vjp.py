@@ -6,10 +6,11 @@ from collections.abc import Callable
 from typing import Any, Concatenate, overload
 
 import jax
+from jax.tree_util import PyTreeDef
 
 from ._filters import is_array, is_inexact_array
-from ._method import CustomMethod, P, R, S
-from ._split import Split, leaves_per_argument, split
+from ._method import CustomMethod, P, R, S, build_or_decorate
+from ._split import Split, leaves_by_position, split
 
 
 class CustomVJPMethod(CustomMethod[S, P, R]):
@@ -21,8 +22,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         super().__init__(fn, nondiff_self=nondiff_self)
         self.fwd: Callable[..., tuple[Any, Any]] | None = None
         self.bwd: Callable[[Any, Any], Any] | None = None
-        # Any: JAX's ParamSpec typing of custom_vjp cannot express the opaque first argument.
-        self._custom: Any = jax.custom_vjp(self._primal, nondiff_argnums=(0,))
+        self._custom = jax.custom_vjp(self._primal, nondiff_argnums=(0,))
         self._custom.defvjp(self._fwd, self._bwd)
 
     def defvjp(self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[[Any, Any], Any]) -> None:
@@ -35,15 +35,6 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         """
         self.fwd = fwd
         self.bwd = bwd
-
-    def _call(self, arguments: tuple[Any, ...]) -> R:
-        dynamic, arguments_split = self._split_arguments(arguments)
-        result: R = self._custom(arguments_split, *dynamic)
-        return result
-
-    def _primal(self, arguments_split: Split, *dynamic: Any) -> Any:
-        function: Callable[..., Any] = self.fn  # rebuilt arguments are untyped
-        return function(*arguments_split.rebuild(dynamic))
 
     def _fwd(self, arguments_split: Split, *dynamic: Any) -> tuple[Any, tuple[Any, ...]]:
         if self.fwd is None or self.bwd is None:
@@ -66,38 +57,32 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
 
     def _dynamic_cotangents(self, arguments_split: Split, cotangents: Any) -> tuple[Any, ...]:
         """Lay the user's per-argument cotangents out as JAX wants them: one per array leaf."""
-        argument_ranges = leaves_per_argument(arguments_split)
-        names = self._argument_names(len(argument_ranges))
-        if not isinstance(cotangents, (tuple, list)) or len(cotangents) != len(argument_ranges):
+        count = len(arguments_split.treedef.children())
+        names = self._argument_names(count)
+        if not isinstance(cotangents, (tuple, list)) or len(cotangents) != count:
             got = (
                 f"{len(cotangents)} values"
                 if isinstance(cotangents, (tuple, list))
                 else (f"a {type(cotangents).__name__}")
             )
             raise TypeError(
-                f"{self.name}: the bwd rule must return a tuple of {len(argument_ranges)} "
+                f"{self.name}: the bwd rule must return a tuple of {count} "
                 f"cotangents, one for each of ({', '.join(names)}), with None for zero; it "
                 f"returned {got}."
             )
-        children = arguments_split.treedef.children()
-        by_position: dict[int, Any] = {}
-        for index, (name, cotangent, leaf_range, child) in enumerate(
-            zip(names, cotangents, argument_ranges, children, strict=True)
-        ):
-            if cotangent is None or (index == 0 and self.nondiff_self):
-                continue
-            try:
-                leaves = child.flatten_up_to(cotangent)
-            except (ValueError, TypeError):
-                raise TypeError(
-                    f"{self.name}: the bwd rule's cotangent for {name!r} does not have the "
-                    f"structure of {name!r}: expected {child}, got "
-                    f"{jax.tree_util.tree_structure(cotangent)}. Return None for a zero "
-                    f"cotangent, or a value shaped like the argument "
-                    f"(pytreekit.replace(self, ...) for self)."
-                ) from None
-            by_position.update(zip(leaf_range, leaves, strict=True))
+        if self.nondiff_self:
+            cotangents = (None, *cotangents[1:])
 
+        def mismatch(index: int, expected: PyTreeDef, given: Any) -> TypeError:
+            name = names[index]
+            return TypeError(
+                f"{self.name}: the bwd rule's cotangent for {name!r} does not have the "
+                f"structure of {name!r}: expected {expected}, got "
+                f"{jax.tree_util.tree_structure(given)}. Return None for a zero cotangent, or a "
+                f"value shaped like the argument (pytreekit.replace(self, ...) for self)."
+            )
+
+        by_position = leaves_by_position(arguments_split, cotangents, mismatch)
         result = []
         for position in arguments_split.dynamic:
             primal = arguments_split.leaves[position]
@@ -139,10 +124,4 @@ def custom_vjp_method(
     ...         return self.w * x
     >>> Clipped.__call__.defvjp(fwd, bwd)  # bwd(res, g) -> (self_cotangent, x_cotangent)
     """
-    if fn is None:
-
-        def decorate(f: Callable[Concatenate[S, P], R]) -> CustomVJPMethod[S, P, R]:
-            return CustomVJPMethod(f, nondiff_self=nondiff_self)
-
-        return decorate
-    return CustomVJPMethod(fn, nondiff_self=nondiff_self)
+    return build_or_decorate(CustomVJPMethod, fn, nondiff_self)  # type: ignore[no-any-return]

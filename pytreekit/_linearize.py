@@ -7,9 +7,10 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.tree_util import PyTreeDef
 
 from ._filters import is_inexact_array
-from ._split import Split, leaves_per_argument, split
+from ._split import Split, leaves_by_position, split
 
 
 def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
@@ -35,8 +36,6 @@ def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...,
 
     out_dynamic, linear_fn = jax.linearize(dynamic_fn, *dynamic)
     out_split = outputs[-1]
-    argument_ranges = leaves_per_argument(primals_split)
-    argument_defs = primals_split.treedef.children()
 
     def jvp_fn(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
@@ -44,21 +43,15 @@ def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...,
                 f"linearize: jvp_fn takes one tangent per primal ({len(primals)}), "
                 f"got {len(tangents)}."
             )
-        by_position: dict[int, Any] = {}
-        for index, (tangent, leaf_range, treedef) in enumerate(
-            zip(tangents, argument_ranges, argument_defs, strict=True)
-        ):
-            if tangent is None:
-                continue
-            try:
-                leaves = treedef.flatten_up_to(tangent)
-            except (ValueError, TypeError):
-                raise TypeError(
-                    f"linearize: the tangent for primal {index} does not have its structure: "
-                    f"expected {treedef}, got {jax.tree_util.tree_structure(tangent)}. Use None "
-                    f"for leaves (or whole arguments) that are held fixed."
-                ) from None
-            by_position.update(zip(leaf_range, leaves, strict=True))
+
+        def mismatch(index: int, expected: PyTreeDef, given: Any) -> TypeError:
+            return TypeError(
+                f"linearize: the tangent for primal {index} does not have its structure: "
+                f"expected {expected}, got {jax.tree_util.tree_structure(given)}. Use None for "
+                f"leaves (or whole arguments) that are held fixed."
+            )
+
+        by_position = leaves_by_position(primals_split, tangents, mismatch)
         dynamic_tangents = []
         for position in primals_split.dynamic:
             tangent = by_position.get(position)

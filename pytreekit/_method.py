@@ -45,6 +45,9 @@ class CustomMethod(Generic[S, P, R]):
                     f"(it may still be passed by keyword)."
                 )
         self.parameter_names = tuple(p.name for p in parameters)
+        # The jax.custom_jvp / custom_vjp object, set by subclasses. Any: JAX's ParamSpec typing
+        # cannot express its opaque first argument (the Split).
+        self._custom: Any = None
         self._exact_arity = (
             None
             if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
@@ -64,10 +67,17 @@ class CustomMethod(Generic[S, P, R]):
         return types.MethodType(self, instance)
 
     def __call__(self, instance: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self._call(self._resolve((instance, *args), kwargs))
+        arguments = self._resolve((instance, *args), kwargs)
+        # Every array goes to JAX as a primal, integer ones too: under jit they are tracers, which
+        # JAX refuses as non-differentiable arguments. Everything else is held aside.
+        dynamic, arguments_split = split(arguments, is_array)
+        result: R = self._custom(arguments_split, *dynamic)
+        return result
 
-    def _call(self, arguments: tuple[Any, ...]) -> R:
-        raise NotImplementedError
+    def _primal(self, arguments_split: Split, *dynamic: Any) -> Any:
+        """The undecorated computation, on rebuilt arguments (what JAX's custom_* wraps)."""
+        function: Callable[..., Any] = self.fn  # rebuilt arguments are untyped
+        return function(*arguments_split.rebuild(dynamic))
 
     def _resolve(self, arguments: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         if not kwargs and len(arguments) == self._exact_arity:
@@ -79,7 +89,9 @@ class CustomMethod(Generic[S, P, R]):
         bound.apply_defaults()
         return bound.args
 
-    def _split_arguments(self, arguments: tuple[Any, ...]) -> tuple[list[Any], Split]:
-        # Every array goes to JAX as a primal, integer ones too: under jit they are tracers, which
-        # JAX refuses as non-differentiable arguments. Everything else is held aside.
-        return split(arguments, is_array)
+
+def build_or_decorate(kind: type[CustomMethod[Any, Any, Any]], fn: Any, nondiff_self: bool) -> Any:
+    """``kind(fn)`` for the bare decorator, or a decorator when options came first."""
+    if fn is None:
+        return lambda f: kind(f, nondiff_self=nondiff_self)
+    return kind(fn, nondiff_self=nondiff_self)

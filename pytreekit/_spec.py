@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._fields import Field
 
@@ -14,8 +13,7 @@ if TYPE_CHECKING:
 SPEC_ATTR = "__pytreekit_spec__"
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     """The decorator's keyword arguments, as given (subclasses inherit them)."""
 
     static: tuple[str, ...] = ()

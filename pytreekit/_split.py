@@ -42,6 +42,36 @@ def split(tree: Any, is_dynamic: Callable[[Any], bool]) -> tuple[list[Any], Spli
     return [leaves[i] for i in dynamic], Split(treedef, leaves, dynamic)
 
 
+def leaves_by_position(
+    arguments_split: Split,
+    per_argument: Sequence[Any],
+    mismatch: Callable[[int, PyTreeDef, Any], Exception],
+) -> dict[int, Any]:
+    """Lay trees given per argument (tangents, cotangents) onto the split's leaf positions.
+
+    ``None`` for a whole argument gives it nothing; otherwise a tree must have the argument's
+    structure, with anything (``None`` included) at its leaves. ``mismatch(index, expected,
+    given)`` makes the error for a tree that does not fit.
+    """
+    by_position: dict[int, Any] = {}
+    for index, (tree, leaf_range, treedef) in enumerate(
+        zip(
+            per_argument,
+            leaves_per_argument(arguments_split),
+            arguments_split.treedef.children(),
+            strict=True,
+        )
+    ):
+        if tree is None:
+            continue
+        try:
+            leaves = treedef.flatten_up_to(tree)
+        except (ValueError, TypeError):
+            raise mismatch(index, treedef, tree) from None
+        by_position.update(zip(leaf_range, leaves, strict=True))
+    return by_position
+
+
 def leaves_per_argument(tree_split: Split) -> list[range]:
     """For a split of an argument tuple: the leaf positions each argument occupies."""
     ranges = []
