@@ -105,24 +105,13 @@ def _decorate(cls: type[T], options: Options) -> type[T]:
             f"Apply it to a class statement or pass a class: pytree_class(MyClass)."
         )
     parent = _parent_spec(cls)
-    existing = own_spec(cls)
-    if parent is not None:
-        options = Options(
-            static=options.static,
-            frozen=options.frozen or parent.options.frozen,
-            kw_only=options.kw_only,
-            repr=options.repr,
-            eq=options.eq,
-            backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
-        )
-    if existing is not None:  # decorated again, e.g. a subclass already set up automatically
-        options = Options(
-            static=tuple(dict.fromkeys((*existing.options.static, *options.static))),
-            frozen=options.frozen or existing.options.frozen,
-            kw_only=options.kw_only,
-            repr=options.repr,
-            eq=options.eq,
-            backends=tuple(dict.fromkeys((*existing.backends, *options.backends))),
+    existing = own_spec(cls)  # set when decorated again, e.g. after the automatic subclass set-up
+    inherited = existing or parent  # an existing spec already folded in its parent's options
+    if inherited is not None:
+        options = options._replace(
+            static=tuple(dict.fromkeys((*inherited.options.static, *options.static))),
+            frozen=options.frozen or inherited.options.frozen,  # no unfreezing a subclass
+            backends=tuple(dict.fromkeys((*inherited.backends, *options.backends))),
         )
     _backends.check_backends(options.backends, cls)
 
@@ -259,13 +248,6 @@ def _install_subclass_hook(root: type) -> None:
             super(cast(Any, root), sub).__init_subclass__(**kwargs)
         parent = _parent_spec(sub)
         assert parent is not None
-        inherited = Options(
-            frozen=parent.options.frozen,
-            kw_only=parent.options.kw_only,
-            repr=parent.options.repr,
-            eq=parent.options.eq,
-            backends=tuple(parent.backends),
-        )
-        _decorate(sub, inherited)
+        _decorate(sub, parent.options)
 
     setattr(root, "__init_subclass__", classmethod(__init_subclass__))

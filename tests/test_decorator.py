@@ -252,3 +252,49 @@ def test_unannotated_static_typo_is_reported_on_first_flatten():
 
     with pytest.raises(TypeError, match=r"Sized: static=\['sizee'\].*\('size', 'w'\)"):
         jax.tree_util.tree_flatten(Sized())
+
+
+def test_subclass_decorated_again_with_its_own_options():
+    @pytree_class(static=("n",))
+    class Base:
+        def __init__(self, n):
+            self.n = n
+            self.w = jnp.ones(n)
+
+    @pytree_class(static=("label",))  # on top of the automatic set-up from Base
+    class Labelled(Base):
+        def __init__(self, n, label):
+            super().__init__(n)
+            self.label = label
+
+    obj = Labelled(2, "a")
+    leaves, treedef = jax.tree_util.tree_flatten(obj)
+    assert len(leaves) == 1  # n and label are both static
+    assert jax.tree_util.tree_unflatten(treedef, leaves) == obj
+    assert treedef != jax.tree_util.tree_structure(Labelled(2, "b"))
+
+    @pytree_class
+    class AnnotatedBase:
+        x: jax.Array
+
+    @pytree_class(static=("scale",), frozen=True)
+    class Scaled(AnnotatedBase):
+        scale: float = 1.0
+
+    scaled = Scaled(jnp.ones(1), 2.0)
+    assert [f.name for f in pytreekit.fields(Scaled) if f.static] == ["scale"]
+    with pytest.raises(pytreekit.FrozenInstanceError):
+        scaled.x = 1  # type: ignore[misc]
+
+
+def test_subclass_of_unannotated_class_is_a_pytree_without_decoration():
+    class Bigger(Linear):
+        def __init__(self, key):
+            super().__init__(key, 4, 5)
+            self.extra = jnp.zeros(5)
+
+    big = Bigger(jax.random.PRNGKey(0))
+    assert pytreekit.is_pytree_class(Bigger)
+    assert len(jax.tree_util.tree_leaves(big)) == 3  # weights, biases, extra: not a leaf itself
+    grads = jax.grad(lambda m: jnp.sum(m(jnp.ones(4)) + m.extra))(big)
+    assert type(grads) is Bigger and grads.extra.shape == (5,)
