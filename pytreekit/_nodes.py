@@ -179,9 +179,13 @@ class NodeFunctions:
 
     def _flatten_source(self, name: str, layout: Layout, backend: str | None) -> str:
         # Attribute loads are the fastest read on CPython; reading obj.__dict__ would also turn
-        # the instance's compact attribute storage into a real dict.
+        # the instance's compact attribute storage into a real dict. Only fields kept in __dict__
+        # can vary beyond the layout (slots are fixed by the class, and a missing one raises
+        # AttributeError), so only those need the per-instance check.
+        check_dict = layout.per_instance and not layout.slotted
+
         def value(field: str) -> str:
-            return f"d[{field!r}]" if layout.per_instance else f"obj.{field}"
+            return f"d[{field!r}]" if check_dict else f"obj.{field}"
 
         if backend:
             children = [f"(_{backend}_k{i}, {value(n)})" for i, n in enumerate(layout.child_names)]
@@ -193,7 +197,7 @@ class NodeFunctions:
         if backend == "":
             result += ", _child_names"
         other = f"_flatten_other(obj, {backend!r})"
-        if layout.per_instance:
+        if check_dict:
             body = [
                 "d = obj.__dict__",
                 f"if len(d) == {len(layout.names)}:",

@@ -176,3 +176,22 @@ def test_missing_field_is_named_on_flatten():
 
     with pytest.raises(AttributeError, match=r"Unset.w is a field but this instance has no value"):
         jax.tree_util.tree_flatten(Unset())
+
+
+def test_slots_instances_that_leave_a_slot_unset():
+    @pytree_class
+    class Optional:
+        __slots__ = ("a", "b")
+
+        def __init__(self, with_b):
+            self.a = jnp.ones(1)
+            if with_b:
+                self.b = jnp.ones(2)
+
+    full, partial = Optional(True), Optional(False)
+    assert len(jax.tree_util.tree_leaves(full)) == 2
+    leaves, treedef = jax.tree_util.tree_flatten(partial)
+    assert len(leaves) == 1
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert not hasattr(rebuilt, "b") and rebuilt == partial
+    assert jax.tree_util.tree_structure(full) != treedef
