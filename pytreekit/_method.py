@@ -39,10 +39,15 @@ class CustomMethod(Generic[S, P, R]):
         parameters = list(self._signature.parameters.values())
         for parameter in parameters:
             if parameter.kind in _UNSUPPORTED:
+                what = (
+                    "is keyword-only"
+                    if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+                    else ("collects keyword arguments")
+                )
                 raise TypeError(
-                    f"{self.kind} {self.name}: parameter {parameter.name!r} is keyword-only; "
-                    f"JAX's custom derivatives are positional, so make it an ordinary parameter "
-                    f"(it may still be passed by keyword)."
+                    f"{self.kind} {self.name}: parameter {parameter.name!r} {what}; JAX's custom "
+                    f"derivatives are positional, so use ordinary parameters (they may still be "
+                    f"passed by keyword)."
                 )
         self.parameter_names = tuple(p.name for p in parameters)
         # The jax.custom_jvp / custom_vjp object, set by subclasses. Any: JAX's ParamSpec typing

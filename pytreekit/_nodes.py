@@ -141,7 +141,7 @@ class NodeFunctions:
         for backend in self._key_factories:
             self._install_keys(backend, layout)
         for name in layout.slotted:
-            self._namespace[f"_set_{name}"] = _slot_descriptor(self.spec.cls, name).__set__
+            self._namespace[f"_set_{name}"] = _resolved(self.spec.cls, name).__set__
         self._namespace["_child_names"] = layout.child_names
         self._build("flatten", self._flatten_source("flatten", layout, None))
         self._build("flatten_with_names", self._flatten_source("flatten_with_names", layout, ""))
@@ -319,10 +319,6 @@ def annotated_layout(spec: ClassSpec) -> Layout:
 def _resolved(cls: type, name: str) -> Any:
     """What ``cls.<name>`` resolves to, as stored in the defining class's ``__dict__``."""
     return next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
-
-
-def _slot_descriptor(cls: type, name: str) -> Any:
-    return _resolved(cls, name)
 
 
 def _is_slot(cls: type, name: str) -> bool:

@@ -171,6 +171,12 @@ def test_keyword_only_parameters_are_refused_at_decoration():
         def g(self, x, *, scale):
             return x
 
+    with pytest.raises(TypeError, match=r"parameter 'options' collects keyword arguments"):
+
+        @custom_jvp_method
+        def h(self, x, **options):
+            return x
+
 
 def test_nondiff_self_holds_self_fixed():
     @pytree_class
