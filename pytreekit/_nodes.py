@@ -1,10 +1,21 @@
-"""Flatten and unflatten functions for one class, generated from its layout.
+"""Flatten, unflatten and replace functions for one class, generated from its layout.
 
-A ``Layout`` is everything the functions depend on: the field names in order, which are static,
-and where each value is stored. The code generated from it reads and writes those places
-directly, so the hot path does no introspection and runs no user code: unflatten never calls
-``__init__``, ``__post_init__``, converters or a custom ``__setattr__``, because JAX unflattens
-with ``None``, ``object()`` sentinels and tracers.
+The code generated for a layout reads and writes the fields directly, so the hot path does no
+introspection and runs no user code: unflatten and ``replace`` never call ``__init__``,
+``__post_init__``, converters or a custom ``__setattr__`` (JAX unflattens with ``None``,
+``object()`` sentinels and tracers).
+
+Annotated classes have one layout, fixed by the class; their aux data is the tuple of static
+values (``None`` without any). Classes without annotations have a layout per kind of instance
+(see ``_layouts``); their aux data is ``(layout, *static_values)``. Their functions go through at
+most three versions, each correct on its own, so that swapping one in is a single store that any
+thread may observe at any time:
+
+1. before any instance was seen: generic code that works out each instance's layout;
+2. once the first layout is known (the *primary* one): code specialised for it, with the generic
+   path as fallback when an attribute is missing;
+3. once an instance with another layout exists (it carries its layout in ``__pytreekit_layout__``;
+   the class attribute of that name holds the primary): flatten first checks that marker.
 
 These functions are registry-independent; the backend adapters hand them to jax, optree and
 torch, each with its own key type for key paths.
@@ -14,147 +25,249 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ._codegen import compile_function, indent, retarget
+from ._layouts import LAYOUT_ATTR, Layout, LayoutTable
+from ._static import check_static_value
 
 if TYPE_CHECKING:
     from ._spec import ClassSpec
 
 KeyFactory = Callable[[str], Any]
 
-
-class Layout(NamedTuple):
-    names: tuple[str, ...]
-    static: tuple[bool, ...]
-    slotted: frozenset[str]
-    # Classes without annotations: fields are the attributes __init__ set. While every instance
-    # sets the same ones, flatten reads them directly; once instances are seen to differ, flatten
-    # first checks each instance's __dict__ against this layout (and takes the generic path if
-    # it does not match).
-    per_instance: bool = False
-
-    @property
-    def child_names(self) -> tuple[str, ...]:
-        return tuple(n for n, s in zip(self.names, self.static, strict=True) if not s)
-
-    @property
-    def static_names(self) -> tuple[str, ...]:
-        return tuple(n for n, s in zip(self.names, self.static, strict=True) if s)
-
-
-class OtherLayout:
-    """Aux data for an instance of an unannotated class whose attributes differ from the layout
-    the class's code was generated for. Hashable and comparable, as treedef data must be."""
-
-    __slots__ = ("names", "static_names", "static_values")
-
-    def __init__(
-        self, names: tuple[str, ...], static_names: tuple[str, ...], static_values: tuple[Any, ...]
-    ) -> None:
-        self.names = names
-        self.static_names = static_names
-        self.static_values = static_values
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.names, self.static_names, self.static_values)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is OtherLayout and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        statics = dict(zip(self.static_names, self.static_values, strict=True))
-        return f"OtherLayout(names={self.names}, static={statics})"
+# How many distinct instance-dict key tuples ``observe`` remembers per class (a class whose
+# instances set arbitrary attributes must not grow this without bound).
+_RAW_CACHE_SIZE = 256
 
 
 class NodeFunctions:
-    """The flatten/unflatten functions registered for one class.
+    """The flatten/unflatten/replace functions of one class.
 
     The function objects are created once and stay the same for the life of the class (they are
-    what the registries hold); ``specialise`` regenerates the code inside them for a layout.
+    what the registries hold); the code inside them is regenerated as the class's layouts become
+    known.
     """
 
     def __init__(self, spec: ClassSpec) -> None:
         self.spec = spec
-        self.layout: Layout | None = None
+        self.layouts = LayoutTable(spec)
+        cls = spec.cls
+        self.has_dict = _instances_have_dict(cls)
+        self.slots = _all_slots(cls)
+        self.primary: Layout | None = None
+        self.varied = False  # an instance with a non-primary layout exists
+        self.used = False  # annotated classes: flattened or unflattened at least once
+        self._raw: dict[tuple[str, ...], Layout] = {}
         self._key_factories: dict[str, KeyFactory] = {}
         self._namespace: dict[str, Any] = {
             "__builtins__": __builtins__,
-            "_cls": spec.cls,
+            "_cls": cls,
             "_new": object.__new__,
-            "_OtherLayout": OtherLayout,
-            "_discover": self._discover,
-            "_flatten_other": self._flatten_other,
-            "_unflatten_other": self._unflatten_other,
+            "_flatten_generic": self._flatten_generic,
+            "_unflatten_generic": self._unflatten_generic,
+            "_replace_generic": self._replace_generic,
+            "_apply_changes": self._apply_changes,
             "_missing_field": self._missing_field,
+            "_first_use": self._first_use,
         }
         self.flatten = self._build("flatten", self._stub_source("flatten", "obj"))
-        self.unflatten = self._build("unflatten", self._stub_source("unflatten", "aux, children"))
         self.flatten_with_names = self._build(
             "flatten_with_names", self._stub_source("flatten_with_names", "obj")
         )
+        self.unflatten = self._build("unflatten", self._stub_source("unflatten", "aux, children"))
+        self.replace = self._build("replace", self._stub_source("replace", "obj, changes"))
         if spec.fields is not None:
-            self.specialise(annotated_layout(spec))
+            self.primary = self._annotated_layout()
 
     # -- public -------------------------------------------------------------------------------
+
+    @property
+    def annotated(self) -> bool:
+        return self.spec.fields is not None
 
     def flatten_with_keys(self, backend: str, make_key: KeyFactory) -> types.FunctionType:
         """The keyed flatten for one registry: ``((key, child), ...), aux`` with its key type."""
         name = f"flatten_with_keys_{backend}"
-        if name not in self._namespace:
-            self._key_factories[backend] = make_key
-            if self.layout is None:
-                self._build(name, self._stub_source(name, "obj"))
-            else:
-                self._install_keys(backend, self.layout)
-                self._build(name, self._flatten_source(name, self.layout, backend))
+        with self.layouts.lock:
+            if name not in self._namespace:
+                self._key_factories[backend] = make_key
+                if self._specialised():
+                    self._install_keys(backend)
+                    self._build(name, self._flatten_source(name, backend))
+                else:
+                    self._build(name, self._stub_source(name, "obj"))
         function: types.FunctionType = self._namespace[name]
         return function
 
     def observe(self, obj: object) -> None:
-        """An instance of an unannotated class finished ``__init__``: learn or check the layout."""
-        if self.layout is None:
-            self._discover(obj)
-        elif not self.layout.per_instance and sorted(self.spec.attribute_names(obj)) != sorted(
-            self.layout.names
-        ):
-            self.specialise(self.layout._replace(per_instance=True))
+        """An instance of an unannotated class finished ``__init__``: record its layout."""
+        if self.has_dict and not self.slots:
+            raw = tuple(obj.__dict__)
+            layout = self._raw.get(raw)
+            if layout is not None:
+                self._check_statics(obj, layout)
+                if layout is not self.primary:
+                    self._note(obj, layout)
+                return
+        else:
+            raw = None
+        layout = self.layouts.intern(self.spec.attribute_names(obj))
+        self._check_statics(obj, layout)
+        if raw is not None and LAYOUT_ATTR not in raw and len(self._raw) < _RAW_CACHE_SIZE:
+            self._raw[raw] = layout
+        self._note(obj, layout)
+
+    def layout_of(self, obj: object) -> Layout:
+        """The layout of ``obj`` under the field rule (see ``_layouts``)."""
+        if self.annotated:
+            assert self.primary is not None
+            return self.primary
+        if self.has_dict:
+            instance_dict = obj.__dict__
+            layout: Layout | None = instance_dict.get(LAYOUT_ATTR)
+            if layout is None and self.primary is not None:
+                layout = self.primary
+                if not all(_holds(obj, instance_dict, n) for n in layout.names):
+                    layout = None  # not made by __init__, unflatten, replace, copy or pickle
+            if layout is not None:
+                present = tuple(n for n in layout.names if _holds(obj, instance_dict, n))
+                if present == layout.names:
+                    return layout
+                static = tuple(
+                    s for n, s in zip(layout.names, layout.static, strict=True) if n in present
+                )
+                return self.layouts.intern(present, static)  # a field was deleted since
+        layout = self.layouts.intern(self.spec.attribute_names(obj))
+        if self.primary is None:
+            self._note(obj, layout)
+        return layout
+
+    def aux_state(self, aux: Any) -> tuple[tuple[str, ...] | None, tuple[Any, ...]]:
+        """``(field names or None, static values)``: everything in ``aux``, as plain data.
+
+        ``names`` is ``None`` for annotated classes, whose class fixes the layout.
+        """
+        if self.annotated:
+            return None, tuple(aux or ())
+        layout = self._layout_in(aux)
+        return layout.names, tuple(aux[1:])
+
+    def aux_from_state(self, names: Sequence[str] | None, static_values: Sequence[Any]) -> Any:
+        """The aux data ``aux_state`` describes; works in a process that never built an instance."""
+        if self.annotated:
+            if names is not None:
+                raise TypeError(
+                    f"{self.spec.cls.__qualname__} has field annotations, so its aux data names no "
+                    f"fields; got names {tuple(names)!r}."
+                )
+            return tuple(static_values) or None
+        if names is None:
+            raise TypeError(
+                f"{self.spec.cls.__qualname__} has no field annotations: its aux data needs the "
+                f"field names of the instance layout."
+            )
+        layout = self.layouts.intern(tuple(names))
+        if len(static_values) != len(layout.static_names):
+            raise TypeError(
+                f"{self.spec.cls.__qualname__}: {len(static_values)} static values for the static "
+                f"fields {layout.static_names}."
+            )
+        return (layout, *static_values)
 
     def reset(self, spec: ClassSpec) -> None:
-        """Start again from a new spec (the class was decorated a second time)."""
-        self.spec = spec
-        if spec.fields is not None:
-            self.specialise(annotated_layout(spec))
-            return
-        self.layout = None
-        keyed = [f"flatten_with_keys_{backend}" for backend in self._key_factories]
-        for name in ("flatten", "flatten_with_names", *keyed):
-            self._build(name, self._stub_source(name, "obj"))
-        self._build("unflatten", self._stub_source("unflatten", "aux, children"))
+        """Start again from a new spec (the class was decorated a second time).
 
-    def specialise(self, layout: Layout) -> None:
-        """Generate every function of this class for ``layout``."""
-        self.layout = layout
-        for backend in self._key_factories:
-            self._install_keys(backend, layout)
-        for name in layout.slotted:
-            self._namespace[f"_set_{name}"] = _resolved(self.spec.cls, name).__set__
-        self._namespace["_child_names"] = layout.child_names
-        self._build("flatten", self._flatten_source("flatten", layout, None))
-        self._build("flatten_with_names", self._flatten_source("flatten_with_names", layout, ""))
-        for backend in self._key_factories:
-            name = f"flatten_with_keys_{backend}"
-            self._build(name, self._flatten_source(name, layout, backend))
-        self._build("unflatten", self._unflatten_source(layout))
+        Layouts of unannotated classes carry their own static flags, so treedefs made before stay
+        valid. An annotated class's aux data is just its static values, so changing its fields or
+        static flags after it was used as a pytree would misread old treedefs: that is refused.
+        """
+        with self.layouts.lock:
+            if spec.fields is not None and self.spec.fields is not None and self.used:
+                old, new = self.primary, _layout_key(spec)
+                if old is not None and (old.names, old.static) != new:
+                    raise TypeError(
+                        f"{spec.cls.__qualname__} has already been flattened or unflattened as a "
+                        f"pytree with fields {old.names} (static: {old.static_names}); decorating "
+                        f"it again with fields {new[0]} would make existing treedefs unreadable. "
+                        f"Decorate the class once, with all its options."
+                    )
+            self.spec = spec
+            self.layouts.spec = spec
+            self._raw.clear()
+            self.varied = False
+            if LAYOUT_ATTR in spec.cls.__dict__:
+                delattr(spec.cls, LAYOUT_ATTR)
+            self.primary = self._annotated_layout() if spec.fields is not None else None
+            for name in self._function_names():
+                params = {"unflatten": "aux, children", "replace": "obj, changes"}.get(name, "obj")
+                self._build(name, self._stub_source(name, params))
+            if self._specialised():
+                self._generate()
+
+    # -- state transitions (under the class's lock) --------------------------------------------
+
+    def _note(self, obj: object, layout: Layout) -> None:
+        """``obj`` (being built, not yet visible to others) has ``layout``: record it."""
+        with self.layouts.lock:
+            if self.primary is None:
+                self.primary = layout
+                setattr(self.spec.cls, LAYOUT_ATTR, layout)  # the unmarked instances' layout
+                self._generate()
+            if not self.has_dict:
+                return  # no marker possible: a slot is a field whenever it holds a value
+            instance_dict = obj.__dict__
+            if layout is self.primary:
+                instance_dict.pop(LAYOUT_ATTR, None)
+                return
+            instance_dict[LAYOUT_ATTR] = layout
+            if not self.varied:
+                self.varied = True
+                self._generate()
+
+    def _first_use(self) -> None:
+        with self.layouts.lock:
+            if not self.used:
+                self.used = True
+                self._generate()
+
+    def _specialised(self) -> bool:
+        return self.primary is not None and (self.used or not self.annotated)
+
+    def _annotated_layout(self) -> Layout:
+        names, static = _layout_key(self.spec)
+        return self.layouts.intern(names, static)
 
     # -- code generation ----------------------------------------------------------------------
 
-    def _install_keys(self, backend: str, layout: Layout) -> None:
+    def _function_names(self) -> list[str]:
+        keyed = [f"flatten_with_keys_{backend}" for backend in self._key_factories]
+        return ["flatten", "flatten_with_names", *keyed, "unflatten", "replace"]
+
+    def _generate(self) -> None:
+        """Generate every function of this class for its primary layout."""
+        layout = self.primary
+        assert layout is not None
+        self._namespace["_P"] = layout
+        self._namespace["_child_names"] = layout.child_names
+        self._namespace["_field_names"] = frozenset(layout.names)
+        for name in layout.names:
+            if name in self.slots:
+                self._namespace[f"_set_{name}"] = _resolved(self.spec.cls, name).__set__
+        for backend in self._key_factories:
+            self._install_keys(backend)
+        self._build("flatten", self._flatten_source("flatten", None))
+        self._build("flatten_with_names", self._flatten_source("flatten_with_names", ""))
+        for backend in self._key_factories:
+            name = f"flatten_with_keys_{backend}"
+            self._build(name, self._flatten_source(name, backend))
+        self._build("unflatten", self._unflatten_source())
+        self._build("replace", self._replace_source())
+
+    def _install_keys(self, backend: str) -> None:
+        assert self.primary is not None
         make_key = self._key_factories[backend]
-        for index, name in enumerate(layout.child_names):
+        for index, name in enumerate(self.primary.child_names):
             self._namespace[f"_{backend}_k{index}"] = make_key(name)
 
     def _build(self, name: str, source: str) -> types.FunctionType:
@@ -162,54 +275,50 @@ class NodeFunctions:
         function = compile_function(
             name, source, self._namespace, f"{self.spec.cls.__qualname__}.<{name}>"
         )
+        function.__module__ = self.spec.cls.__module__
         if isinstance(existing, types.FunctionType):
             retarget(existing, function)
             self._namespace[name] = existing
             return existing
         return function
 
-    @staticmethod
-    def _stub_source(name: str, params: str) -> str:
-        # Before an unannotated class's layout is known (an instance that never ran __init__,
-        # such as an unpickled one): learn it from the instance, regenerate (which replaces this
-        # very code), then run the real thing.
-        if params == "obj":
-            return f"def {name}(obj):\n    _discover(obj)\n    return {name}(obj)\n"
-        return f"def {name}({params}):\n    return _unflatten_other(aux, children)\n"
+    def _stub_source(self, name: str, params: str) -> str:
+        if self.annotated:
+            # Annotated classes specialise on first use, which is how re-decoration knows whether
+            # treedefs of the class may exist.
+            return f"def {name}({params}):\n    _first_use()\n    return {name}({params})\n"
+        if name == "unflatten":
+            return "def unflatten(aux, children):\n    return _unflatten_generic(aux, children)\n"
+        if name == "replace":
+            return "def replace(obj, changes):\n    return _replace_generic(obj, changes)\n"
+        backend = {"flatten": None, "flatten_with_names": ""}.get(name, name.rsplit("_", 1)[-1])
+        return f"def {name}(obj):\n    return _flatten_generic(obj, {backend!r})\n"
 
-    def _flatten_source(self, name: str, layout: Layout, backend: str | None) -> str:
-        # Attribute loads are the fastest read on CPython; reading obj.__dict__ would also turn
-        # the instance's compact attribute storage into a real dict. Only fields kept in __dict__
-        # can vary beyond the layout (slots are fixed by the class, and a missing one raises
-        # AttributeError), so only those need the per-instance check.
-        check_dict = layout.per_instance and not layout.slotted
+    def _always_generic(self) -> bool:
+        # Without a __dict__ there is no marker, so the slots themselves say which are fields:
+        # code for the primary layout is only safe when it covers every slot.
+        assert self.primary is not None
+        return not self.has_dict and not set(self.slots) <= set(self.primary.names)
 
-        def value(field: str) -> str:
-            return f"d[{field!r}]" if check_dict else f"obj.{field}"
-
+    def _flatten_source(self, name: str, backend: str | None) -> str:
+        layout = self.primary
+        assert layout is not None
+        fallback = f"_flatten_generic(obj, {backend!r})"
+        if not self.annotated and self._always_generic():
+            return f"def {name}(obj):\n    return {fallback}\n"
         if backend:
-            children = [f"(_{backend}_k{i}, {value(n)})" for i, n in enumerate(layout.child_names)]
+            children = [f"(_{backend}_k{i}, obj.{n})" for i, n in enumerate(layout.child_names)]
         else:
-            children = [value(n) for n in layout.child_names]
-        statics = [value(n) for n in layout.static_names]
+            children = [f"obj.{n}" for n in layout.child_names]
+        statics = [f"obj.{n}" for n in layout.static_names]
         result = f"({''.join(c + ', ' for c in children)}), "
-        result += f"({''.join(s + ', ' for s in statics)})" if statics else "None"
+        if self.annotated:
+            result += f"({''.join(s + ', ' for s in statics)})" if statics else "None"
+        else:
+            result += f"(_P, {''.join(s + ', ' for s in statics)})"
         if backend == "":
             result += ", _child_names"
-        other = f"_flatten_other(obj, {backend!r})"
-        if check_dict:
-            body = [
-                "d = obj.__dict__",
-                f"if len(d) == {len(layout.names)}:",
-                "    try:",
-                f"        return {result}",
-                "    except KeyError:",
-                "        pass",
-                f"return {other}",
-            ]
-        elif self.spec.fields is None:  # an attribute missing: this instance has its own layout
-            body = ["try:", f"    return {result}", "except AttributeError:", f"    return {other}"]
-        else:
+        if self.annotated:
             body = [
                 "try:",
                 f"    return {result}",
@@ -217,87 +326,148 @@ class NodeFunctions:
                 "    _missing_field(obj)",
                 "    raise",
             ]
+        elif self.varied:
+            body = [
+                f"if obj.{LAYOUT_ATTR} is _P:",
+                "    try:",
+                f"        return {result}",
+                "    except AttributeError:",
+                "        pass",
+                f"return {fallback}",
+            ]
+        else:
+            body = [
+                "try:",
+                f"    return {result}",
+                "except AttributeError:",
+                f"    return {fallback}",
+            ]
         return f"def {name}(obj):\n" + "\n".join(indent(body)) + "\n"
 
-    def _unflatten_source(self, layout: Layout) -> str:
-        # Plain attribute stores are fastest, but go through __setattr__, which frozen classes
-        # (and some bases) override: those get their storage written directly.
+    def _store_lines(self, target: str, values: dict[str, str]) -> list[str]:
+        """Write ``values`` (field -> expression) into ``target``'s storage, bypassing any custom
+        ``__setattr__`` (plain attribute stores where the class has none: the fastest)."""
         plain = _resolved(self.spec.cls, "__setattr__") is object.__dict__["__setattr__"]
-        body: list[str] = []
-        if self.spec.fields is None:
-            body.append("if aux.__class__ is _OtherLayout:")
-            body.append("    return _unflatten_other(aux, children)")
-        body.append("obj = _new(_cls)")
-        if not plain and len(layout.slotted) < len(layout.names):
-            body.append("d = obj.__dict__")
-        child_index = static_index = 0
+        lines: list[str] = []
+        if not plain and any(name not in self.slots for name in values):
+            lines.append(f"d = {target}.__dict__")
+        for name, value in values.items():
+            if plain:
+                lines.append(f"{target}.{name} = {value}")
+            elif name in self.slots:
+                lines.append(f"_set_{name}({target}, {value})")
+            else:
+                lines.append(f"d[{name!r}] = {value}")
+        return lines
+
+    def _unflatten_source(self) -> str:
+        layout = self.primary
+        assert layout is not None
+        values: dict[str, str] = {}
+        child_index, static_index = 0, 0 if self.annotated else 1
         for name, static in zip(layout.names, layout.static, strict=True):
             if static:
-                source = f"aux[{static_index}]"
+                values[name] = f"aux[{static_index}]"
                 static_index += 1
             else:
-                source = f"children[{child_index}]"
+                values[name] = f"children[{child_index}]"
                 child_index += 1
-            if plain:
-                body.append(f"obj.{name} = {source}")
-            elif name in layout.slotted:
-                body.append(f"_set_{name}(obj, {source})")
-            else:
-                body.append(f"d[{name!r}] = {source}")
-        body.append("return obj")
+        build = ["obj = _new(_cls)", *self._store_lines("obj", values), "return obj"]
+        if self.annotated:
+            body = build
+        else:
+            body = ["if aux[0] is _P:", *indent(build), "return _unflatten_generic(aux, children)"]
         return "def unflatten(aux, children):\n" + "\n".join(indent(body)) + "\n"
+
+    def _replace_source(self) -> str:
+        layout = self.primary
+        assert layout is not None
+        if not self.annotated and self._always_generic():
+            return "def replace(obj, changes):\n    return _replace_generic(obj, changes)\n"
+        copy = self._store_lines("new", {n: f"obj.{n}" for n in layout.names})
+        on_missing = (
+            "_missing_field(obj)\n        raise"
+            if self.annotated
+            else ("return _replace_generic(obj, changes)")
+        )
+        body = []
+        if not self.annotated and self.varied:
+            body += [
+                f"if obj.{LAYOUT_ATTR} is not _P:",
+                "    return _replace_generic(obj, changes)",
+            ]
+        body += [
+            "new = _new(_cls)",
+            "try:",
+            *indent(copy or ["pass"]),
+            "except AttributeError:",
+            f"    {on_missing}",
+            "if changes:",
+            "    _apply_changes(new, changes, _P)",
+            "return new",
+        ]
+        return "def replace(obj, changes):\n" + "\n".join(indent(body)) + "\n"
 
     # -- the generic (slow) paths -------------------------------------------------------------
 
-    def _discover(self, obj: object) -> None:
-        spec = self.spec
-        names = spec.attribute_names(obj)
-        unknown = sorted(spec.static_names.difference(names))
-        if unknown:
-            raise TypeError(
-                f"{spec.cls.__qualname__}: static={unknown!r} names no attribute that __init__ "
-                f"set; the attributes are {names!r}. Check the spelling in "
-                f"@pytree_class(static=...)."
-            )
-        layout = Layout(
-            names=names,
-            static=tuple(n in spec.static_names for n in names),
-            slotted=frozenset(n for n in names if _is_slot(spec.cls, n)),
-        )
-        self.specialise(layout)
-
-    def _flatten_other(self, obj: object, backend: str | None) -> tuple[Any, ...]:
-        spec = self.spec
-        names = spec.attribute_names(obj)
-        layout = self.layout
-        if layout is not None and sorted(names) == sorted(layout.names):
-            # Same fields, but extra private attributes or another insertion order: same treedef.
-            names = layout.names
-            statics: Any = tuple(getattr(obj, n) for n in layout.static_names) or None
-        else:
-            static_names = tuple(n for n in names if n in spec.static_names)
-            statics = OtherLayout(names, static_names, tuple(getattr(obj, n) for n in static_names))
-        child_names = tuple(n for n in names if n not in spec.static_names)
+    def _flatten_generic(self, obj: object, backend: str | None) -> tuple[Any, ...]:
+        layout = self.layout_of(obj)
+        aux = (layout, *(getattr(obj, n) for n in layout.static_names))
         if backend:
             make_key = self._key_factories[backend]
-            return tuple((make_key(n), getattr(obj, n)) for n in child_names), statics
-        children = tuple(getattr(obj, n) for n in child_names)
+            return tuple((make_key(n), getattr(obj, n)) for n in layout.child_names), aux
+        children = tuple(getattr(obj, n) for n in layout.child_names)
         if backend == "":
-            return children, statics, child_names
-        return children, statics
+            return children, aux, layout.child_names
+        return children, aux
 
-    def _unflatten_other(self, aux: Any, children: Sequence[Any]) -> object:
-        if not isinstance(aux, OtherLayout):  # pragma: no cover - aux always comes from flatten
-            raise TypeError(f"cannot unflatten {self.spec.cls.__qualname__} from aux data {aux!r}")
+    def _layout_in(self, aux: Any) -> Layout:
+        layout = aux[0] if type(aux) is tuple and aux else None
+        if not isinstance(layout, Layout) or layout.cls is not self.spec.cls:
+            raise TypeError(
+                f"cannot unflatten {self.spec.cls.__qualname__} from aux data {aux!r}: it was not "
+                f"made by flattening an instance of this class."
+            )
+        return layout
+
+    def _unflatten_generic(self, aux: Any, children: Sequence[Any]) -> object:
+        layout = self._layout_in(aux)
         obj: Any = object.__new__(self.spec.cls)
-        statics = dict(zip(aux.static_names, aux.static_values, strict=True))
+        statics = iter(aux[1:])
         child_iter = iter(children)
-        for name in aux.names:
-            object.__setattr__(obj, name, statics[name] if name in statics else next(child_iter))
+        for name, static in zip(layout.names, layout.static, strict=True):
+            object.__setattr__(obj, name, next(statics) if static else next(child_iter))
+        self._note(obj, layout)
         return obj
 
+    def _replace_generic(self, obj: object, changes: dict[str, Any]) -> object:
+        layout = self.layout_of(obj)
+        new: Any = object.__new__(self.spec.cls)
+        for name in layout.names:
+            object.__setattr__(new, name, getattr(obj, name))
+        self._apply_changes(new, changes, layout)
+        if self.has_dict and layout is not self.primary:
+            new.__dict__[LAYOUT_ATTR] = layout
+        return new
+
+    def _apply_changes(self, new: object, changes: dict[str, Any], layout: Layout) -> None:
+        cls = self.spec.cls
+        for name, value in changes.items():
+            if name not in layout.names:
+                raise TypeError(
+                    f"replace(): {cls.__qualname__} has no field {name!r}; its fields are "
+                    f"{layout.names}."
+                )
+            if name in layout.static_names:
+                check_static_value(cls, name, value)
+            object.__setattr__(new, name, value)
+
+    def _check_statics(self, obj: object, layout: Layout) -> None:
+        for name in layout.static_names:
+            check_static_value(self.spec.cls, name, getattr(obj, name))
+
     def _missing_field(self, obj: object) -> None:
-        for name in self.layout.names if self.layout else ():
+        for name in self.primary.names if self.primary else ():
             if not hasattr(obj, name):
                 raise AttributeError(
                     f"{type(obj).__qualname__}.{name} is a field but this instance has no value "
@@ -306,23 +476,32 @@ class NodeFunctions:
                 ) from None
 
 
-def annotated_layout(spec: ClassSpec) -> Layout:
+def _layout_key(spec: ClassSpec) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     assert spec.fields is not None
-    names = tuple(f.name for f in spec.fields)
-    return Layout(
-        names=names,
-        static=tuple(f.static for f in spec.fields),
-        slotted=frozenset(n for n in names if _is_slot(spec.cls, n)),
-    )
+    return tuple(f.name for f in spec.fields), tuple(bool(f.static) for f in spec.fields)
+
+
+def _holds(obj: object, instance_dict: dict[str, Any], name: str) -> bool:
+    return name in instance_dict or hasattr(obj, name)
+
+
+def _instances_have_dict(cls: type) -> bool:
+    return bool(getattr(cls, "__dictoffset__", 0))
+
+
+def _own_slots(klass: type) -> tuple[str, ...]:
+    slots = klass.__dict__.get("__slots__", ())
+    return (slots,) if isinstance(slots, str) else tuple(slots)
+
+
+def _all_slots(cls: type) -> tuple[str, ...]:
+    """Every slot of ``cls`` that holds a value (not ``__dict__``/``__weakref__``), base first."""
+    names: list[str] = []
+    for klass in reversed(cls.__mro__):
+        names.extend(s for s in _own_slots(klass) if s not in ("__dict__", "__weakref__"))
+    return tuple(dict.fromkeys(names))
 
 
 def _resolved(cls: type, name: str) -> Any:
     """What ``cls.<name>`` resolves to, as stored in the defining class's ``__dict__``."""
     return next(klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__)
-
-
-def _is_slot(cls: type, name: str) -> bool:
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return isinstance(klass.__dict__[name], types.MemberDescriptorType)
-    return False

@@ -69,15 +69,18 @@ class ClassSpec:
         return tuple(names)
 
     def field_names(self, obj: object) -> tuple[str, ...]:
+        """The field names of ``obj``, as flatten sees them (see ``_layouts`` for the rule)."""
         if self.fields is not None:
             return tuple(f.name for f in self.fields)
-        return self.attribute_names(obj)
+        return self.nodes.layout_of(obj).names
 
     def instance_fields(self, obj: object) -> tuple[Field, ...]:
         if self.fields is not None:
             return self.fields
+        layout = self.nodes.layout_of(obj)
         return tuple(
-            Field(name=name, static=name in self.static_names) for name in self.attribute_names(obj)
+            Field(name=name, static=static)
+            for name, static in zip(layout.names, layout.static, strict=True)
         )
 
 

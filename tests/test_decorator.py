@@ -64,7 +64,7 @@ def test_returns_the_same_class_registered_with_key_paths(model):
 def test_static_fields_are_in_the_treedef_not_the_leaves(model):
     leaves, treedef = jax.tree_util.tree_flatten(model.linear)
     assert len(leaves) == 2
-    assert "(3, 2)" in str(treedef)
+    assert ", 3, 2)" in str(treedef)  # aux: (layout, *static values)
 
 
 def test_gradient_matches_hand_derivation(model, batch):
@@ -250,7 +250,7 @@ def test_unannotated_static_typo_is_reported_on_first_flatten():
             self.size = 3
             self.w = jnp.ones(2)
 
-    with pytest.raises(TypeError, match=r"Sized: static=\['sizee'\].*\('size', 'w'\)"):
+    with pytest.raises(TypeError, match=r"Sized: static='sizee' names no attribute .* 'size' is one"):
         jax.tree_util.tree_flatten(Sized())
 
 

@@ -1,5 +1,7 @@
 """replace(): updated copies without __init__."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -39,11 +41,67 @@ def test_replace_on_non_pytree_class():
         replace(3)
 
 
-def test_replace_keeps_non_field_attributes_of_annotated_classes():
-    @pytree_class
-    class Cached:
-        x: int
+@pytest.mark.parametrize("annotated", [True, False])
+def test_replace_copies_fields_only_never_derived_caches(annotated):
+    if annotated:
 
-    c = Cached(1)
-    c._memo = "kept"
-    assert replace(c, x=2)._memo == "kept"
+        @pytree_class
+        class Scaled:
+            w: float
+
+            @functools.cached_property
+            def double(self):
+                return self.w * 2
+
+    else:
+
+        @pytree_class
+        class Scaled:
+            def __init__(self, w):
+                self.w = w
+
+            @functools.cached_property
+            def double(self):
+                return self.w * 2
+
+    m = Scaled(1.0)
+    assert m.double == 2.0  # cached in the instance __dict__
+    m.note = "not a field"
+    updated = replace(m, w=5.0)
+    assert updated.double == 10.0
+    assert not hasattr(updated, "note")
+    assert m.double == 2.0 and m.w == 1.0
+
+
+def test_replace_runs_no_init_and_no_setattr():
+    calls = []
+
+    @pytree_class(frozen=True)
+    class Frozen:
+        def __init__(self, w):
+            calls.append("init")
+            self.w = w
+
+    f = Frozen(1.0)
+    assert replace(f, w=2.0).w == 2.0 and calls == ["init"]
+
+
+def test_replace_of_an_instance_with_its_own_layout_keeps_it():
+    @pytree_class(static=("size",))
+    class Optional:
+        def __init__(self, size, bias):
+            self.size = size
+            self.w = jnp.ones(size)
+            if bias:
+                self.b = jnp.zeros(size)
+
+    Optional(2, False)  # the class's first layout has no bias
+    with_bias = Optional(2, True)
+    updated = replace(with_bias, b=jnp.ones(2))
+    assert float(updated.b.sum()) == 2.0
+    assert jax.tree_util.tree_structure(updated) == jax.tree_util.tree_structure(with_bias)
+    assert len(jax.tree_util.tree_leaves(updated)) == 2
+    with pytest.raises(
+        TypeError, match=r"Optional has no field 'b'; its fields are \('size', 'w'\)"
+    ):
+        replace(Optional(2, False), b=jnp.ones(2))
