@@ -18,6 +18,7 @@ from ._dunders import pytree_eq, pytree_hash, pytree_repr
 from ._fields import MISSING, Field, declared_fields, field
 from ._frozen import frozen_delattr, frozen_setattr, restore_state
 from ._init import make_init, wrap_user_init
+from ._layouts import state_methods
 from ._nodes import NodeFunctions
 from ._spec import SPEC_ATTR, ClassSpec, Options, own_spec
 
@@ -119,6 +120,9 @@ def _decorate(cls: type[T], options: Options) -> type[T]:
     _settle_class_attributes(cls)
     setattr(cls, SPEC_ATTR, spec)
     _install_init(cls, spec)
+    if spec.fields is None:  # copy and pickle keep each instance's layout
+        for name, method in state_methods(cls).items():
+            setattr(cls, name, method)
     _install_dunders(cls, spec)
     if parent is None and existing is None:
         _install_subclass_hook(cls)

@@ -83,7 +83,7 @@ def pytree_eq(self: object, other: object) -> Any:
         return NotImplemented
     spec = _spec(self)
     names = spec.field_names(self)
-    if spec.fields is None and spec.field_names(other) != names:
+    if spec.fields is None and set(spec.field_names(other)) != set(names):  # any order
         return False
     return _all_equal((getattr(self, n), getattr(other, n)) for n in names)
 

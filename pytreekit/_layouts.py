@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import functools
 import threading
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -134,3 +135,41 @@ def wrap_unannotated_init(
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     __init__.__pytreekit_wraps_init__ = True  # type: ignore[attr-defined]
     return __init__
+
+
+def _getstate(self: Any) -> Any:
+    state = object.__getstate__(self)
+    nodes: NodeFunctions = type(self).__pytreekit_spec__.nodes
+    if not nodes.has_dict:
+        return state  # the slots that hold a value are the fields, wherever they are loaded
+    # Record the layout explicitly: the receiving process may have another primary layout.
+    dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
+    dict_state = {**(dict_state or {}), LAYOUT_ATTR: nodes.layout_of(self)}
+    return dict_state if slot_state is None else (dict_state, slot_state)
+
+
+def _setstate(self: Any, state: Any) -> None:
+    # Written to storage directly, as unflatten does: no __setattr__ (frozen classes), no __init__.
+    dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
+    if dict_state:
+        self.__dict__.update(dict_state)
+    for name, value in (slot_state or {}).items():
+        object.__setattr__(self, name, value)
+    layout = dict_state.get(LAYOUT_ATTR) if dict_state else None
+    if isinstance(layout, Layout):
+        type(self).__pytreekit_spec__.nodes._note(self, layout)
+
+
+def state_methods(cls: type) -> dict[str, Callable[..., Any]]:
+    """``__getstate__``/``__setstate__`` for an unannotated class, so that copy and pickle keep
+    each instance's layout (a class that defines its own pickling keeps it)."""
+    own = cls.__dict__
+    if any(name in own for name in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")):
+        return {}
+    methods: dict[str, Callable[..., Any]] = {}
+    for name, function in (("__getstate__", _getstate), ("__setstate__", _setstate)):
+        method = types.FunctionType(function.__code__, function.__globals__, name)
+        method.__module__ = cls.__module__
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        methods[name] = method
+    return methods

@@ -1,0 +1,364 @@
+"""Classes without annotations: the field rule, layouts in fresh processes and under threads."""
+
+import copy
+import functools
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.tree_util import GetAttrKey
+from quickstart import Linear
+
+import pytreekit
+from pytreekit import pytree_class
+
+
+def _run_fresh(script, *args):
+    """Run ``script`` in a new interpreter that has built no instance of anything."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={
+            "JAX_PLATFORMS": "cpu",
+            "PYTHONPATH": ":".join([*_FIXTURE_PATH, str(ROOT), str(ROOT / "examples")]),
+        },
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_pickled_treedef_unflattens_in_a_fresh_process(tmp_path):
+    model = [Linear(jax.random.PRNGKey(0), 3, 2), Linear(jax.random.PRNGKey(1), 2, 2)]
+    leaves, treedef = jax.tree_util.tree_flatten(model)
+    path = tmp_path / "treedef.pkl"
+    path.write_bytes(pickle.dumps((treedef, [np.asarray(x) for x in leaves])))
+    out = _run_fresh(
+        """
+        import pickle, sys
+        import jax, numpy as np
+        import quickstart
+        calls = []
+        init = quickstart.Linear.__init__
+        quickstart.Linear.__init__ = lambda *a, **k: calls.append(a) or init(*a, **k)
+        treedef, leaves = pickle.loads(open(sys.argv[1], "rb").read())
+        model = jax.tree_util.tree_unflatten(treedef, leaves)
+        assert calls == [], calls
+        x = np.ones((4, 3), np.float32)
+        print(repr(np.asarray(model[1](model[0](x))).sum().item()), model[0].in_features)
+        assert jax.tree_util.tree_structure(model) == treedef
+        """,
+        path,
+    )
+    expected = float(np.asarray(model[1](model[0](np.ones((4, 3), np.float32)))).sum())
+    value, in_features = out.split()
+    assert float(value) == pytest.approx(expected, rel=1e-6) and in_features == "3"
+
+
+def test_pickled_instance_keeps_its_layout_in_a_process_whose_first_layout_differs(tmp_path):
+    from layouts_fixture import Optional
+
+    with_bias = Optional(2, bias=True)
+    path = tmp_path / "instance.pkl"
+    path.write_bytes(pickle.dumps(with_bias))
+    out = _run_fresh(
+        """
+        import pickle, sys
+        import jax
+        from layouts_fixture import Optional
+        Optional(3, bias=False)  # this process's first layout has no bias
+        loaded = pickle.loads(open(sys.argv[1], "rb").read())
+        names = [f.name for f in __import__("pytreekit").fields(loaded)]
+        print(len(jax.tree_util.tree_leaves(loaded)), names)
+        """,
+        path,
+    )
+    assert out.split("\n")[0] == "2 ['size', 'w', 'b']"
+
+
+FIXTURE = '''
+"""A module fresh processes can import: a class whose instances may set an optional attribute."""
+import jax.numpy as jnp
+from pytreekit import pytree_class
+
+
+@pytree_class(static=("size",))
+class Optional:
+    def __init__(self, size, bias):
+        self.size = size
+        self.w = jnp.ones(size)
+        if bias:
+            self.b = jnp.zeros(size)
+'''
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fixture_module(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("layouts_fixture")
+    (folder / "layouts_fixture.py").write_text(FIXTURE)
+    sys.path.insert(0, str(folder))
+    _FIXTURE_PATH[:] = [str(folder)]
+    yield
+    sys.path.remove(str(folder))
+    sys.modules.pop("layouts_fixture", None)
+
+
+_FIXTURE_PATH: list[str] = []
+
+
+# -- the field rule -------------------------------------------------------------------------------
+
+
+def _views(obj):
+    """Every view of an instance's fields, which must all agree with flatten."""
+    paths = [p[0].name for p, _ in jax.tree_util.tree_flatten_with_path(obj)[0]]
+    names = [f.name for f in pytreekit.fields(obj)]
+    statics = [f.name for f in pytreekit.fields(obj) if f.static]
+    return names, paths, statics
+
+
+def test_attributes_set_after_init_are_in_no_view():
+    @pytree_class
+    class Later:
+        def __init__(self):
+            self.w = jnp.ones(2)
+
+        @functools.cached_property
+        def norm(self):
+            return jnp.linalg.norm(self.w)
+
+    obj = Later()
+    float(obj.norm)
+    obj.note = jnp.zeros(3)
+    names, paths, _ = _views(obj)
+    assert names == paths == ["w"]
+    assert "note" not in repr(obj) and "norm" not in repr(obj)
+    other = Later()
+    assert obj == other  # the extra attribute is not compared either
+    for clone in (copy.copy(obj), copy.deepcopy(obj)):
+        assert _views(clone)[0] == ["w"] and clone == obj
+    rebuilt = jax.tree_util.tree_map(lambda x: x, obj)
+    assert not hasattr(rebuilt, "note")
+
+
+def test_equality_does_not_depend_on_assignment_order():
+    @pytree_class
+    class Either:
+        def __init__(self, flip):
+            if flip:
+                self.b = jnp.ones(1)
+                self.a = jnp.zeros(1)
+            else:
+                self.a = jnp.zeros(1)
+                self.b = jnp.ones(1)
+
+    assert Either(True) == Either(False)
+    assert _views(Either(True))[0] == ["b", "a"]  # each instance's fields in its own order
+
+
+def test_static_names_that_only_some_instances_set():
+    @pytree_class(static=("activation", "size"))
+    class Layer:
+        def __init__(self, size, activation=None):
+            self.size = size
+            self.w = jnp.ones(size)
+            if activation is not None:
+                self.activation = activation
+
+    plain, activated = Layer(2), Layer(2, jnp.tanh)
+    assert _views(plain)[2] == ["size"]
+    assert _views(activated)[2] == ["size", "activation"]
+    for obj in (plain, activated):
+        leaves, treedef = jax.tree_util.tree_flatten(obj)
+        assert len(leaves) == 1
+        assert jax.tree_util.tree_unflatten(treedef, leaves) == obj
+    with pytest.raises(TypeError, match=r"Layer.activation is a static field.*list"):
+        Layer(2, [1])
+
+
+def test_attribute_names_that_are_not_identifiers_are_refused_at_construction():
+    @pytree_class
+    class Sequential:
+        def __init__(self):
+            setattr(self, "layer-1", jnp.ones(2))
+
+    with pytest.raises(
+        TypeError, match=r"Sequential: attribute 'layer-1' is not a Python identifier"
+    ):
+        Sequential()
+
+
+def test_deleted_field_leaves_every_view():
+    linear = Linear(jax.random.PRNGKey(0), 2, 3)
+    del linear.biases
+    names, paths, _ = _views(linear)
+    assert names == ["in_features", "out_features", "weights"] and paths == ["weights"]
+    assert "biases" not in repr(linear)
+
+
+def test_slotted_instances_a_slot_is_a_field_while_it_holds_a_value():
+    @pytree_class
+    class Slots:
+        __slots__ = ("a", "b")
+
+        def __init__(self):
+            self.a = jnp.ones(1)
+
+    obj = Slots()
+    assert _views(obj)[0] == ["a"]
+    obj.b = jnp.ones(2)  # no __dict__ to record what __init__ set: the slots say it
+    names, paths, _ = _views(obj)
+    assert names == paths == ["a", "b"] and pytreekit.replace(obj, b=jnp.zeros(2)).b.sum() == 0
+
+
+def test_layouts_pickle_to_the_interned_layout():
+    treedef = jax.tree_util.tree_structure(Linear(jax.random.PRNGKey(0), 3, 2))
+    assert pickle.loads(pickle.dumps(treedef)) == treedef
+    layout = treedef.node_data()[1][0]
+    assert pickle.loads(pickle.dumps(layout)) is layout
+
+
+# -- hypothesis: dict, slotted and mixed classes, instances setting different attributes ---------
+
+_NAMES = ("a", "b", "c", "d", "e")
+
+
+_STATICS = ((), ("a",), ("b", "c"))
+
+
+def _class(kind, static):
+    def __init__(self, present):
+        for name, value in present:
+            setattr(self, name, value)
+
+    name = f"Kind_{kind}_{'_'.join(static) or 'none'}"
+    namespace = {"__init__": __init__, "__qualname__": name}
+    if kind == "slots":
+        namespace["__slots__"] = _NAMES
+    elif kind == "mixed":
+        namespace["__slots__"] = ("a", "b", "__dict__")
+    cls = pytree_class(type(name, (), namespace), static=static)
+    globals()[name] = cls  # picklable by reference, as a class at module level is
+    return cls
+
+
+_CLASSES = {
+    (kind, static): _class(kind, static)
+    for kind in ("dict", "slots", "mixed")
+    for static in _STATICS
+}
+
+
+@st.composite
+def _instances(draw):
+    (_kind, static), cls = draw(st.sampled_from(list(_CLASSES.items())))
+    objects = []
+    for _ in range(draw(st.integers(1, 4))):
+        names = draw(st.permutations(_NAMES))[: draw(st.integers(0, len(_NAMES)))]
+        present = [
+            (n, draw(st.integers(-3, 3)) if n in static else jnp.full(2, draw(st.integers(-3, 3))))
+            for n in names
+        ]
+        objects.append((cls(present), dict(present)))
+    return objects
+
+
+@settings(max_examples=60, deadline=None)
+@given(_instances())
+def test_round_trips_of_instances_with_different_attributes(objects):
+    for obj, values in objects:
+        names, paths, statics = _views(obj)
+        assert set(names) == set(values)
+        assert paths == [n for n in names if n not in statics]
+        leaves, treedef = jax.tree_util.tree_flatten(obj)
+        rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+        assert rebuilt == obj and _views(rebuilt) == (names, paths, statics)
+        for name, value in values.items():
+            np.testing.assert_array_equal(getattr(rebuilt, name), value)
+        assert jax.tree_util.tree_structure(rebuilt) == treedef
+        assert pickle.loads(pickle.dumps(treedef)) == treedef
+        for clone in (pytreekit.replace(obj), copy.copy(obj), pickle.loads(pickle.dumps(obj))):
+            assert clone == obj and jax.tree_util.tree_structure(clone) == treedef
+
+
+# -- threads ---------------------------------------------------------------------------------------
+
+
+def _fresh_classes(count):
+    classes = []
+    for index in range(count):
+        width = 300 if index % 4 == 0 else 3
+        names = [f"x{i}" for i in range(width)]
+
+        def __init__(self, seed, names=names):
+            for i, name in enumerate(names):
+                if (seed + i) % 5 or i == 0:  # instances differ in which attributes they set
+                    setattr(self, name, np.float32(seed * 1000 + i))
+
+        kind = ("dict", "slots", "mixed")[index % 3]
+        namespace = {"__init__": __init__}
+        if kind == "slots":
+            namespace["__slots__"] = tuple(names)
+        elif kind == "mixed":
+            namespace["__slots__"] = (names[0], "__dict__")
+        classes.append(pytree_class(type(f"Threaded{index}", (), namespace), static=("x1",)))
+    return classes
+
+
+def test_threads_building_flattening_and_unflattening_first_instances():
+    classes = _fresh_classes(24)
+    errors = []
+    barrier = threading.Barrier(8)
+
+    def work(thread_index):
+        try:
+            barrier.wait()
+            for round_index in range(6):
+                for cls in classes:
+                    seed = thread_index * 7 + round_index
+                    obj = cls(seed)
+                    expected = {f.name: getattr(obj, f.name) for f in pytreekit.fields(obj)}
+                    leaves, treedef = jax.tree_util.tree_flatten(obj)
+                    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+                    got = {f.name: getattr(rebuilt, f.name) for f in pytreekit.fields(rebuilt)}
+                    assert got == expected, (cls.__name__, sorted(set(expected) ^ set(got)))
+                    assert len(leaves) == len(expected) - ("x1" in expected)
+        except BaseException as error:  # reported below, with the thread
+            errors.append((thread_index, repr(error)))
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == []
+    for cls in classes:  # later single-threaded instances are right too
+        for seed in range(5):
+            obj = cls(seed)
+            leaves, treedef = jax.tree_util.tree_flatten(obj)
+            assert jax.tree_util.tree_unflatten(treedef, leaves) == obj
+            names = [f.name for f in pytreekit.fields(obj)]
+            assert all(getattr(obj, n) == seed * 1000 + int(n[1:]) for n in names)
+
+
+def test_key_paths_follow_each_instance_layout():
+    from layouts_fixture import Optional
+
+    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(Optional(2, True))[0]]
+    assert paths == [(GetAttrKey("w"),), (GetAttrKey("b"),)]
