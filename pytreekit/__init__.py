@@ -1,8 +1,29 @@
 """pytreekit: make your own classes JAX pytrees with one decorator.
 
->>> @pytreekit.pytree_class(static=("in_features", "out_features"))
-... class Linear:
-...     def __init__(self, key, in_features, out_features): ...
+``pytree_class`` registers a class with ``jax.tree_util`` (and optionally optree and torch);
+annotated classes get a dataclass-like ``__init__``, others keep their own. ``field``,
+``fields``, ``replace`` and ``is_pytree_class`` work with such classes; ``custom_jvp_method``
+and ``custom_vjp_method`` put custom derivative rules on their methods; ``linearize``,
+``partition`` and ``combine`` handle trees that hold functions, ints or strings besides arrays.
+
+>>> import jax
+>>> import jax.numpy as jnp
+>>> import pytreekit
+>>> @pytreekit.pytree_class(static=("activation",))
+... class Dense:
+...     def __init__(self, weights, activation=jnp.tanh):
+...         self.weights = weights
+...         self.activation = activation
+...
+...     def __call__(self, x):
+...         return self.activation(x @ self.weights)
+>>> layer = Dense(jnp.ones((2, 3)))
+>>> jax.tree_util.tree_leaves(layer)  # the static activation is not a leaf
+[Array([[1., 1., 1.],
+       [1., 1., 1.]], dtype=float32)]
+>>> grads = jax.grad(lambda layer, x: layer(x).sum())(layer, jnp.zeros(2))
+>>> type(grads).__name__, grads.weights.shape, grads.activation is jnp.tanh
+('Dense', (2, 3), True)
 """
 
 from __future__ import annotations
@@ -41,3 +62,6 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# For pdoc: docstrings use Google-style sections (Args:, Returns:, Raises:) over reST markup.
+__docformat__ = "google"

@@ -13,12 +13,30 @@ _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
 
 
 def is_array(x: Any) -> bool:
-    """Whether ``x`` is a JAX array (tracers included) or a NumPy array or scalar."""
+    """Whether ``x`` is a JAX array (tracers included) or a NumPy array or scalar.
+
+    Python numbers are not arrays. A predicate for ``partition``; never raises.
+
+    >>> import jax.numpy as jnp
+    >>> import numpy as np
+    >>> from pytreekit import is_array
+    >>> is_array(jnp.ones(2)), is_array(np.float32(1.0)), is_array(1.0), is_array(jnp.tanh)
+    (True, True, False, False)
+    """
     return isinstance(x, _ARRAY_TYPES)
 
 
 def is_inexact_array(x: Any) -> bool:
-    """Whether ``x`` is an array of floating-point or complex dtype: what can be differentiated."""
+    """Whether ``x`` is an array of floating-point or complex dtype: what can be differentiated.
+
+    An array as ``is_array`` defines it; Python floats are not arrays, so they are ``False``.
+    A predicate for ``partition``; never raises.
+
+    >>> import jax.numpy as jnp
+    >>> from pytreekit import is_inexact_array
+    >>> is_inexact_array(jnp.ones(2)), is_inexact_array(jnp.arange(2)), is_inexact_array(1.0)
+    (True, False, False)
+    """
     return isinstance(x, _ARRAY_TYPES) and bool(jnp.issubdtype(x.dtype, jnp.inexact))
 
 
@@ -27,10 +45,35 @@ def partition(
 ) -> tuple[Any, Any]:
     """Split ``tree`` into ``(kept, rest)``, each with ``None`` where the other has the leaf.
 
-    ``filter_spec`` is a predicate applied to each leaf, a bool, or a tree prefix of those.
+    Both halves have ``tree``'s structure (its pytree classes and static fields included), so
+    ``combine(kept, rest)`` rebuilds ``tree``. The usual use: differentiate, optimise or
+    ``jit`` only the arrays of a model that also holds functions, ints or strings.
 
-    >>> params, static = partition(model, is_inexact_array)
-    >>> model == combine(params, static)
+    Args:
+        tree: Any pytree.
+        filter_spec: Which leaves go to ``kept``: a predicate called on each leaf (such as
+            ``is_inexact_array``), a bool for every leaf, or a tree prefix of ``tree`` whose
+            leaves are predicates or bools, each applied to the subtree it covers.
+        is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
+
+    Returns:
+        ``(kept, rest)``: two trees of ``tree``'s structure with ``None`` in place of the leaves
+        that went to the other one.
+
+    Raises:
+        TypeError: A leaf of ``filter_spec`` is neither a bool nor callable.
+        ValueError: ``filter_spec`` is a tree that is not a prefix of ``tree`` (raised by JAX).
+
+    >>> import jax.numpy as jnp
+    >>> from pytreekit import combine, is_inexact_array, partition
+    >>> tree = {"weights": jnp.ones(2), "steps": 3, "activation": jnp.tanh}
+    >>> params, rest = partition(tree, is_inexact_array)
+    >>> params
+    {'activation': None, 'steps': None, 'weights': Array([1., 1.], dtype=float32)}
+    >>> rest["steps"], rest["weights"]
+    (3, None)
+    >>> combine(params, rest)["weights"]
+    Array([1., 1.], dtype=float32)
     """
     mask = _mask(tree, filter_spec, is_leaf)
     kept = jax.tree_util.tree_map(lambda m, x: x if m else None, mask, tree, is_leaf=is_leaf)
@@ -39,7 +82,25 @@ def partition(
 
 
 def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
-    """Merge trees of one structure leaf-wise, taking the first leaf that is not ``None``."""
+    """Merge trees of one structure leaf-wise, taking the first leaf that is not ``None``.
+
+    The inverse of ``partition``: ``combine(*partition(tree, spec))`` has ``tree``'s leaves.
+
+    Args:
+        *trees: Pytrees of one structure, with ``None`` for missing leaves.
+        is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
+
+    Returns:
+        A tree of that structure; ``None`` where every tree has ``None``.
+
+    Raises:
+        ValueError: The trees do not have one structure (raised by JAX).
+        TypeError: No tree is given.
+
+    >>> from pytreekit import combine
+    >>> combine({"a": 1, "b": None}, {"a": None, "b": 2})
+    {'a': 1, 'b': 2}
+    """
 
     def first(*leaves: Any) -> Any:
         return next((leaf for leaf in leaves if leaf is not None), None)

@@ -16,13 +16,40 @@ from ._split import Split, leaves_by_position, split
 def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """Like ``jax.linearize``, but ``primals`` may hold functions, ints, strings and so on.
 
-    Only floating-point arrays are linearized; every other leaf is held fixed. ``fn`` runs once;
-    ``jvp_fn(*tangents)`` evaluates the linear map without calling it again. Tangents have the
-    primals' structure, with ``None`` (or anything) at the held leaves, or ``None`` for a whole
-    argument.
+    Only floating-point (and complex) arrays are linearized, the leaves ``is_inexact_array``
+    accepts; every other leaf is held fixed, Python floats included (``jax.linearize`` would
+    linearize a Python float; pass ``jnp.asarray(x)`` for that). ``fn`` runs once, when
+    ``linearize`` is called; ``jvp_fn`` evaluates the linear map without calling it again, so
+    linearizing once and calling ``jvp_fn`` many times is cheaper than as many ``jax.jvp``.
 
-    >>> out, jvp_fn = linearize(lambda m, x: m(x), model, x)
-    >>> directions = [jvp_fn(tangent_model, None) for tangent_model in tangent_models]
+    Args:
+        fn: The function to linearize, called as ``fn(*primals)``.
+        *primals: Its arguments: pytrees whose leaves may be of any type.
+
+    Returns:
+        ``(out, jvp_fn)``: ``out`` is ``fn(*primals)``; ``jvp_fn(*tangents)`` takes one tangent per
+        primal, each of that primal's structure, with ``None`` (or any value, which is ignored) at
+        held leaves, or ``None`` for a whole argument held fixed. It returns the tangent of
+        ``out``: ``out``'s structure, with ``None`` at its leaves that are not floating-point
+        arrays.
+
+    Raises:
+        TypeError: From ``jvp_fn``: the number of tangents is not the number of primals, or a
+            tangent does not have its primal's structure (the message gives both structures).
+
+    >>> import jax.numpy as jnp
+    >>> from pytreekit import linearize
+    >>> def affine(params, x):
+    ...     return params["scale"] * x + params["shift"]
+    >>> params = {"scale": jnp.asarray(2.0), "shift": jnp.asarray(1.0), "name": "affine"}
+    >>> out, jvp_fn = linearize(affine, params, jnp.ones(3))
+    >>> out
+    Array([3., 3., 3.], dtype=float32)
+    >>> d_params = {"scale": jnp.asarray(1.0), "shift": jnp.asarray(0.0), "name": None}
+    >>> jvp_fn(d_params, None)  # the derivative along d_params, with x held fixed
+    Array([1., 1., 1.], dtype=float32)
+    >>> jvp_fn(None, jnp.arange(3.0))  # along x, with params held fixed
+    Array([0., 2., 4.], dtype=float32)
     """
     dynamic, primals_split = split(primals, is_inexact_array)
     outputs: list[Split] = []
