@@ -18,7 +18,7 @@ from ._dunders import pytree_eq, pytree_hash, pytree_repr
 from ._fields import MISSING, Field, declared_fields, field
 from ._frozen import frozen_delattr, frozen_setattr, restore_state
 from ._init import make_init, wrap_user_init
-from ._layouts import state_methods
+from ._layouts import state_methods, wrap_unannotated_init
 from ._nodes import NodeFunctions
 from ._spec import SPEC_ATTR, ClassSpec, Options, own_spec
 
@@ -214,7 +214,11 @@ def _install_init(cls: type, spec: ClassSpec) -> None:
             )
             setattr(cls, "__init__", init)
     elif not getattr(user_init, "__pytreekit_wraps_init__", False):
-        setattr(cls, "__init__", wrap_user_init(user_init))
+        if spec.fields is None:
+            wrapped = wrap_unannotated_init(cls, user_init, spec.options.frozen)
+        else:
+            wrapped = wrap_user_init(user_init)
+        setattr(cls, "__init__", wrapped)
 
 
 def _install_dunders(cls: type, spec: ClassSpec) -> None:

@@ -116,7 +116,8 @@ def wrap_unannotated_init(
     ``__init__`` of a ``super().__init__`` chain returns."""
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if type(self).__init__ is not __init__:  # called through super() from a subclass
+        owner = self.__class__
+        if owner is not cls and owner.__init__ is not __init__:  # through super() in a subclass
             init(self, *args, **kwargs)
             return
         if frozen:
@@ -128,7 +129,7 @@ def wrap_unannotated_init(
                 initialising.discard(key)
         else:
             init(self, *args, **kwargs)
-        type(self).__pytreekit_spec__.nodes.observe(self)
+        owner.__pytreekit_spec__.nodes.observe(self)
 
     functools.update_wrapper(__init__, init)  # signature, annotations, docstring
     __init__.__module__ = cls.__module__

@@ -23,6 +23,7 @@ torch, each with its own key type for key paths.
 
 from __future__ import annotations
 
+import gc
 import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -70,7 +71,14 @@ class NodeFunctions:
             "_apply_changes": self._apply_changes,
             "_missing_field": self._missing_field,
             "_first_use": self._first_use,
+            "_referents": gc.get_referents,
+            "_hash": hash,
+            "_setattr": object.__setattr__,
+            "_check_statics": self._check_statics,
+            "_observe_slow": self._observe_slow,
         }
+        # observe(obj): an instance of an unannotated class finished __init__; record its layout.
+        self.observe = self._build("observe", self._observe_source())
         self.flatten = self._build("flatten", self._stub_source("flatten", "obj"))
         self.flatten_with_names = self._build(
             "flatten_with_names", self._stub_source("flatten_with_names", "obj")
@@ -100,8 +108,8 @@ class NodeFunctions:
         function: types.FunctionType = self._namespace[name]
         return function
 
-    def observe(self, obj: object) -> None:
-        """An instance of an unannotated class finished ``__init__``: record its layout."""
+    def _observe_slow(self, obj: object) -> None:
+        """``observe`` for an instance that is not plainly of the primary layout."""
         if self.has_dict and not self.slots:
             raw = tuple(obj.__dict__)
             layout = self._raw.get(raw)
@@ -196,6 +204,7 @@ class NodeFunctions:
             self.layouts.spec = spec
             self._raw.clear()
             self.varied = False
+            self._build("observe", self._observe_source())
             if LAYOUT_ATTR in spec.cls.__dict__:
                 delattr(spec.cls, LAYOUT_ATTR)
             self.primary = self._annotated_layout() if spec.fields is not None else None
@@ -251,6 +260,7 @@ class NodeFunctions:
         self._namespace["_P"] = layout
         self._namespace["_child_names"] = layout.child_names
         self._namespace["_field_names"] = frozenset(layout.names)
+        self._namespace["_static_names"] = frozenset(layout.static_names)
         for name in layout.names:
             if name in self.slots:
                 self._namespace[f"_set_{name}"] = _resolved(self.spec.cls, name).__set__
@@ -263,6 +273,7 @@ class NodeFunctions:
             self._build(name, self._flatten_source(name, backend))
         self._build("unflatten", self._unflatten_source())
         self._build("replace", self._replace_source())
+        self._build("observe", self._observe_source())
 
     def _install_keys(self, backend: str) -> None:
         assert self.primary is not None
@@ -299,6 +310,42 @@ class NodeFunctions:
         # code for the primary layout is only safe when it covers every slot.
         assert self.primary is not None
         return not self.has_dict and not set(self.slots) <= set(self.primary.names)
+
+    def _observe_source(self) -> str:
+        """``observe(obj)``, with a fast path for an instance of exactly the primary layout,
+        recognised without reading ``obj.__dict__``: on CPython that turns the instance's compact
+        attribute storage into a real dict and makes every later attribute read (so every
+        flatten) slower. The garbage collector's referents of such an instance are its attribute
+        values and its class, so their count says whether ``__init__`` set other attributes.
+        Wherever that reasoning does not hold, the general path runs."""
+        slow = "def observe(obj):\n    _observe_slow(obj)\n"
+        layout = self.primary
+        if layout is None or self.annotated or not self.has_dict or self.slots:
+            return slow
+        names = layout.names
+        if any(hasattr(self.spec.cls, n) for n in names):  # a class attribute could stand in
+            return slow
+        check = f"if len(refs) == {len(names) + 1}:"
+        if len(names) == 1:  # [dict, class] is also what a materialised __dict__ gives
+            check = "if len(refs) == 2 and refs[0].__class__ is not dict:"
+        reads = ", ".join(f"obj.{n}" for n in names) or "pass"
+        hashes = ", ".join(f"_hash(obj.{n})" for n in layout.static_names) or "pass"
+        body = [
+            "refs = _referents(obj)",
+            check,
+            "    try:",
+            f"        {reads}",
+            "    except AttributeError:",
+            "        pass",
+            "    else:",
+            "        try:",
+            f"            {hashes}",
+            "        except TypeError:",
+            "            _check_statics(obj, _P)",
+            "        return",
+            "_observe_slow(obj)",
+        ]
+        return "def observe(obj):\n" + "\n".join(indent(body)) + "\n"
 
     def _flatten_source(self, name: str, backend: str | None) -> str:
         layout = self.primary
@@ -403,7 +450,18 @@ class NodeFunctions:
             "except AttributeError:",
             f"    {on_missing}",
             "if changes:",
-            "    _apply_changes(new, changes, _P)",
+            # Unknown names go the slow way, which raises naming them.
+            "    if not _field_names.issuperset(changes):",
+            "        _apply_changes(new, changes, _P)",
+            "    for name, value in changes.items():",
+            "        _setattr(new, name, value)",
+        ]
+        if layout.static_names:
+            body += [
+                "    if not _static_names.isdisjoint(changes):",
+                "        _check_statics(new, _P)",
+            ]
+        body += [
             "return new",
         ]
         return "def replace(obj, changes):\n" + "\n".join(indent(body)) + "\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ._spec import spec_of
+from ._spec import SPEC_ATTR, spec_of
 
 T = TypeVar("T")
 
@@ -25,6 +25,9 @@ def replace(obj: T, /, **changes: Any) -> T:
     >>> replace(Linear(jnp.ones(2)), weights=jnp.zeros(2)).weights
     Array([0., 0.], dtype=float32)
     """
-    spec = spec_of(obj, "replace()")
-    new: T = spec.nodes.replace(obj, changes)
+    cls = type(obj)
+    nodes = getattr(getattr(cls, SPEC_ATTR, None), "nodes", None)
+    if nodes is None or nodes.spec.cls is not cls:  # not a pytree class (its own spec) at all
+        nodes = spec_of(obj, "replace()").nodes
+    new: T = nodes.replace(obj, changes)
     return new

@@ -362,3 +362,49 @@ def test_key_paths_follow_each_instance_layout():
 
     paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(Optional(2, True))[0]]
     assert paths == [(GetAttrKey("w"),), (GetAttrKey("b"),)]
+
+
+# -- recognising the first layout without reading __dict__ (nodes._is_primary_source) -----------
+
+
+def test_same_number_of_attributes_with_other_names_is_another_layout():
+    @pytree_class
+    class Swap:
+        b = 0.0  # a class attribute named like a field: the count check alone would be fooled
+
+        def __init__(self, other):
+            self.a = jnp.ones(1)
+            if other:
+                self.c = jnp.ones(2)
+            else:
+                self.b = jnp.ones(3)
+
+    first, second = Swap(False), Swap(True)
+    assert _views(first)[0] == ["a", "b"] and _views(second)[0] == ["a", "c"]
+    assert [x.shape for x in jax.tree_util.tree_leaves(second)] == [(1,), (2,)]
+
+
+def test_single_field_instances_whose_init_read_the_instance_dict():
+    @pytree_class
+    class Peek:
+        def __init__(self, extra):
+            self.a = jnp.ones(1)
+            vars(self)  # materialises the instance dict: one referent, whatever it holds
+            if extra:
+                self.z = jnp.ones(2)
+
+    Peek(False)
+    assert _views(Peek(True))[0] == ["a", "z"]
+    assert len(jax.tree_util.tree_leaves(Peek(True))) == 2
+
+
+def test_unhashable_static_value_is_reported_for_the_first_layout_too():
+    @pytree_class(static=("size",))
+    class Sized:
+        def __init__(self, size):
+            self.size = size
+            self.w = jnp.ones(2)
+
+    Sized(2)
+    with pytest.raises(TypeError, match=r"Sized.size is a static field.*list"):
+        Sized([2])
