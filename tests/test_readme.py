@@ -9,6 +9,7 @@ reason. Blocks importing optree or torch need those libraries, as the backend te
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,19 @@ def test_undefined_names_are_reported(tmp_path: Path) -> None:
     assert undefined_names("import jax\nx = jax.numpy.ones(2)\n", tmp_path) == ""
     report = undefined_names("def rule():\n    return jax.jvp\n", tmp_path)
     assert "F821 Undefined name `jax`" in report
+
+
+def test_readme_relative_links_resolve() -> None:
+    text = README.read_text(encoding="utf-8")
+    targets = [
+        target for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text) if "://" not in target
+    ]
+    assert "docs/pitfalls.md" in targets
+    assert [target for target in targets if not (ROOT / target).exists()] == []
+    headings = {
+        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in text.splitlines()
+        if line.startswith("#")
+    }
+    anchors = re.findall(r"\]\(#([^)]+)\)", text)
+    assert [anchor for anchor in anchors if anchor not in headings] == []
