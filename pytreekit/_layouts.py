@@ -102,9 +102,14 @@ def _check_names(spec: ClassSpec, names: tuple[str, ...]) -> None:
 
 def layout_for(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
     """The interned layout of ``cls`` with these names (what unpickling a layout calls)."""
-    from ._spec import spec_of
+    from ._spec import own_spec
 
-    nodes: NodeFunctions = spec_of(cls, "unpickling a pytree layout").nodes
+    spec = own_spec(cls)
+    if spec is None or not hasattr(spec, "nodes"):
+        # The class itself is being unpickled by value and this is its own class attribute,
+        # which is set anew when the class first meets an instance here.
+        return Layout(cls, tuple(names), tuple(static))
+    nodes: NodeFunctions = spec.nodes
     return nodes.layouts.intern(tuple(names), tuple(static))
 
 

@@ -83,6 +83,33 @@ class ClassSpec:
             for name, static in zip(layout.names, layout.static, strict=True)
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Only a class pickled by value (cloudpickle, as Ray, Dask and loky send classes defined
+        # in a notebook or a function) carries its spec: the receiving process rebuilds the node
+        # functions and registers the class there. Locks and generated code stay behind.
+        state = {k: v for k, v in self.__dict__.items() if k not in ("nodes", "backends")}
+        return restore_spec, (type(self), state)
+
+
+def restore_spec(spec_type: type[ClassSpec], state: dict[str, Any]) -> ClassSpec:
+    """Unpickle a spec: the class is registered with its backends in this process (once, also
+    when the same class arrives again)."""
+    from ._backends import register_with
+    from ._nodes import NodeFunctions
+
+    cls = state["cls"]
+    existing = own_spec(cls)
+    if existing is not None and hasattr(existing, "nodes"):
+        return existing
+    spec = object.__new__(spec_type)
+    spec.__dict__.update(state)
+    spec.backends = []
+    # Set at once: the rest of the class's state (a layout) may need it while being unpickled.
+    setattr(cls, SPEC_ATTR, spec)
+    spec.nodes = NodeFunctions(spec)
+    register_with(spec, spec.options.backends)
+    return spec
+
 
 def own_slots(klass: type) -> tuple[str, ...]:
     slots = klass.__dict__.get("__slots__", ())

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.tree_util import GetAttrKey
@@ -408,3 +408,51 @@ def test_unhashable_static_value_is_reported_for_the_first_layout_too():
     Sized(2)
     with pytest.raises(TypeError, match=r"Sized.size is a static field.*list"):
         Sized([2])
+
+
+# -- classes pickled by value ----------------------------------------------------------------------
+
+
+def test_cloudpickled_instances_of_local_classes_arrive_registered(tmp_path):
+    cloudpickle = require("cloudpickle")
+
+    def make():
+        @pytree_class(static=("n",))
+        class Local:
+            def __init__(self, n, bias):
+                self.n = n
+                self.w = jnp.arange(n, dtype=jnp.float32)
+                if bias:
+                    self.b = jnp.ones(n)
+
+            def __call__(self, x):
+                return (self.w * x).sum()
+
+        @pytree_class(frozen=True)
+        class LocalAnnotated:
+            a: jax.Array
+            k: int = pytreekit.field(static=True, default=2)
+
+        return Local(3, False), Local(2, True), LocalAnnotated(jnp.ones(2))
+
+    path = tmp_path / "objects.pkl"
+    path.write_bytes(cloudpickle.dumps(make()))
+    out = _run_fresh(
+        """
+        import pickle, sys
+        import jax
+        import pytreekit
+        plain, biased, annotated = pickle.loads(open(sys.argv[1], "rb").read())
+        assert pytreekit.is_pytree_class(plain) and type(plain) is type(biased)
+        print(jax.grad(lambda m: m(2.0))(plain).w.tolist())
+        print(len(jax.tree_util.tree_leaves(biased)), jax.tree_util.tree_leaves(annotated))
+        leaves, treedef = jax.tree_util.tree_flatten(annotated)
+        assert jax.tree_util.tree_unflatten(treedef, leaves) == annotated
+        again = pickle.loads(open(sys.argv[1], "rb").read())  # the same class, tracked
+        assert type(again[0]) is type(plain)
+        """,
+        path,
+    )
+    lines = out.splitlines()
+    assert lines[0] == "[2.0, 2.0, 2.0]"
+    assert lines[1].startswith("2 [Array([1., 1.], dtype=float32)]")
