@@ -100,6 +100,28 @@ class Optional:
         self.w = jnp.ones(size)
         if bias:
             self.b = jnp.zeros(size)
+
+    def __call__(self, x):
+        out = self.w * x
+        return out + self.b if hasattr(self, "b") else out
+
+
+def register_for_export():
+    """jax.export needs aux data as bytes: the layout's field names and the static values."""
+    import json
+
+    from jax import export
+
+    nodes = Optional.__pytreekit_spec__.nodes
+    try:
+        export.register_pytree_node_serialization(
+            Optional,
+            serialized_name=f"{__name__}.Optional",
+            serialize_auxdata=lambda aux: json.dumps(nodes.aux_state(aux)).encode(),
+            deserialize_auxdata=lambda data: nodes.aux_from_state(*json.loads(data)),
+        )
+    except ValueError:
+        pass  # already registered (by pytreekit itself, where it registers classes for export)
 '''
 
 
@@ -115,6 +137,40 @@ def _fixture_module(tmp_path_factory):
 
 
 _FIXTURE_PATH: list[str] = []
+
+
+def test_exported_function_of_unannotated_instances_runs_in_a_fresh_process(tmp_path):
+    path = tmp_path / "exported.bin"
+    _run_fresh(
+        """
+        import sys
+        import jax, jax.numpy as jnp
+        from jax import export
+        from layouts_fixture import Optional, register_for_export
+        register_for_export()
+        step = jax.jit(lambda m, x: (m(x).sum(), jax.tree_util.tree_map(lambda a: a * 2, m)))
+        model = Optional(3, bias=True)
+        exported = export.export(step)(model, jnp.ones(3))
+        open(sys.argv[1], "wb").write(exported.serialize())
+        """,
+        path,
+    )
+    out = _run_fresh(
+        """
+        import sys
+        import jax.numpy as jnp
+        from jax import export
+        from layouts_fixture import Optional, register_for_export
+        register_for_export()
+        exported = export.deserialize(bytearray(open(sys.argv[1], "rb").read()))
+        model = Optional(3, bias=False)  # this process's first layout has no bias
+        biased = Optional(3, bias=True)
+        total, doubled = exported.call(biased, jnp.full(3, 2.0))
+        print(float(total), doubled.b.tolist(), doubled.size, type(doubled).__name__)
+        """,
+        path,
+    )
+    assert out.split() == ["6.0", "[0.0,", "0.0,", "0.0]", "3", "Optional"]
 
 
 # -- the field rule -------------------------------------------------------------------------------
