@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Concatenate, TypeVar, overload
+from typing import Any, Concatenate, TypeVar, cast, overload
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.tree_util import keystr, tree_flatten_with_path
+from jax.tree_util import PyTreeDef, keystr, tree_flatten_with_path
 
 from ._method import CustomMethod, P, R, S, build_or_decorate
 from ._split import Split
@@ -24,17 +24,38 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
         self.rule: Callable[..., Any] | None = None
-        self._custom = jax.custom_jvp(self._primal, nondiff_argnums=(0,))
-        self._custom.defjvp(self._jvp)
+        self._custom = jax.custom_jvp(self._named_primal(), nondiff_argnums=(0,))
+        self._custom.defjvp(self._named_rule(None))
 
     def defjvp(self, rule: JVPRule) -> JVPRule:
         """Register ``rule(primals, tangents) -> (primal_out, tangent_out)``.
 
         ``primals`` is ``(self, *args)``; ``tangents`` has the same structure, with ``None`` for
-        everything that is not a floating-point array. Returns ``rule``, so it can decorate.
+        everything that is not an array (and for integer arrays). Returns ``rule``, so it can
+        decorate.
         """
+        if not callable(rule):
+            raise TypeError(
+                f"{self.name}.defjvp() takes the JVP rule, a function "
+                f"(primals, tangents) -> (primal_out, tangent_out); got {rule!r}."
+            )
         self.rule = rule
+        self._custom.defjvp(self._named_rule(rule))
         return rule
+
+    def _named_rule(self, rule: Callable[..., Any] | None) -> Callable[..., Any]:
+        """The function JAX calls as the rule, named after the user's rule (for jaxprs and
+        JAX's own messages)."""
+
+        def jvp(
+            arguments_split: Split, primals: tuple[Any, ...], tangents: tuple[Any, ...]
+        ) -> tuple[Any, Any]:
+            return self._jvp(arguments_split, primals, tangents)
+
+        if rule is not None:
+            jvp.__name__ = getattr(rule, "__name__", "jvp")
+            jvp.__qualname__ = getattr(rule, "__qualname__", jvp.__name__)
+        return jvp
 
     def _jvp(
         self, arguments_split: Split, primals: tuple[Any, ...], tangents: tuple[Any, ...]
@@ -44,47 +65,66 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
                 f"{self.name} is a custom_jvp_method without a JVP rule, and something asked "
                 f"for its derivative. Define one with @{self.name}.defjvp."
             )
-        # JAX hands non-differentiable primals (integer arrays) float0 tangents; inside a rule a
-        # known Python scalar may arrive as a dtype-carrying literal, so judge by the tangent.
+        # As jax.custom_jvp does, the rule gets every tangent JAX has (a Python float's too);
+        # only float0 ones (integer primals, nothing to differentiate) become None.
         tangent_at = {
             position: tangent
             for position, tangent in zip(arguments_split.dynamic, tangents, strict=True)
-            if _has_dtype(tangent, inexact=True)
+            if getattr(tangent, "dtype", None) != jax.dtypes.float0
         }
         tangent_arguments = arguments_split.rebuild_sparse(tangent_at)
         if self.nondiff_self:
             tangent_arguments = (None, *tangent_arguments[1:])
-        out, tangent_out = self.rule(arguments_split.rebuild(primals), tangent_arguments)
-        return out, _matching_tangent(self.name, out, tangent_out)
+        result = self.rule(arguments_split.rebuild(primals), tangent_arguments)
+        rule_name = getattr(self.rule, "__qualname__", repr(self.rule))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            if isinstance(result, (tuple, list)):
+                got = f"a {type(result).__name__} of {len(result)} values"
+            elif hasattr(result, "shape") and hasattr(result, "dtype"):
+                got = f"a single array of shape {tuple(result.shape)} (only the tangent?)"
+            else:
+                got = f"a {type(result).__name__}"
+            raise TypeError(
+                f"{self.name}: the JVP rule {rule_name} must return a pair "
+                f"(primal_out, tangent_out), but it returned {got}. Return both, e.g. "
+                f"`return self.method(x), tangent`."
+            )
+        out, tangent_out = result
+        return out, _matching_tangent(self.name, rule_name, out, tangent_out)
 
 
-def _matching_tangent(name: str, out: Any, tangent_out: Any) -> Any:
-    """``tangent_out`` checked against ``out`` leaf by leaf, ``None`` leaves made zeros."""
+def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> Any:
+    """``tangent_out`` checked against ``out`` (structure, container types and static parts
+    included, then shapes and dtypes), ``None`` made zeros of the right tangent dtype."""
     primal_leaves, treedef = tree_flatten_with_path(out)
-    tangent_leaves, _ = tree_flatten_with_path(tangent_out, is_leaf=lambda x: x is None)
-    primal_paths = [path for path, _ in primal_leaves]
-    tangent_paths = [path for path, _ in tangent_leaves]
-    if primal_paths != tangent_paths:
-        pairs = zip(primal_paths, tangent_paths, strict=False)
-        first = next((i for i, (a, b) in enumerate(pairs) if a != b), None)
-        if first is None:  # one is a prefix of the other
-            first = min(len(primal_paths), len(tangent_paths))
-        if first < len(primal_paths):
-            raise _mismatch(name, primal_paths[first], "has no tangent at the same key path")
-        raise _mismatch(name, tangent_paths[first], "exists in the tangent but not the primal")
+    treedef = cast(PyTreeDef, treedef)
+    if tangent_out is None:
+        tangent_leaves: list[Any] = [None] * len(primal_leaves)
+    else:
+        try:
+            tangent_leaves = treedef.flatten_up_to(tangent_out)
+        except (ValueError, TypeError):
+            got = jax.tree_util.tree_structure(tangent_out, is_leaf=lambda x: x is None)
+            raise TypeError(
+                f"{name}: the JVP rule {rule_name} returned a tangent whose structure does not "
+                f"match the primal output: expected {treedef}, got {got}. The tangent must have "
+                f"the primal output's structure (same containers, same static parts), with "
+                f"None allowed for zero at any leaf."
+            ) from None
     filled = []
-    for (path, primal), (_, tangent) in zip(primal_leaves, tangent_leaves, strict=True):
-        if not _has_dtype(primal):
-            filled.append(tangent)  # a Python value: JAX itself says what it wants
-            continue
-        expected_dtype = primal.dtype if _has_dtype(primal, inexact=True) else jax.dtypes.float0
-        if tangent is None:
-            tangent = np.zeros(np.shape(primal), expected_dtype)
-        elif hasattr(tangent, "shape") and (
-            tuple(tangent.shape) != tuple(primal.shape) or tangent.dtype != expected_dtype
+    for (path, primal), tangent in zip(primal_leaves, tangent_leaves, strict=True):
+        expected_dtype = _tangent_dtype(primal)
+        if tangent is None:  # float0 zeros only exist as NumPy arrays, as in JAX itself
+            zeros = np.zeros if expected_dtype == jax.dtypes.float0 else jnp.zeros
+            tangent = zeros(np.shape(primal), expected_dtype)
+        elif (
+            hasattr(tangent, "shape")
+            and hasattr(primal, "shape")
+            and (tuple(tangent.shape) != tuple(primal.shape) or tangent.dtype != expected_dtype)
         ):
             raise _mismatch(
                 name,
+                rule_name,
                 path,
                 f"has a tangent of shape {tuple(tangent.shape)} and dtype {tangent.dtype}, "
                 f"but the primal output there needs shape {tuple(primal.shape)} and dtype "
@@ -94,19 +134,18 @@ def _matching_tangent(name: str, out: Any, tangent_out: Any) -> Any:
     return jax.tree_util.tree_unflatten(treedef, filled)
 
 
-def _has_dtype(x: Any, inexact: bool = False) -> bool:
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
-        return False
-    return not inexact or bool(jnp.issubdtype(dtype, jnp.inexact))
+def _tangent_dtype(primal: Any) -> Any:
+    """The dtype JAX expects of a tangent for ``primal`` (Python scalars as JAX sees them)."""
+    dtype = jnp.result_type(primal)
+    return dtype if jnp.issubdtype(dtype, jnp.inexact) else jax.dtypes.float0
 
 
-def _mismatch(name: str, path: tuple[Any, ...], what: str) -> TypeError:
+def _mismatch(name: str, rule_name: str, path: tuple[Any, ...], what: str) -> TypeError:
     where = f"output{keystr(path)}" if path else "the output"
     return TypeError(
-        f"{name}: the JVP rule's tangent output does not match the primal output: {where} {what}. "
-        f"The tangent must have the primal output's structure, shapes and dtypes (None is "
-        f"read as zero)."
+        f"{name}: the JVP rule {rule_name}'s tangent output does not match the primal output: "
+        f"{where} {what}. The tangent must have the primal output's structure, shapes and "
+        f"dtypes (None is read as zero)."
     )
 
 

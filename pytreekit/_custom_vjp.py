@@ -8,7 +8,7 @@ from typing import Any, Concatenate, overload
 import jax
 from jax.tree_util import PyTreeDef
 
-from ._filters import is_array, is_inexact_array
+from ._filters import is_array
 from ._method import CustomMethod, P, R, S, build_or_decorate
 from ._split import Split, leaves_by_position, split
 
@@ -22,7 +22,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         super().__init__(fn, nondiff_self=nondiff_self)
         self.fwd: Callable[..., tuple[Any, Any]] | None = None
         self.bwd: Callable[[Any, Any], Any] | None = None
-        self._custom = jax.custom_vjp(self._primal, nondiff_argnums=(0,))
+        self._custom = jax.custom_vjp(self._named_primal(), nondiff_argnums=(0,))
         self._custom.defvjp(self._fwd, self._bwd)
 
     def defvjp(self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[[Any, Any], Any]) -> None:
@@ -87,7 +87,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         for position in arguments_split.dynamic:
             primal = arguments_split.leaves[position]
             cotangent = by_position.get(position)
-            if cotangent is not None and is_inexact_array(primal):
+            if cotangent is not None and _inexact(primal):
                 if tuple(getattr(cotangent, "shape", ())) != tuple(primal.shape):
                     raise TypeError(
                         f"{self.name}: the bwd rule returned a cotangent of shape "
@@ -103,6 +103,10 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         names = list(self.parameter_names[:count])
         names += [f"argument {i}" for i in range(len(names), count)]  # through *args
         return names
+
+
+def _inexact(leaf: Any) -> bool:
+    return bool(jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact))
 
 
 @overload

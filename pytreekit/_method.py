@@ -84,6 +84,16 @@ class CustomMethod(Generic[S, P, R]):
         function: Callable[..., Any] = self.fn  # rebuilt arguments are untyped
         return function(*arguments_split.rebuild(dynamic))
 
+    def _named_primal(self) -> Callable[..., Any]:
+        """``_primal`` under the user's method name, which JAX shows in jaxprs and messages."""
+
+        def primal(arguments_split: Split, *dynamic: Any) -> Any:
+            return self._primal(arguments_split, *dynamic)
+
+        primal.__name__ = getattr(self.fn, "__name__", "primal")
+        primal.__qualname__ = getattr(self.fn, "__qualname__", primal.__name__)
+        return primal
+
     def _resolve(self, arguments: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         if not kwargs and len(arguments) == self._exact_arity:
             return arguments

@@ -11,11 +11,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 from jax.tree_util import PyTreeDef
 
 
 class Split:
-    """A flattened tree with its dynamic leaves taken out (``dynamic`` holds their positions)."""
+    """A flattened tree with its dynamic leaves taken out (``dynamic`` holds their positions;
+    ``leaves`` has a ``jax.ShapeDtypeStruct`` there)."""
 
     __slots__ = ("dynamic", "leaves", "residuals", "treedef")
 
@@ -39,7 +41,12 @@ class Split:
 def split(tree: Any, is_dynamic: Callable[[Any], bool]) -> tuple[list[Any], Split]:
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     dynamic = tuple(i for i, leaf in enumerate(leaves) if is_dynamic(leaf))
-    return [leaves[i] for i in dynamic], Split(treedef, leaves, dynamic)
+    held = list(leaves)
+    for i in dynamic:
+        # Only shape and dtype are kept of the dynamic leaves: the Split outlives the call (JAX
+        # keeps it as a static argument), and holding the call's tracers would leak them.
+        held[i] = jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype)  # type: ignore[no-untyped-call]
+    return [leaves[i] for i in dynamic], Split(treedef, held, dynamic)
 
 
 def leaves_by_position(

@@ -250,7 +250,8 @@ def test_unannotated_static_typo_is_reported_on_first_flatten():
             self.size = 3
             self.w = jnp.ones(2)
 
-    with pytest.raises(TypeError, match=r"Sized: static='sizee' names no attribute .* 'size' is one"):
+    message = r"Sized: static='sizee' names no attribute .* 'size' is one"
+    with pytest.raises(TypeError, match=message):
         jax.tree_util.tree_flatten(Sized())
 
 

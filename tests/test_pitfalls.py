@@ -118,7 +118,7 @@ def test_the_page_covers_the_errors_users_meet_first() -> None:
     for text in [
         "zeros_like requires ndarray or scalar arguments, got <class 'function'>",  # optax.init
         "is not a valid JAX type",  # jax.grad on a function leaf
-        "too many values to unpack (expected 2)",  # a JVP rule returning only the tangent
+        "must return a pair (primal_out, tangent_out)",  # a JVP rule returning only the tangent
         "Can't pickle <function tanh at ...>",  # pickling jnp.tanh
         "linearized function called on tangent values inconsistent",  # jax.linearize, int leaf
         "must have the same tree structure",  # None in a tangent given to jax.jvp
@@ -151,9 +151,8 @@ def test_error_pattern() -> None:
 # Claims the page makes in prose rather than in a script, checked here.
 
 
-def test_a_bare_tangent_of_length_two_is_silently_unpacked() -> None:
-    """The page warns that this gives wrong derivatives without an error. Once it is an error,
-    this test fails: move the case into the page's error list and drop the warning."""
+def test_a_bare_tangent_of_length_two_is_refused() -> None:
+    """The page says a bare tangent is an error even where its length happens to be two."""
 
     @pytree_class
     class Sine:
@@ -170,8 +169,8 @@ def test_a_bare_tangent_of_length_two_is_silently_unpacked() -> None:
         return jnp.cos(self.frequency * x) * self.frequency * dx
 
     x = jnp.asarray([0.0, 1.0])
-    _, tangent = jax.jvp(Sine(jnp.ones(2)), (x,), (jnp.ones(2),))
-    assert not jnp.allclose(tangent, jnp.cos(x))  # wrong, and nothing said so
+    with pytest.raises(TypeError, match=r"_sine_jvp must return a pair .* shape \(2,\)"):
+        jax.jvp(Sine(jnp.ones(2)), (x,), (jnp.ones(2),))
 
 
 def test_linearize_holds_python_floats_fixed_unlike_jax() -> None:
