@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple, cast
 
 import jax
 import numpy as np
-from jax.tree_util import PyTreeDef
 
 from ._filters import is_inexact_array
 from ._split import Split, leaves_by_position, split
 
+Primals = TypeVarTuple("Primals")
+Out = TypeVar("Out")
 
-def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+# JAX annotates these with a bare Callable and a PyTreeDef that jaxlib ships no stub for, which
+# pyright's strict mode reports as partly unknown: bound once here, under the types JAX documents.
+_jax_linearize = cast(
+    "Callable[..., tuple[Any, Callable[..., Any]]]",
+    jax.linearize,  # pyright: ignore[reportUnknownMemberType]
+)
+_tree_structure = cast(
+    "Callable[[Any], object]",
+    jax.tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
+)
+
+
+def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, Callable[..., Any]]:
     """Like ``jax.linearize``, but ``primals`` may hold functions, ints, strings and so on.
 
     Only floating-point (and complex) arrays are linearized, the leaves ``is_inexact_array``
@@ -37,6 +50,12 @@ def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...,
         TypeError: From ``jvp_fn``: the number of tangents is not the number of primals, or a
             tangent does not have its primal's structure (the message gives both structures).
 
+    Type checkers check ``primals`` against ``fn``'s parameters and give ``out`` the type ``fn``
+    returns (floating-point NumPy arrays in it come back as JAX arrays, as from
+    ``jax.linearize``). ``jvp_fn``'s tangents and result are ``Any``: they have the primals' and
+    ``out``'s structures but ``None`` at leaves that are not floating-point arrays, which those
+    types cannot say.
+
     >>> import jax.numpy as jnp
     >>> from pytreekit import linearize
     >>> def affine(params, x):
@@ -53,15 +72,16 @@ def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...,
     """
     dynamic, primals_split = split(primals, is_inexact_array)
     outputs: list[Split] = []
+    call_fn: Callable[..., Out] = fn  # called on rebuilt primals, which are untyped
 
     def dynamic_fn(*dynamic_primals: Any) -> list[Any]:
         out_dynamic, out_split = split(
-            fn(*primals_split.rebuild(dynamic_primals)), is_inexact_array
+            call_fn(*primals_split.rebuild(dynamic_primals)), is_inexact_array
         )
         outputs.append(out_split)
         return out_dynamic
 
-    out_dynamic, linear_fn = jax.linearize(dynamic_fn, *dynamic)
+    out_dynamic, linear_fn = _jax_linearize(dynamic_fn, *dynamic)
     out_split = outputs[-1]
 
     def jvp_fn(*tangents: Any) -> Any:
@@ -71,15 +91,15 @@ def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...,
                 f"got {len(tangents)}."
             )
 
-        def mismatch(index: int, expected: PyTreeDef, given: Any) -> TypeError:
+        def mismatch(index: int, expected: object, given: Any) -> TypeError:
             return TypeError(
                 f"linearize: the tangent for primal {index} does not have its structure: "
-                f"expected {expected}, got {jax.tree_util.tree_structure(given)}. Use None for "
+                f"expected {expected}, got {_tree_structure(given)}. Use None for "
                 f"leaves (or whole arguments) that are held fixed."
             )
 
         by_position = leaves_by_position(primals_split, tangents, mismatch)
-        dynamic_tangents = []
+        dynamic_tangents: list[Any] = []
         for position in primals_split.dynamic:
             tangent = by_position.get(position)
             primal = primals_split.leaves[position]
@@ -89,4 +109,5 @@ def linearize(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...,
         tangent_out = linear_fn(*dynamic_tangents)
         return out_split.rebuild_sparse(dict(zip(out_split.dynamic, tangent_out, strict=True)))
 
-    return out_split.rebuild(out_dynamic), jvp_fn
+    out: Out = out_split.rebuild(out_dynamic)
+    return out, jvp_fn
