@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import PyTreeDef, keystr, tree_flatten_with_path
 
-from ._method import CustomMethod, P, R, S, build_or_decorate
+from ._method import CustomMethod, P, R, S, build_or_decorate, describe_non_pair, is_pair
 from ._split import Split
 
 JVPRule = TypeVar("JVPRule", bound=Callable[..., Any])
@@ -77,13 +77,10 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
             tangent_arguments = (None, *tangent_arguments[1:])
         result = self.rule(arguments_split.rebuild(primals), tangent_arguments)
         rule_name = getattr(self.rule, "__qualname__", repr(self.rule))
-        if not isinstance(result, (tuple, list)) or len(result) != 2:
-            if isinstance(result, (tuple, list)):
-                got = f"a {type(result).__name__} of {len(result)} values"
-            elif hasattr(result, "shape") and hasattr(result, "dtype"):
-                got = f"a single array of shape {tuple(result.shape)} (only the tangent?)"
-            else:
-                got = f"a {type(result).__name__}"
+        if not is_pair(result):
+            got = describe_non_pair(result)
+            if hasattr(result, "shape"):
+                got += " (only the tangent?)"
             raise TypeError(
                 f"{self.name}: the JVP rule {rule_name} must return a pair "
                 f"(primal_out, tangent_out), but it returned {got}. Return both, e.g. "

@@ -9,7 +9,7 @@ import jax
 from jax.tree_util import PyTreeDef
 
 from ._filters import is_array
-from ._method import CustomMethod, P, R, S, build_or_decorate
+from ._method import CustomMethod, P, R, S, build_or_decorate, describe_non_pair, is_pair
 from ._split import Split, leaves_by_position, split
 
 
@@ -33,6 +33,15 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         cotangent of ``None`` means zero, for ``self`` or any argument; non-array arguments need
         none (``None``). For ``self`` a cotangent is most easily ``pytreekit.replace(self, ...)``.
         """
+        for role, rule, shape in (
+            ("fwd", fwd, "fwd(self, *args) -> (out, residuals)"),
+            ("bwd", bwd, "bwd(residuals, g) -> (self_cotangent, *arg_cotangents)"),
+        ):
+            if not callable(rule):
+                raise TypeError(
+                    f"{self.name}.defvjp(fwd, bwd): {role} must be a function {shape}, got "
+                    f"{rule!r}."
+                )
         self.fwd = fwd
         self.bwd = bwd
 
@@ -42,7 +51,13 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
                 f"{self.name} is a custom_vjp_method without rules, and something asked for its "
                 f"derivative. Define them with {self.name}.defvjp(fwd, bwd)."
             )
-        out, residuals = self.fwd(*arguments_split.rebuild(dynamic))
+        result = self.fwd(*arguments_split.rebuild(dynamic))
+        if not is_pair(result):
+            raise TypeError(
+                f"{self.name}: the fwd rule {getattr(self.fwd, '__qualname__', self.fwd)} must "
+                f"return a pair (out, residuals), but it returned {describe_non_pair(result)}."
+            )
+        out, residuals = result
         saved, residuals_split = split(residuals, is_array)
         arguments_split.residuals = residuals_split
         return out, tuple(saved)

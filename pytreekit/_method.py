@@ -31,6 +31,11 @@ class CustomMethod(Generic[S, P, R]):
     kind = "custom method"
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
+        _check_wrappable(self.kind, fn)
+        if not isinstance(nondiff_self, bool):
+            raise TypeError(
+                f"{self.kind}(nondiff_self=...) takes True or False, got {nondiff_self!r}."
+            )
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.nondiff_self = nondiff_self
@@ -49,6 +54,11 @@ class CustomMethod(Generic[S, P, R]):
                     f"derivatives are positional, so use ordinary parameters (they may still be "
                     f"passed by keyword)."
                 )
+        if not parameters:
+            raise TypeError(
+                f"{self.kind} {self.name}: the function takes no parameters, but the first one "
+                f"is the instance (self), a primal of the rule. Decorate a method."
+            )
         self.parameter_names = tuple(p.name for p in parameters)
         # The jax.custom_jvp / custom_vjp object, set by subclasses. Any: JAX's ParamSpec typing
         # cannot express its opaque first argument (the Split).
@@ -103,6 +113,35 @@ class CustomMethod(Generic[S, P, R]):
             raise TypeError(f"{self.name}(): {error}") from None
         bound.apply_defaults()
         return bound.args
+
+
+def describe_non_pair(result: Any) -> str:
+    """What a rule returned instead of a pair, for error messages."""
+    if isinstance(result, (tuple, list)):
+        return f"a {type(result).__name__} of {len(result)} values"
+    if hasattr(result, "shape") and hasattr(result, "dtype"):
+        return f"a single array of shape {tuple(result.shape)}"
+    return f"a {type(result).__name__}"
+
+
+def is_pair(result: Any) -> bool:
+    return isinstance(result, (tuple, list)) and len(result) == 2
+
+
+def _check_wrappable(kind: str, fn: Any) -> None:
+    """Refuse at decoration what a descriptor around a plain function cannot wrap."""
+    wrappers = {staticmethod: "staticmethod", classmethod: "classmethod", property: "property"}
+    for wrapper, name in wrappers.items():
+        if isinstance(fn, wrapper):
+            raise TypeError(
+                f"{kind} cannot wrap a {name}: the decorated function's first parameter must be "
+                f"the instance (self), a primal of the rule. Put @{kind} on a plain method (for a "
+                f"function without self, use jax.custom_jvp / jax.custom_vjp directly)."
+            )
+    if isinstance(fn, CustomMethod):
+        raise TypeError(f"{kind}: {fn.name} is already a {fn.kind}; decorate it once.")
+    if not callable(fn):
+        raise TypeError(f"{kind} decorates a function (a method), got {fn!r}.")
 
 
 def build_or_decorate(kind: type[CustomMethod[Any, Any, Any]], fn: Any, nondiff_self: bool) -> Any:

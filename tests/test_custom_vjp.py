@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from clipped_gradient_vjp import ClippedLinear
 
+import pytreekit
 from pytreekit import CustomVJPMethod, custom_vjp_method, pytree_class, replace
 
 
@@ -127,3 +128,55 @@ def test_errors_name_the_method():
     with pytest.raises(TypeError, match=r"Bad.h is a custom_vjp_method without rules.*defvjp"):
         jax.grad(lambda x: bad.h(x))(1.0)
     assert float(bad.h(2.0)) == 2.0  # evaluating needs no rules
+
+
+@pytest.mark.parametrize("decorator", [custom_vjp_method, pytreekit.custom_jvp_method])
+@pytest.mark.parametrize("wrapper", [staticmethod, classmethod, property])
+def test_descriptors_are_refused_at_decoration(decorator, wrapper):
+    kind = decorator.__name__
+    with pytest.raises(TypeError, match=rf"{kind} cannot wrap a {wrapper.__name__}: .*self"):
+        decorator(wrapper(lambda self, x: x))
+
+
+@pytest.mark.parametrize("decorator", [custom_vjp_method, pytreekit.custom_jvp_method])
+def test_functions_without_parameters_and_bad_options_are_refused(decorator):
+    kind = decorator.__name__
+    with pytest.raises(TypeError, match=rf"{kind} .*takes no parameters.*instance \(self\)"):
+        decorator(lambda: 1.0)
+    with pytest.raises(TypeError, match=rf"{kind} decorates a function .*got 3"):
+        decorator(3)
+    with pytest.raises(TypeError, match=rf"{kind}\(nondiff_self=...\) takes True or False"):
+        decorator(nondiff_self="yes")(lambda self: 1.0)
+    method = decorator(lambda self, x: x)
+    with pytest.raises(TypeError, match="is already a"):
+        decorator(method)
+
+
+def test_defvjp_and_defjvp_check_their_arguments():
+    method = custom_vjp_method(lambda self, x: x)
+    with pytest.raises(TypeError, match=r"defvjp\(fwd, bwd\): bwd must be a function .* got None"):
+        method.defvjp(lambda self, x: (x, None), None)
+    assert method.fwd is None  # a failed call changes nothing
+    jvp_method = pytreekit.custom_jvp_method(lambda self, x: x)
+    with pytest.raises(TypeError, match=r"defjvp\(\) takes the JVP rule, a function .* got 3"):
+        jvp_method.defjvp(3)
+    assert jvp_method.rule is None
+
+
+def test_fwd_that_does_not_return_a_pair_is_named():
+    @pytreekit.pytree_class
+    class Scale:
+        def __init__(self, w):
+            self.w = w
+
+        @custom_vjp_method
+        def __call__(self, x):
+            return self.w * x
+
+    def fwd_without_residuals(self, x):
+        return self(x)
+
+    Scale.__call__.defvjp(fwd_without_residuals, lambda residuals, g: (None, g))
+    message = r"Scale.__call__: the fwd rule .*fwd_without_residuals must return a pair"
+    with pytest.raises(TypeError, match=message + r" \(out, residuals\), but it returned a single"):
+        jax.grad(lambda x: Scale(jnp.asarray(2.0))(x))(1.0)
