@@ -29,6 +29,7 @@ and ``custom_vjp_method`` put custom derivative rules on their methods; ``linear
 from __future__ import annotations
 
 from ._backends import BackendNotInstalledError, register_backend
+from ._custom_gradient import CustomGradientMethod, custom_gradient_method
 from ._custom_jvp import CustomJVPMethod, custom_jvp_method
 from ._custom_vjp import CustomVJPMethod, custom_vjp_method
 from ._decorator import pytree_class
@@ -42,11 +43,13 @@ from ._spec import fields, is_pytree_class
 __all__ = [
     "MISSING",
     "BackendNotInstalledError",
+    "CustomGradientMethod",
     "CustomJVPMethod",
     "CustomVJPMethod",
     "Field",
     "FrozenInstanceError",
     "combine",
+    "custom_gradient_method",
     "custom_jvp_method",
     "custom_vjp_method",
     "field",

@@ -17,4 +17,4 @@ def test_example_runs(path, capsys):
 def test_all_scenarios_have_examples():
     names = {p.name for p in EXAMPLES}
     assert {"quickstart.py", "scaled_model_jvp.py", "repeated_jvps.py"} <= names
-    assert "clipped_gradient_vjp.py" in names
+    assert {"clipped_gradient_vjp.py", "stable_gradient.py"} <= names

@@ -1,0 +1,103 @@
+"""``custom_gradient_method``: the method form of ``jax.custom_gradient``.
+
+The method returns ``(out, vjp_fn)``; ``vjp_fn(g)`` returns the cotangents of ``(self, *args)``.
+As ``jax.custom_gradient`` does, the forward pass closure-converts ``vjp_fn``: the arrays it
+closes over become the saved residuals, so what the backward pass keeps is exactly what the
+user's function refers to (and it may recompute the rest instead of storing it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Concatenate, overload
+
+import jax
+import jax.numpy as jnp
+
+from ._custom_vjp import CustomVJPMethod
+from ._method import P, R, S, build_or_decorate, describe_non_pair, is_pair
+from ._split import Split
+
+
+class CustomGradientMethod(CustomVJPMethod[S, P, R]):
+    """A method that returns its own gradient function; see ``custom_gradient_method``."""
+
+    kind = "custom_gradient_method"
+
+    def __init__(self, fn: Callable[Concatenate[S, P], Any], *, nondiff_self: bool = False) -> None:
+        super().__init__(fn, nondiff_self=nondiff_self)
+        super().defvjp(self._gradient_fwd, self._gradient_bwd)
+
+    def defvjp(self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[[Any, Any], Any]) -> None:
+        raise TypeError(
+            f"{self.name} is a custom_gradient_method: the method itself returns "
+            f"(out, vjp_fn), so it takes no defvjp. Use custom_vjp_method for separate fwd and "
+            f"bwd rules."
+        )
+
+    def _primal(self, arguments_split: Split, *dynamic: Any) -> Any:
+        return self._out_and_vjp(arguments_split.rebuild(dynamic))[0]
+
+    def _out_and_vjp(self, arguments: Any) -> tuple[Any, Callable[[Any], Any]]:
+        function: Callable[..., Any] = self.fn
+        result = function(*arguments)
+        if not is_pair(result) or not callable(result[1]):
+            got = describe_non_pair(result) if not is_pair(result) else "a pair whose second "
+            got += "" if not is_pair(result) else "item is not callable"
+            raise TypeError(
+                f"{self.name}: a custom_gradient_method returns a pair (out, vjp_fn), with "
+                f"vjp_fn(g) giving the cotangents of (self, *args); it returned {got}."
+            )
+        out, vjp_fn = result
+        return out, vjp_fn
+
+    def _gradient_fwd(self, *arguments: Any) -> tuple[Any, Any]:
+        out, vjp_fn = self._out_and_vjp(arguments)
+        example = jax.tree_util.tree_map(jnp.zeros_like, out)
+        closed, consts = jax.closure_convert(vjp_fn, example)
+        return out, (closed, consts)
+
+    @staticmethod
+    def _gradient_bwd(residuals: Any, g: Any) -> Any:
+        closed, consts = residuals
+        return closed(g, *consts)
+
+
+@overload
+def custom_gradient_method(
+    fn: Callable[Concatenate[S, P], tuple[R, Callable[[Any], Any]]], /
+) -> CustomGradientMethod[S, P, R]: ...
+@overload
+def custom_gradient_method(
+    *, nondiff_self: bool = False
+) -> Callable[
+    [Callable[Concatenate[S, P], tuple[R, Callable[[Any], Any]]]], CustomGradientMethod[S, P, R]
+]: ...
+def custom_gradient_method(
+    fn: Callable[Concatenate[S, P], tuple[R, Callable[[Any], Any]]] | None = None,
+    /,
+    *,
+    nondiff_self: bool = False,
+) -> Any:
+    """The method form of ``jax.custom_gradient``: the method returns ``(out, vjp_fn)``.
+
+    ``vjp_fn(g)`` returns one cotangent per parameter, ``self`` first, with ``None`` for zero (and
+    for non-array arguments). Calling the method gives ``out`` alone.
+
+    >>> import jax, jax.numpy as jnp
+    >>> from pytreekit import custom_gradient_method, pytree_class
+    >>> @pytree_class
+    ... class LogSumExp:
+    ...     def __init__(self, scale):
+    ...         self.scale = scale
+    ...     @custom_gradient_method
+    ...     def __call__(self, x):
+    ...         out = jax.nn.logsumexp(self.scale * x)
+    ...         def vjp(g):  # softmax, stable where exp(x) overflows
+    ...             p = jax.nn.softmax(self.scale * x)
+    ...             return None, g * self.scale * p
+    ...         return out, vjp
+    >>> jax.grad(LogSumExp(1.0))(jnp.asarray([1000.0, 1000.0]))
+    Array([0.5, 0.5], dtype=float32)
+    """
+    return build_or_decorate(CustomGradientMethod, fn, nondiff_self)
