@@ -35,7 +35,7 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
             f"bwd rules."
         )
 
-    def _primal(self, arguments_split: Split, *dynamic: Any) -> Any:
+    def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         return self._out_and_vjp(arguments_split.rebuild(dynamic))[0]
 
     def _out_and_vjp(self, arguments: Any) -> tuple[Any, Callable[[Any], Any]]:

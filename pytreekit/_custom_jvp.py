@@ -10,7 +10,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import PyTreeDef, keystr, tree_flatten_with_path
 
-from ._method import CustomMethod, P, R, S, build_or_decorate, describe_non_pair, is_pair
+from ._method import (
+    CustomMethod,
+    P,
+    R,
+    S,
+    build_or_decorate,
+    describe_non_pair,
+    is_pair,
+    with_signature,
+)
 from ._split import Split
 
 JVPRule = TypeVar("JVPRule", bound=Callable[..., Any])
@@ -55,7 +64,7 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         if rule is not None:
             jvp.__name__ = getattr(rule, "__name__", "jvp")
             jvp.__qualname__ = getattr(rule, "__qualname__", jvp.__name__)
-        return jvp
+        return with_signature(jvp)
 
     def _jvp(
         self, arguments_split: Split, primals: tuple[Any, ...], tangents: tuple[Any, ...]
@@ -69,13 +78,13 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         # only float0 ones (integer primals, nothing to differentiate) become None.
         tangent_at = {
             position: tangent
-            for position, tangent in zip(arguments_split.dynamic, tangents, strict=True)
+            for position, tangent in zip(arguments_split.dynamic, tangents[0], strict=True)
             if getattr(tangent, "dtype", None) != jax.dtypes.float0
         }
         tangent_arguments = arguments_split.rebuild_sparse(tangent_at)
         if self.nondiff_self:
             tangent_arguments = (None, *tangent_arguments[1:])
-        result = self.rule(arguments_split.rebuild(primals), tangent_arguments)
+        result = self.rule(arguments_split.rebuild(primals[0]), tangent_arguments)
         rule_name = getattr(self.rule, "__qualname__", repr(self.rule))
         if not is_pair(result):
             got = describe_non_pair(result)

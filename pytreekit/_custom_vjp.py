@@ -17,6 +17,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     """A method with custom forward and backward rules; see ``custom_vjp_method``."""
 
     kind = "custom_vjp_method"
+    keeps_shapes = True
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
@@ -45,7 +46,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         self.fwd = fwd
         self.bwd = bwd
 
-    def _fwd(self, arguments_split: Split, *dynamic: Any) -> tuple[Any, tuple[Any, ...]]:
+    def _fwd(self, arguments_split: Split, dynamic: list[Any]) -> tuple[Any, tuple[Any, ...]]:
         if self.fwd is None or self.bwd is None:
             raise TypeError(
                 f"{self.name} is a custom_vjp_method without rules, and something asked for its "
@@ -64,11 +65,11 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
 
     def _bwd(
         self, arguments_split: Split, saved: tuple[Any, ...], cotangent_out: Any
-    ) -> tuple[Any, ...]:
+    ) -> tuple[list[Any]]:
         assert self.bwd is not None and arguments_split.residuals is not None
         residuals = arguments_split.residuals.rebuild(saved)
         cotangents = self.bwd(residuals, cotangent_out)
-        return self._dynamic_cotangents(arguments_split, cotangents)
+        return (list(self._dynamic_cotangents(arguments_split, cotangents)),)
 
     def _dynamic_cotangents(self, arguments_split: Split, cotangents: Any) -> tuple[Any, ...]:
         """Lay the user's per-argument cotangents out as JAX wants them: one per array leaf."""

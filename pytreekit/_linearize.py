@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, TypeVarTuple, cast
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ._filters import is_inexact_array
@@ -47,8 +48,11 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
         arrays.
 
     Raises:
-        TypeError: From ``jvp_fn``: the number of tangents is not the number of primals, or a
-            tangent does not have its primal's structure (the message gives both structures).
+        TypeError: ``fn`` is not callable. From ``jvp_fn``: the number of tangents is not the
+            number of primals, a tangent does not have its primal's structure (the message gives
+            both structures), or a tangent leaf is not an array.
+        ValueError: From ``jvp_fn``: a tangent leaf does not have its primal leaf's shape and
+            dtype (as with ``jax.linearize``); the message gives the leaf's key path.
 
     Type checkers check ``primals`` against ``fn``'s parameters and give ``out`` the type ``fn``
     returns (floating-point NumPy arrays in it come back as JAX arrays, as from
@@ -70,7 +74,12 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     >>> jvp_fn(None, jnp.arange(3.0))  # along x, with params held fixed
     Array([0., 2., 4.], dtype=float32)
     """
-    dynamic, primals_split = split(primals, is_inexact_array)
+    if not callable(fn):
+        raise TypeError(
+            f"linearize(): fn must be callable (the function to linearize, called as "
+            f"fn(*primals)), got {fn!r} ({type(fn).__name__})."
+        )
+    dynamic, primals_split = split(primals, is_inexact_array, keep_shapes=True)
     outputs: list[Split] = []
     call_fn: Callable[..., Out] = fn  # called on rebuilt primals, which are untyped
 
@@ -87,13 +96,13 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     def jvp_fn(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
             raise TypeError(
-                f"linearize: jvp_fn takes one tangent per primal ({len(primals)}), "
+                f"linearize(): jvp_fn takes one tangent per primal ({len(primals)}), "
                 f"got {len(tangents)}."
             )
 
         def mismatch(index: int, expected: object, given: Any) -> TypeError:
             return TypeError(
-                f"linearize: the tangent for primal {index} does not have its structure: "
+                f"linearize(): the tangent for primal {index} does not have its structure: "
                 f"expected {expected}, got {_tree_structure(given)}. Use None for "
                 f"leaves (or whole arguments) that are held fixed."
             )
@@ -106,8 +115,47 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
             dynamic_tangents.append(
                 np.zeros(primal.shape, primal.dtype) if tangent is None else tangent
             )
-        tangent_out = linear_fn(*dynamic_tangents)
+        try:
+            tangent_out = linear_fn(*dynamic_tangents)
+        except (TypeError, ValueError) as error:
+            culprit = _wrong_tangent(primals, primals_split.dynamic, dynamic_tangents)
+            if culprit is None:
+                raise
+            raise type(error)(culprit) from error
         return out_split.rebuild_sparse(dict(zip(out_split.dynamic, tangent_out, strict=True)))
 
     out: Out = out_split.rebuild(out_dynamic)
     return out, jvp_fn
+
+
+def _wrong_tangent(
+    primals: tuple[Any, ...], dynamic: tuple[int, ...], tangents: list[Any]
+) -> str | None:
+    """Explain the first tangent leaf that does not match its primal leaf, if one does not.
+
+    Runs only after the linear map refused its tangents: JAX decides what it accepts.
+    """
+    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(primals)[0]]
+    leaves = jax.tree_util.tree_leaves(primals)
+    for position, tangent in zip(dynamic, tangents, strict=True):
+        expected = _aval(leaves[position])
+        try:
+            given = _aval(tangent)
+        except TypeError:
+            given = f"{tangent!r} ({type(tangent).__name__}), not an array,"
+        if given == expected:
+            continue
+        index, where = paths[position][0], jax.tree_util.keystr(paths[position][1:])
+        return (
+            f"linearize(): jvp_fn got a tangent of {given} for primal "
+            f"{getattr(index, 'idx', index)}{' at ' + where if where else ''}, which is "
+            f"{expected}; a tangent must have its primal's shape and dtype (None stands for "
+            f"zeros)."
+        )
+    return None
+
+
+def _aval(x: Any) -> str:
+    """``float32[2,3]``, as JAX writes the shape and dtype of an array."""
+    shape = ",".join(str(d) for d in np.shape(x))
+    return f"{jnp.result_type(x)}[{shape}]"

@@ -21,6 +21,7 @@ from ._split import Split, split
 S = TypeVar("S")
 P = ParamSpec("P")
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 _UNSUPPORTED = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
 
@@ -29,6 +30,8 @@ class CustomMethod(Generic[S, P, R]):
     """Descriptor around a function whose first parameter (``self``) is a pytree primal."""
 
     kind = "custom method"
+    # Whether the rules need the shapes and dtypes of the array arguments (to check cotangents).
+    keeps_shapes = False
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         _check_wrappable(self.kind, fn)
@@ -85,11 +88,13 @@ class CustomMethod(Generic[S, P, R]):
         arguments = self._resolve((instance, *args), kwargs)
         # Every array goes to JAX as a primal, integer ones too: under jit they are tracers, which
         # JAX refuses as non-differentiable arguments. Everything else is held aside.
-        dynamic, arguments_split = split(arguments, is_array)
-        result: R = self._custom(arguments_split, *dynamic)
+        dynamic, arguments_split = split(arguments, is_array, keep_shapes=self.keeps_shapes)
+        # One list argument, not one argument per leaf: JAX's handling of nondiff_argnums costs
+        # time quadratic in the number of positional arguments.
+        result: R = self._custom(arguments_split, dynamic)
         return result
 
-    def _primal(self, arguments_split: Split, *dynamic: Any) -> Any:
+    def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         """The undecorated computation, on rebuilt arguments (what JAX's custom_* wraps)."""
         function: Callable[..., Any] = self.fn  # rebuilt arguments are untyped
         return function(*arguments_split.rebuild(dynamic))
@@ -97,12 +102,12 @@ class CustomMethod(Generic[S, P, R]):
     def _named_primal(self) -> Callable[..., Any]:
         """``_primal`` under the user's method name, which JAX shows in jaxprs and messages."""
 
-        def primal(arguments_split: Split, *dynamic: Any) -> Any:
-            return self._primal(arguments_split, *dynamic)
+        def primal(arguments_split: Split, dynamic: list[Any]) -> Any:
+            return self._primal(arguments_split, dynamic)
 
         primal.__name__ = getattr(self.fn, "__name__", "primal")
         primal.__qualname__ = getattr(self.fn, "__qualname__", primal.__name__)
-        return primal
+        return with_signature(primal)
 
     def _resolve(self, arguments: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         if not kwargs and len(arguments) == self._exact_arity:
@@ -113,6 +118,13 @@ class CustomMethod(Generic[S, P, R]):
             raise TypeError(f"{self.name}(): {error}") from None
         bound.apply_defaults()
         return bound.args
+
+
+def with_signature(function: F) -> F:
+    """``function`` with its signature computed once: JAX computes the signature of the functions
+    it wraps on every call (to describe them in messages), which dominates a cheap eager call."""
+    function.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
+    return function
 
 
 def describe_non_pair(result: Any) -> str:

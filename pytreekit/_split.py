@@ -8,16 +8,15 @@ put back around the arrays, so the user never lists ``nondiff_argnums``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
-import numpy as np
 from jax.tree_util import PyTreeDef
 
 
 class Split:
     """A flattened tree with its dynamic leaves taken out (``dynamic`` holds their positions;
-    ``leaves`` has a ``jax.ShapeDtypeStruct`` there)."""
+    ``leaves`` has ``None`` or a ``Shaped`` there)."""
 
     __slots__ = ("dynamic", "leaves", "residuals", "treedef")
 
@@ -38,14 +37,23 @@ class Split:
         return self.treedef.unflatten([values.get(i) for i in range(len(self.leaves))])
 
 
-def split(tree: Any, is_dynamic: Callable[[Any], bool]) -> tuple[list[Any], Split]:
+class Shaped(NamedTuple):
+    """What a Split keeps of a dynamic leaf when asked to: its shape and dtype."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+
+
+def split(
+    tree: Any, is_dynamic: Callable[[Any], bool], *, keep_shapes: bool = False
+) -> tuple[list[Any], Split]:
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     dynamic = tuple(i for i, leaf in enumerate(leaves) if is_dynamic(leaf))
     held = list(leaves)
     for i in dynamic:
-        # Only shape and dtype are kept of the dynamic leaves: the Split outlives the call (JAX
-        # keeps it as a static argument), and holding the call's tracers would leak them.
-        held[i] = jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype)  # type: ignore[no-untyped-call]
+        # The Split outlives the call (JAX keeps it as a static argument): holding the call's
+        # tracers would leak them, so at most their shape and dtype stay.
+        held[i] = Shaped(tuple(leaves[i].shape), leaves[i].dtype) if keep_shapes else None
     return [leaves[i] for i in dynamic], Split(treedef, held, dynamic)
 
 
