@@ -1,18 +1,25 @@
-"""``__eq__``, ``__hash__`` and ``__repr__`` shared by every pytree class.
+"""``__eq__``, ``__hash__`` and ``__repr__`` of pytree classes.
 
-They read the class's spec at call time instead of being generated per class: none of them is on
-the flatten/unflatten hot path, and one implementation serves annotated and unannotated classes.
+Annotated classes get methods generated for their fields (``eq_for``, ``hash_for``,
+``repr_for``), compiled in the class's module as dataclasses' are, and with dataclasses' choice of
+fields (``compare``, ``hash``, ``repr``); they differ from dataclasses' in comparing arrays as
+arrays and summarising them in the repr. Classes without annotations, whose fields are found per
+instance, share the generic ``pytree_eq``, ``pytree_hash`` and ``pytree_repr``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import reprlib
+import types
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ._codegen import method_for
 from ._spec import SPEC_ATTR, ClassSpec
 from ._static import _describe
 
@@ -146,4 +153,69 @@ def pytree_repr(self: object) -> str:
             parts.append(f"{field.name}=<unset>")
             continue
         parts.append(f"{field.name}={summarise(value)}")
-    return f"{type(self).__name__}({', '.join(parts)})"
+    return f"{type(self).__qualname__}({', '.join(parts)})"
+
+
+def eq_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
+    """``__eq__`` over the fields with ``compare=True``, arrays compared as arrays."""
+    pairs = "".join(f"(self.{f.name}, other.{f.name}), " for f in fields if f.compare)
+    body = [
+        "if other.__class__ is self.__class__:",
+        f"    return __pytreekit_all_equal__(({pairs}))",
+        "return NotImplemented",
+    ]
+    helpers = {"__pytreekit_all_equal__": _all_equal}
+    return method_for(cls, "__eq__", "self, other", body, helpers, {"other": object})
+
+
+def hash_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
+    """``__hash__`` of the values of the fields dataclasses would hash; an unhashable value is
+    reported by field name."""
+    names = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+    values = "".join(f"self.{name}, " for name in names)
+    body = [
+        "try:",
+        f"    return __pytreekit_hash__(({values}))",
+        "except TypeError:",
+        f"    __pytreekit_unhashable__(self, {tuple(names)!r})",
+        "    raise",
+    ]
+    helpers = {"__pytreekit_hash__": hash, "__pytreekit_unhashable__": _unhashable}
+    return method_for(cls, "__hash__", "self", body, helpers, {"return": int})
+
+
+def repr_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
+    """``__repr__`` with arrays summarised (``f32[3,2]``), recursion-safe like dataclasses'."""
+    names = tuple(f.name for f in fields if f.repr)
+    helpers = {"__pytreekit_repr__": _repr_fields}
+    body = [f"return __pytreekit_repr__(self, {names!r})"]
+    method = method_for(cls, "__repr__", "self", body, helpers, {"return": str})
+    guarded: Any = reprlib.recursive_repr()(method)
+    return guarded  # type: ignore[no-any-return]
+
+
+def _unhashable(obj: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        try:
+            hash(value)
+        except TypeError:
+            raise TypeError(
+                f"{type(obj).__qualname__} instances are hashable only when the fields they "
+                f"compare are, but field {name!r} holds {_describe(value)}, which is not. To "
+                f"compile with an instance, pass it to the jitted function as an argument (not as "
+                f"the function or a static argument); to hash by the other fields, declare this "
+                f"one with field(hash=False)."
+            ) from None
+
+
+def _repr_fields(obj: object, names: tuple[str, ...]) -> str:
+    parts = []
+    for name in names:
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            parts.append(f"{name}=<unset>")
+            continue
+        parts.append(f"{name}={summarise(value)}")
+    return f"{type(obj).__qualname__}({', '.join(parts)})"

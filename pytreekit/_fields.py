@@ -1,101 +1,106 @@
-"""Field declarations: the ``field()`` specifier, ``Field`` records, reading fields off a class."""
+"""Field declarations: ``field()`` and ``Field``, the standard library's field with two additions.
+
+Annotated pytree classes are dataclasses, so their fields are ``dataclasses.Field`` objects;
+pytreekit's ``Field`` subclass adds ``static`` and ``converter``. ``dataclasses.field(...)`` works
+as a specifier too: its fields are converted, taking ``static`` from ``metadata`` (Equinox's
+``{"static": True}`` or flax's ``{"pytree_node": False}``) or from ``pytree_class(static=...)``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-import re
-import sys
-import types
-import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
+MISSING: Any = dataclasses.MISSING
+"""The "no default" sentinel (the standard library's ``dataclasses.MISSING``)."""
 
-class _MissingType:
-    """Sentinel for "no default": ``None`` is a legitimate default."""
-
-    _instance: _MissingType | None = None
-
-    def __new__(cls) -> _MissingType:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __reduce__(self) -> str:
-        return "MISSING"
+# Field.__init__'s parameters differ between Python versions (3.14 added ``doc``).
+_FIELD_PARAMETERS = tuple(inspect.signature(dataclasses.Field.__init__).parameters)[1:]
 
 
-MISSING: Any = _MissingType()
+class Field(dataclasses.Field):  # type: ignore[type-arg]
+    """A field of a pytree class: a ``dataclasses.Field`` that also knows whether it is
+    ``static`` (part of the treedef, not a leaf) and its ``converter``.
 
-_EMPTY_METADATA: Mapping[str, Any] = types.MappingProxyType({})
+    >>> import dataclasses
+    >>> from pytreekit import Field, field
+    >>> isinstance(field(static=True), dataclasses.Field)
+    True
+    """
 
-
-class Field:
-    """One field of a pytree class: its name, whether it is static, how ``__init__`` fills it."""
-
-    __slots__ = (
-        "name",
-        "type",
-        "static",
-        "default",
-        "default_factory",
-        "init",
-        "repr",
-        "converter",
-        "metadata",
-    )
+    __slots__ = ("converter", "static")
 
     def __init__(
         self,
         *,
-        name: str = "",
-        type: Any = None,
         static: bool = False,
-        default: Any = MISSING,
-        default_factory: Any = MISSING,
-        init: bool = True,
-        repr: bool = True,
         converter: Callable[[Any], Any] | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        **dataclass_field: Any,
     ) -> None:
-        self.name = name
-        self.type = type
+        values = {
+            "default": MISSING,
+            "default_factory": MISSING,
+            "init": True,
+            "repr": True,
+            "hash": None,
+            "compare": True,
+            "metadata": None,
+            "kw_only": MISSING,
+        }
+        values.update(dataclass_field)
+        super().__init__(**{k: v for k, v in values.items() if k in _FIELD_PARAMETERS})
         self.static = static
-        self.default = default
-        self.default_factory = default_factory
-        self.init = init
-        self.repr = repr
         self.converter = converter
-        self.metadata = _EMPTY_METADATA if not metadata else types.MappingProxyType(dict(metadata))
 
     @property
     def has_default(self) -> bool:
         return self.default is not MISSING or self.default_factory is not MISSING
 
     def evolve(self, **changes: Any) -> Field:
-        """A copy with some attributes changed (``Field`` records are shared between classes)."""
-        values = {slot: getattr(self, slot) for slot in self.__slots__}
-        values.update(changes)
-        return Field(**values)
+        """A copy with some attributes changed (fields are shared by a class and its subclasses,
+        so they are never changed in place)."""
+        new = _copy(self)
+        for name, value in changes.items():
+            object.__setattr__(new, name, value)
+        return new
 
     def __repr__(self) -> str:
-        parts = [f"name={self.name!r}", f"static={self.static}"]
-        if self.default is not MISSING:
-            parts.append(f"default={self.default!r}")
-        if self.default_factory is not MISSING:
-            parts.append(f"default_factory={self.default_factory!r}")
-        if not self.init:
-            parts.append("init=False")
-        if self.converter is not None:
-            parts.append(f"converter={self.converter!r}")
-        if self.metadata:
-            parts.append(f"metadata={dict(self.metadata)!r}")
-        return f"Field({', '.join(parts)})"
+        extra = f",static={self.static!r},converter={self.converter!r})"
+        return "pytreekit." + super().__repr__()[:-1] + extra
+
+
+def named_field(name: str, static: bool) -> Field:
+    """The record of a field found on an instance (classes without annotations)."""
+    f = Field(static=static)
+    f.name = name
+    return f
+
+
+def static_in_metadata(metadata: Mapping[str, Any]) -> bool:
+    """Whether a field's metadata marks it static, in Equinox's or flax's convention."""
+    return bool(metadata.get("static", False)) or metadata.get("pytree_node", True) is False
+
+
+def as_pytree_field(f: dataclasses.Field[Any], static: bool) -> Field:
+    """``f`` as a pytreekit ``Field`` (a copy; ``f`` may belong to another class too)."""
+    converted = _copy(f)
+    if not isinstance(f, Field):
+        converted.converter = None
+    converted.static = static
+    return converted
+
+
+def _copy(f: dataclasses.Field[Any]) -> Field:
+    new = Field.__new__(Field)
+    for klass in type(f).__mro__:
+        for slot in klass.__dict__.get("__slots__", ()):
+            if hasattr(f, slot):
+                object.__setattr__(new, slot, getattr(f, slot))
+    return new
 
 
 # The overloads tell type checkers (through dataclass_transform) the field's type and whether it
@@ -108,8 +113,11 @@ def field(
     default_factory: Callable[[], Any] = ...,
     init: bool = True,
     repr: bool = True,
+    hash: bool | None = None,
+    compare: bool = True,
+    metadata: Mapping[Any, Any] | None = None,
+    kw_only: bool = ...,
     converter: Callable[[Any], Any],
-    metadata: Mapping[str, Any] | None = None,
 ) -> Any: ...
 @overload
 def field(
@@ -118,8 +126,11 @@ def field(
     default: T,
     init: bool = True,
     repr: bool = True,
+    hash: bool | None = None,
+    compare: bool = True,
+    metadata: Mapping[Any, Any] | None = None,
+    kw_only: bool = ...,
     converter: None = None,
-    metadata: Mapping[str, Any] | None = None,
 ) -> T: ...
 @overload
 def field(
@@ -128,8 +139,11 @@ def field(
     default_factory: Callable[[], T],
     init: bool = True,
     repr: bool = True,
+    hash: bool | None = None,
+    compare: bool = True,
+    metadata: Mapping[Any, Any] | None = None,
+    kw_only: bool = ...,
     converter: None = None,
-    metadata: Mapping[str, Any] | None = None,
 ) -> T: ...
 @overload
 def field(
@@ -137,8 +151,11 @@ def field(
     static: bool = False,
     init: bool = True,
     repr: bool = True,
+    hash: bool | None = None,
+    compare: bool = True,
+    metadata: Mapping[Any, Any] | None = None,
+    kw_only: bool = ...,
     converter: None = None,
-    metadata: Mapping[str, Any] | None = None,
 ) -> Any: ...
 def field(
     *,
@@ -147,95 +164,66 @@ def field(
     default_factory: Any = MISSING,
     init: bool = True,
     repr: bool = True,
+    hash: bool | None = None,
+    compare: bool = True,
+    metadata: Mapping[Any, Any] | None = None,
+    kw_only: Any = MISSING,
     converter: Callable[[Any], Any] | None = None,
-    metadata: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Declare a field of a ``@pytree_class``.
+    """Declare a field of a ``@pytree_class``: ``dataclasses.field`` plus two parameters.
 
-    ``static=True`` puts the value in the treedef instead of the leaves: it must be hashable,
-    and changing it makes ``jax.jit`` retrace. ``converter`` runs in the generated ``__init__``
-    only, never when JAX rebuilds an instance.
+    Args:
+        static: Put the value in the treedef instead of the leaves. It must be hashable, and
+            changing it makes ``jax.jit`` retrace. Use it for sizes, flags and functions.
+        converter: Applied to the value passed to the generated ``__init__`` (and to the
+            default), before ``__post_init__``; never when JAX rebuilds an instance.
+        default, default_factory, init, repr, hash, compare, metadata, kw_only: As for
+            ``dataclasses.field``.
 
+    Returns:
+        A ``pytreekit.Field`` (a ``dataclasses.Field``), which the class replaces by the default.
+
+    Raises:
+        ValueError: Both ``default`` and ``default_factory`` are given.
+        TypeError: ``default_factory`` or ``converter`` is not callable, or ``static`` is not a
+            bool.
+
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> from pytreekit import field, pytree_class
     >>> @pytree_class
     ... class Linear:
-    ...     weights: jax.Array
+    ...     weights: jax.Array = field(converter=jnp.asarray)
     ...     features: int = field(static=True, default=3)
+    >>> jax.tree_util.tree_leaves(Linear([1.0, 2.0]))
+    [Array([1., 2.], dtype=float32)]
     """
     if default is not MISSING and default_factory is not MISSING:
-        raise ValueError("field() takes default= or default_factory=, not both")
+        raise ValueError(
+            "field() takes default= or default_factory=, not both: keep default= for an "
+            "immutable value, default_factory= for a function making a fresh one."
+        )
     if default_factory is not MISSING and not callable(default_factory):
-        raise TypeError(f"field(default_factory=...) must be callable, got {default_factory!r}")
+        raise TypeError(
+            f"field(default_factory=...) must be callable (called with no arguments to make each "
+            f"instance's value), got {default_factory!r}."
+        )
     if converter is not None and not callable(converter):
-        raise TypeError(f"field(converter=...) must be callable, got {converter!r}")
+        raise TypeError(
+            f"field(converter=...) must be callable (called on the value given to __init__), "
+            f"got {converter!r}."
+        )
+    if not isinstance(static, bool):
+        raise TypeError(f"field(static=...) takes True or False, got {static!r}.")
     return Field(
         static=static,
+        converter=converter,
         default=default,
         default_factory=default_factory,
         init=init,
         repr=repr,
-        converter=converter,
+        hash=hash,
+        compare=compare,
         metadata=metadata,
+        kw_only=kw_only,
     )
-
-
-def own_annotations(cls: type) -> dict[str, Any]:
-    """The annotations written in ``cls``'s own body, unevaluated where possible."""
-    if sys.version_info >= (3, 14):  # pragma: no cover - annotations became lazy in 3.14
-        import annotationlib
-
-        return dict(annotationlib.get_annotations(cls, format=annotationlib.Format.FORWARDREF))
-    return dict(inspect.get_annotations(cls))
-
-
-_CLASSVAR_STRING = re.compile(r"^(?:typing\.|typing_extensions\.|t\.)?ClassVar\b")
-
-
-def _is_classvar(annotation: Any) -> bool:
-    if isinstance(annotation, str):
-        return _CLASSVAR_STRING.match(annotation) is not None
-    return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
-
-
-def declared_fields(cls: type, inherited: Mapping[str, Field]) -> dict[str, Field]:
-    """Fields of ``cls``: ``inherited`` first, then the annotations of every class in the MRO not
-    already accounted for, base first (the order dataclasses use)."""
-    result = dict(inherited)
-    for klass in reversed(cls.__mro__):
-        if klass is object or "__pytreekit_spec__" in klass.__dict__:
-            continue
-        for name, annotation in own_annotations(klass).items():
-            if _is_classvar(annotation):
-                continue
-            value = klass.__dict__.get(name, MISSING)
-            if isinstance(value, Field):
-                declared = value.evolve(name=name, type=annotation)
-            elif isinstance(value, types.MemberDescriptorType):  # a __slots__ entry, not a default
-                declared = Field(name=name, type=annotation)
-            else:
-                declared = Field(name=name, type=annotation, default=value)
-            if klass is cls:
-                _check_default(cls, declared)
-            result[name] = declared
-    unannotated = [
-        name
-        for name, value in cls.__dict__.items()
-        if isinstance(value, Field) and name not in own_annotations(cls)
-    ]
-    if unannotated:
-        name = unannotated[0]
-        raise TypeError(
-            f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is not a field. "
-            f"Annotate it: `{name}: <type> = field(...)`."
-        )
-    return result
-
-
-def _check_default(cls: type, declared: Field) -> None:
-    default = declared.default
-    if default is not MISSING and type(default).__hash__ is None:
-        # Same rule as dataclasses: a shared mutable default is almost always a bug.
-        raise ValueError(
-            f"{cls.__qualname__}.{declared.name}: mutable default {type(default).__name__} is not "
-            f"allowed because every instance would share it; use "
-            f"field(default_factory={type(default).__name__}) instead."
-        )

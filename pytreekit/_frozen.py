@@ -7,6 +7,7 @@ copy, pickle) writes storage directly and never comes through here.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 # ids of instances whose __init__ is running; an id is only reused after its object is freed,
@@ -14,8 +15,12 @@ from typing import Any
 initialising: set[int] = set()
 
 
-class FrozenInstanceError(AttributeError):
-    """Raised on assignment to, or deletion of, an attribute of a frozen pytree class instance."""
+class FrozenInstanceError(dataclasses.FrozenInstanceError):
+    """Raised on assignment to, or deletion of, an attribute of a frozen pytree class instance.
+
+    A subclass of ``dataclasses.FrozenInstanceError`` (so of ``AttributeError``): code written
+    for frozen dataclasses catches it.
+    """
 
 
 def frozen_setattr(self: object, name: str, value: Any) -> None:

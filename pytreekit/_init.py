@@ -1,132 +1,165 @@
-"""``__init__``: the generated, dataclass-like one for annotated classes without their own, and
-the thin wrapper around a user's own.
+"""``__init__`` of annotated classes: the generated one, and the wrapper around a user's own.
 
-Both end construction the same way: static fields are checked for hashability (once, here, rather
-than on every flatten), and for classes without annotations the instance's attributes tell the
-class its layout.
+The generated ``__init__`` has exactly the signature the standard library's dataclasses would
+give the class (the same parameters, defaults, keyword-only marker and ``InitVar`` handling) and
+does what its ``__init__`` does, plus pytreekit's two additions: converters run on the values
+passed in (and on defaults) before ``__post_init__``, and static values are checked for
+hashability once ``__post_init__`` has returned. It is compiled in the class's module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._codegen import compile_function, indent
+from ._codegen import method_for
 from ._fields import MISSING, Field
 from ._frozen import initialising
 from ._spec import SPEC_ATTR, ClassSpec
-from ._static import check_static_fields
+from ._static import check_static_value
 
-
-class _FactorySentinel:
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-_HAS_FACTORY = _FactorySentinel()
-
-
-def check_parameter_order(cls: type, fields: tuple[Field, ...], kw_only: bool) -> None:
-    if kw_only:
-        return
-    first_default: Field | None = None
-    for f in fields:
-        if not f.init:
-            continue
-        if f.has_default:
-            first_default = first_default or f
-        elif first_default is not None:
-            raise TypeError(
-                f"{cls.__qualname__}: non-default argument {f.name!r} follows default argument "
-                f"{first_default.name!r} in the generated __init__. Give {f.name!r} a default, "
-                f"move it before {first_default.name!r}, or use @pytree_class(kw_only=True)."
-            )
+# dataclasses' own marker for "the default factory was not overridden".
+_HAS_DEFAULT_FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())
+_INITVAR = getattr(dataclasses, "_FIELD_INITVAR", None)
 
 
 def make_init(
-    cls: type,
-    fields: tuple[Field, ...],
-    static_names: frozenset[str],
-    *,
-    kw_only: bool,
-    frozen: bool,
+    cls: type, all_fields: Sequence[dataclasses.Field[Any]], frozen: bool
 ) -> types.FunctionType:
-    check_parameter_order(cls, fields, kw_only)
-    self_name = "__pytreekit_self__" if any(f.name == "self" for f in fields) else "self"
-    namespace: dict[str, Any] = {
-        "_pytreekit_setattr": object.__setattr__,
-        "_pytreekit_has_factory": _HAS_FACTORY,
-        "_pytreekit_check_statics": check_static_fields,
-        "_pytreekit_static_names": tuple(sorted(static_names)),
-        "_pytreekit_initialising": initialising,
+    """The generated ``__init__``; ``all_fields`` are the class's fields and ``InitVar`` pseudo
+    fields, in dataclasses' order (``cls.__dataclass_fields__``)."""
+    init_vars = [f for f in all_fields if f._field_type is _INITVAR]  # type: ignore[attr-defined]
+    self_name = "__pytreekit_self__" if any(f.name == "self" for f in all_fields) else "self"
+    helpers: dict[str, Any] = {
+        "__pytreekit_has_factory__": _HAS_DEFAULT_FACTORY,
+        "__pytreekit_setattr__": object.__setattr__,
+        "__pytreekit_hash__": hash,
+        "__pytreekit_static_error__": _static_error,
     }
-    params: list[str] = []
+    positional: list[str] = []
+    keyword: list[str] = []
     body: list[str] = []
-    for f in fields:
-        if f.default is not MISSING:
-            namespace[f"_pytreekit_default_{f.name}"] = f.default
-        if f.default_factory is not MISSING:
-            namespace[f"_pytreekit_factory_{f.name}"] = f.default_factory
-        if f.converter is not None:
-            namespace[f"_pytreekit_convert_{f.name}"] = f.converter
-
+    for index, f in enumerate(all_fields):
+        default = f"__pytreekit_default_{index}__"
         if f.init:
             if f.default is not MISSING:
-                params.append(f"{f.name}=_pytreekit_default_{f.name}")
+                helpers[default] = f.default
+                parameter = f"{f.name}={default}"
             elif f.default_factory is not MISSING:
-                params.append(f"{f.name}=_pytreekit_has_factory")
-                body.append(f"if {f.name} is _pytreekit_has_factory:")
-                body.append(f"    {f.name} = _pytreekit_factory_{f.name}()")
+                parameter = f"{f.name}=__pytreekit_has_factory__"
             else:
-                params.append(f.name)
+                parameter = f.name
+            (keyword if f.kw_only else positional).append(parameter)
+        if f in init_vars:
+            continue
+        if f.default_factory is not MISSING:
+            helpers[default] = f.default_factory
+            value = (
+                f"{default}() if {f.name} is __pytreekit_has_factory__ else {f.name}"
+                if f.init
+                else f"{default}()"
+            )
+        elif f.init:
             value = f.name
-        elif f.default is not MISSING:
-            value = f"_pytreekit_default_{f.name}"
-        elif f.default_factory is not MISSING:
-            value = f"_pytreekit_factory_{f.name}()"
+        elif isinstance(f, Field) and f.converter is not None and f.default is not MISSING:
+            helpers[default] = f.default
+            value = default
         else:
-            continue  # init=False and no default: left for __post_init__ to set
-        if f.converter is not None:
-            value = f"_pytreekit_convert_{f.name}({value})"
-        body.append(f"_pytreekit_setattr({self_name}, {f.name!r}, {value})")
+            continue  # dataclasses leave it to the class attribute (or to __post_init__)
+        if isinstance(f, Field) and f.converter is not None:
+            helpers[f"__pytreekit_convert_{index}__"] = f.converter
+            value = f"__pytreekit_convert_{index}__({value})"
+        if frozen:
+            body.append(f"__pytreekit_setattr__({self_name}, {f.name!r}, {value})")
+        else:
+            body.append(f"{self_name}.{f.name} = {value}")
 
     if hasattr(cls, "__post_init__"):
-        if frozen:
+        call = f"{self_name}.__post_init__({', '.join(f.name for f in init_vars)})"
+        if frozen:  # the instance may assign its fields while __post_init__ runs
+            helpers["__pytreekit_initialising__"] = initialising
+            helpers["__pytreekit_id__"] = id
             body += [
-                f"_pytreekit_initialising.add(id({self_name}))",
+                f"__pytreekit_initialising__.add(__pytreekit_id__({self_name}))",
                 "try:",
-                f"    {self_name}.__post_init__()",
+                f"    {call}",
                 "finally:",
-                f"    _pytreekit_initialising.discard(id({self_name}))",
+                f"    __pytreekit_initialising__.discard(__pytreekit_id__({self_name}))",
             ]
         else:
-            body.append(f"{self_name}.__post_init__()")
-    if static_names:
-        body.append(f"_pytreekit_check_statics({self_name}, _pytreekit_static_names)")
-    body = body or ["pass"]
-
-    if kw_only and params:
-        params.insert(0, "*")
-    source = f"def __init__({', '.join([self_name, *params])}):\n" + "\n".join(indent(body)) + "\n"
-    init = compile_function("__init__", source, namespace, f"{cls.__qualname__}.__init__")
-    init.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
+            body.append(call)
+    statics = [f.name for f in all_fields if isinstance(f, Field) and f.static and f.init]
+    statics += [
+        f.name
+        for f in all_fields
+        if isinstance(f, Field) and f.static and not f.init and f not in init_vars
+    ]
+    if statics:
+        body += [
+            "try:",
+            *(f"    __pytreekit_hash__({self_name}.{name})" for name in statics),
+            "except TypeError:",
+            f"    __pytreekit_static_error__({self_name}, {tuple(statics)!r})",
+            "except AttributeError:",  # a static field __post_init__ was to set, and did not
+            "    pass",
+        ]
+    parameters = [self_name, *positional, *(["*", *keyword] if keyword else [])]
+    annotations = {f.name: f.type for f in all_fields if f.init} | {"return": None}
+    init = method_for(cls, "__init__", ", ".join(parameters), body, helpers, annotations)
     init.__pytreekit_generated__ = True  # type: ignore[attr-defined]
     return init
 
 
-def constructed(obj: object) -> None:
-    """What every user ``__init__`` is followed by: static checks and layout observation."""
-    spec: ClassSpec = getattr(type(obj), SPEC_ATTR)
-    check_static_fields(obj, spec.static_names)
-    if spec.fields is None:
-        spec.nodes.observe(obj)
+def _static_error(obj: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            continue
+        check_static_value(type(obj), name, value)
 
 
-def wrap_user_init(init: Callable[..., None]) -> Callable[..., None]:
+def check_constructed(obj: object, spec: ClassSpec) -> None:
+    """After a user's own ``__init__`` of an annotated class: every field set (defaults filled
+    in), nothing set that is not a field, static values hashable."""
+    assert spec.fields is not None
+    cls = type(obj)
+    for f in spec.fields:
+        try:
+            value = getattr(obj, f.name)
+        except AttributeError:
+            if f.default_factory is MISSING:
+                raise TypeError(
+                    f"{cls.__qualname__}.__init__ returned without setting field {f.name!r}, "
+                    f"which has no default. Set self.{f.name} in __init__, or give the field a "
+                    f"default in the class body."
+                ) from None
+            factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
+            value = factory()
+            object.__setattr__(obj, f.name, value)
+        if f.static:
+            check_static_value(cls, f.name, value)
+    instance_dict = getattr(obj, "__dict__", None)
+    if instance_dict is not None and len(instance_dict) > len(spec.fields):
+        names = {f.name for f in spec.fields}
+        extra = [name for name in instance_dict if name not in names]
+        if extra:
+            raise TypeError(
+                f"{cls.__qualname__}.__init__ set attribute {extra[0]!r}, which is not a field, "
+                f"so JAX transformations would drop it. Declare it in the class body "
+                f"(`{extra[0]}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
+                f"array), or do not store it on the instance."
+            )
+
+
+def wrap_user_init(
+    init: Callable[..., None], after: Callable[[object], None]
+) -> Callable[..., None]:
     """Wrap a user's ``__init__``: it runs unchanged, as the instance's initialisation (so a
-    frozen class may assign its fields), then ``constructed`` runs once, after the outermost
+    frozen class may assign its fields), then ``after(instance)`` runs once, after the outermost
     ``__init__`` of a ``super().__init__`` chain."""
 
     @functools.wraps(init)
@@ -140,7 +173,11 @@ def wrap_user_init(init: Callable[..., None]) -> Callable[..., None]:
             init(self, *args, **kwargs)
         finally:
             initialising.discard(key)
-        constructed(self)
+        after(self)
 
     __init__.__pytreekit_wraps_init__ = True  # type: ignore[attr-defined]
     return __init__
+
+
+def after_annotated_init(obj: object) -> None:
+    check_constructed(obj, getattr(type(obj), SPEC_ATTR))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._fields import Field
+from ._fields import Field, named_field
 
 if TYPE_CHECKING:
     from ._nodes import NodeFunctions
@@ -44,6 +44,8 @@ class ClassSpec:
         self.static_names = static_names
         self.backends: list[str] = []
         self.nodes: NodeFunctions
+        # The class's namespace as the user wrote it, before any decoration changed it.
+        self.as_written: dict[str, Any] = {}
         # Name-mangled attributes (``self.__cache`` is stored as ``_Linear__cache``) are private.
         self._private_prefixes = tuple(
             f"_{klass.__name__.lstrip('_')}__" for klass in cls.__mro__ if klass is not object
@@ -79,7 +81,7 @@ class ClassSpec:
             return self.fields
         layout = self.nodes.layout_of(obj)
         return tuple(
-            Field(name=name, static=static)
+            named_field(name, static)
             for name, static in zip(layout.names, layout.static, strict=True)
         )
 
@@ -87,7 +89,9 @@ class ClassSpec:
         # Only a class pickled by value (cloudpickle, as Ray, Dask and loky send classes defined
         # in a notebook or a function) carries its spec: the receiving process rebuilds the node
         # functions and registers the class there. Locks and generated code stay behind.
-        state = {k: v for k, v in self.__dict__.items() if k not in ("nodes", "backends")}
+        state = {
+            k: v for k, v in self.__dict__.items() if k not in ("nodes", "backends", "as_written")
+        }
         return restore_spec, (type(self), state)
 
 
@@ -104,6 +108,7 @@ def restore_spec(spec_type: type[ClassSpec], state: dict[str, Any]) -> ClassSpec
     spec = object.__new__(spec_type)
     spec.__dict__.update(state)
     spec.backends = []
+    spec.as_written = {}
     # Set at once: the rest of the class's state (a layout) may need it while being unpickled.
     setattr(cls, SPEC_ATTR, spec)
     spec.nodes = NodeFunctions(spec)

@@ -83,7 +83,10 @@ def test_frozen_is_inherited_by_subclasses():
 
 
 def test_frozen_with_own_setattr_is_refused():
-    with pytest.raises(TypeError, match=r"Custom defines __setattr__ and asks for frozen=True"):
+    with pytest.raises(
+        TypeError,
+        match=r"Custom: Cannot overwrite attribute __setattr__ in class Custom. frozen=True needs to own __setattr__",
+    ):
 
         @pytree_class(frozen=True)
         class Custom:
