@@ -34,7 +34,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
-from benchmarks import ad_cases
+from benchmarks import ad_cases, construction
 from benchmarks.styles import available_styles
 
 HAND = "hand-written (object.__new__)"
@@ -231,6 +231,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report.append(_table(["operation", "layers", *styles], rows))
     if missing:
         report.append("\nNot measured: " + "; ".join(f"{k}: {v}" for k, v in missing.items()))
+
+    results["construction"] = construction.run(repeats, 200 if args.quick else 20000)
+    report.append("\n## Building an instance: median ns\n")
+    report.append(
+        _table(
+            ["classes", "pytreekit", "reference", "ratio"],
+            [
+                [name, f"{r['pytreekit']:.0f}", f"{r['reference']:.0f}", f"{r['ratio']:.2f}x"]
+                for name, r in results["construction"].items()
+            ],
+        )
+    )
 
     results["ad"] = ad_cases.run(repeats, budget, n_tangents=4 if args.quick else 32)
     report.append("\n## Custom derivatives and linearize: median µs\n")

@@ -15,6 +15,7 @@ the user wrote it, so the explicit options win.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast, overload
@@ -162,7 +163,7 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         )
     _backends.check_backends(options.backends, cls)
 
-    before = dict(cls.__dict__)
+    before = _snapshot(cls)
     as_written = existing.as_written if existing is not None else None
     if pending is not None:
         as_written = pending
@@ -229,15 +230,26 @@ def _registered_with_jax(cls: type) -> bool:
     return registry is not None and cls in registry
 
 
+def _snapshot(cls: type) -> dict[str, Any]:
+    """A copy of ``cls``'s namespace. Field specifiers are copied: dataclasses fills them in (name,
+    type, ``kw_only``) when it processes the class."""
+    return {
+        name: copy.copy(value) if isinstance(value, dataclasses.Field) else value
+        for name, value in cls.__dict__.items()
+    }
+
+
 def _restore(cls: type, namespace: dict[str, Any]) -> None:
-    """Put ``cls``'s namespace back to ``namespace`` (a copy of an earlier ``cls.__dict__``)."""
+    """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``)."""
     for name in list(cls.__dict__):
         if name not in namespace and name not in ("__dict__", "__weakref__"):
             delattr(cls, name)
     for name, value in namespace.items():
         if name in ("__dict__", "__weakref__"):
             continue
-        if cls.__dict__.get(name, _ABSENT) is not value:
+        if isinstance(value, dataclasses.Field):
+            setattr(cls, name, copy.copy(value))  # the snapshot's copy stays as written
+        elif cls.__dict__.get(name, _ABSENT) is not value:
             setattr(cls, name, value)
 
 
