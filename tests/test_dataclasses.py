@@ -401,3 +401,17 @@ def test_converters_run_before_post_init_and_not_on_what_it_assigns():
 
     c = Converted([1.0])
     assert seen == [type(jnp.asarray(1.0))] and c.y == 5.0 and type(c.y) is float
+
+
+def test_dataclass_options_pytree_class_does_not_take_come_from_a_dataclass_underneath():
+    @pytree_class
+    @dataclasses.dataclass(order=True, slots=True, frozen=True)
+    class Version:
+        major: int
+        label: str = dataclasses.field(default="v", metadata={"static": True})
+
+    v = Version(1)
+    assert v < Version(2) and "__dict__" not in dir(v)
+    leaves, treedef = jax.tree_util.tree_flatten(v)
+    assert leaves == [1] and jax.tree_util.tree_unflatten(treedef, leaves) == v
+    assert hash(v) == hash(Version(1))
