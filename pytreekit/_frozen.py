@@ -20,6 +20,16 @@ class FrozenInstanceError(dataclasses.FrozenInstanceError):
 
     A subclass of ``dataclasses.FrozenInstanceError`` (so of ``AttributeError``): code written
     for frozen dataclasses catches it.
+
+    >>> from pytreekit import FrozenInstanceError, pytree_class
+    >>> @pytree_class(frozen=True)
+    ... class Point:
+    ...     x: float
+    >>> try:
+    ...     Point(1.0).x = 2.0
+    ... except FrozenInstanceError as error:
+    ...     print(str(error)[:50])
+    cannot assign to field 'x' of frozen Point instance
     """
 
 

@@ -10,12 +10,23 @@ T = TypeVar("T")
 
 
 def replace(obj: T, /, **changes: Any) -> T:
-    """A new instance of ``obj``'s class with ``changes`` applied, other fields shared.
+    """A new instance of ``obj``'s class with ``changes`` applied, the other fields shared.
 
     Never calls ``__init__``, ``__post_init__`` or converters, so it works on frozen classes,
     on classes whose ``__init__`` takes other arguments, and inside ``jit`` with tracers. Only
     fields are copied: attributes that are not fields (a ``functools.cached_property`` value,
     say) are left behind, so nothing derived from the old values survives.
+
+    Args:
+        obj: An instance of a pytree class.
+        **changes: New values by field name. Static values are checked for hashability.
+
+    Returns:
+        The new instance; ``obj`` is unchanged.
+
+    Raises:
+        TypeError: ``obj`` is not a pytree class instance, a name is not one of its fields, or a
+            static value is unhashable. The message names the class and the field.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import pytree_class, replace

@@ -145,17 +145,48 @@ def spec_of(obj: Any, caller: str) -> ClassSpec:
 def is_pytree_class(class_or_instance: Any) -> bool:
     """Whether ``class_or_instance`` is (an instance of) a class made a pytree by ``pytree_class``.
 
-    Subclasses of such a class count: they are registered automatically.
+    Args:
+        class_or_instance: Any object or class.
+
+    Returns:
+        ``True`` for pytree classes and their instances, subclasses included (they are made pytree
+        classes automatically); ``False`` for anything else. Never raises.
+
+    >>> from pytreekit import is_pytree_class, pytree_class
+    >>> @pytree_class
+    ... class Point:
+    ...     x: float
+    >>> is_pytree_class(Point), is_pytree_class(Point(1.0)), is_pytree_class(1.0)
+    (True, True, False)
     """
     cls = class_or_instance if isinstance(class_or_instance, type) else type(class_or_instance)
     return own_spec(cls) is not None
 
 
 def fields(class_or_instance: Any) -> tuple[Field, ...]:
-    """The fields of a pytree class or instance, in declaration order.
+    """The fields of a pytree class or instance, in order: ``dataclasses.Field`` records that
+    also say whether each is ``static``.
 
-    For a class without field annotations the fields are found on instances, so pass one:
-    ``fields(linear)`` lists the attributes its ``__init__`` set.
+    Args:
+        class_or_instance: A pytree class or an instance of one. For a class without field
+            annotations the fields are found on instances, so pass an instance: ``fields(linear)``
+            lists the attributes its ``__init__`` set.
+
+    Returns:
+        A tuple of ``pytreekit.Field``; for annotated classes the same records as
+        ``dataclasses.fields``.
+
+    Raises:
+        TypeError: ``class_or_instance`` is not a pytree class or instance, or is a class without
+            annotations (pass an instance).
+
+    >>> from pytreekit import field, fields, pytree_class
+    >>> @pytree_class
+    ... class Linear:
+    ...     weights: list
+    ...     features: int = field(static=True, default=3)
+    >>> [(f.name, f.static) for f in fields(Linear)]
+    [('weights', False), ('features', True)]
     """
     spec = spec_of(class_or_instance, "fields()")
     if isinstance(class_or_instance, type):
