@@ -415,3 +415,22 @@ def test_dataclass_options_pytree_class_does_not_take_come_from_a_dataclass_unde
     leaves, treedef = jax.tree_util.tree_flatten(v)
     assert leaves == [1] and jax.tree_util.tree_unflatten(treedef, leaves) == v
     assert hash(v) == hash(Version(1))
+
+
+def test_decorating_again_keeps_treedefs_working_or_is_refused():
+    @pytree_class
+    class Model:
+        w: jax.Array
+        n: int = 2
+
+    leaves, treedef = jax.tree_util.tree_flatten(Model(jnp.ones(2)))
+    pytree_class(Model)  # the same fields and static flags: old treedefs still read
+    assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2
+    with pytest.raises(
+        TypeError,
+        match=r"Model has already been flattened or unflattened as a pytree with fields "
+        r"\('w', 'n'\).*Decorate the class once, with all its options",
+    ):
+        pytree_class(Model, static=("n",))
+    assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2  # the refusal changed nothing
+    assert [f.static for f in pytreekit.fields(Model)] == [False, False]
