@@ -49,32 +49,57 @@ def _arrays_equal(a: Any, b: Any) -> Any:
         return (a == b).all()
 
 
-def values_equal(a: Any, b: Any) -> Any:
-    """Equality that is safe for arrays: a Python bool, or a traced bool under a JAX transform."""
-    if a is b:
-        return True
-    if _is_array(a) or _is_array(b):
-        return _arrays_equal(a, b)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        if type(a) is not type(b) or len(a) != len(b):
-            return False
-        return _all_equal(zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        if a.keys() != b.keys():
-            return False
-        return _all_equal((a[k], b[k]) for k in a)
-    result = a == b
-    if isinstance(result, bool):
-        return result
-    if _is_array(result):
-        return result.all()
-    return bool(result)
+def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | bool | None:
+    """The fields pytreekit's ``__eq__`` would compare for ``a == b``; ``False`` when it would
+    answer ``False`` at once (instances without annotations holding different fields); ``None``
+    when it would not be pytreekit's ``__eq__`` that decides (another class, a user's)."""
+    if a.__class__ is not b.__class__:
+        return None
+    eq = getattr(type(a), "__eq__", None)
+    names: tuple[str, ...] | None = getattr(eq, "__pytreekit_compare__", None)
+    if names is not None:
+        return names
+    if eq is pytree_eq:
+        spec = _spec(a)
+        names = spec.field_names(a)
+        return names if set(spec.field_names(b)) == set(names) else False
+    return None
 
 
 def _all_equal(pairs: Any) -> Any:
+    """Whether every pair is equal: a Python bool, or a traced bool under a JAX transform.
+
+    Containers and pytree instances are walked with an explicit stack rather than by recursion,
+    so nesting as deep as JAX flattens compares without a ``RecursionError``.
+    """
+    stack = list(pairs)
     traced = []
-    for a, b in pairs:
-        result = values_equal(a, b)
+    while stack:
+        a, b = stack.pop()
+        if a is b:
+            continue
+        if _is_array(a) or _is_array(b):
+            result = _arrays_equal(a, b)
+        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            if type(a) is not type(b) or len(a) != len(b):
+                return False
+            stack.extend(zip(a, b, strict=True))
+            continue
+        elif isinstance(a, dict) and isinstance(b, dict):
+            if a.keys() != b.keys():
+                return False
+            stack.extend((a[k], b[k]) for k in a)
+            continue
+        else:
+            names = _compared_fields(a, b)
+            if names is False:
+                return False
+            if isinstance(names, tuple):
+                stack.extend((getattr(a, n), getattr(b, n)) for n in names)
+                continue
+            result = a == b
+            if not isinstance(result, bool):
+                result = result.all() if _is_array(result) else bool(result)
         if result is False:
             return False
         if result is not True:
@@ -88,11 +113,7 @@ def pytree_eq(self: object, other: object) -> Any:
     """Same type, same static fields, same leaves (compared as arrays where they are arrays)."""
     if other.__class__ is not self.__class__:
         return NotImplemented
-    spec = _spec(self)
-    names = spec.field_names(self)
-    if spec.fields is None and set(spec.field_names(other)) != set(names):  # any order
-        return False
-    return _all_equal((getattr(self, n), getattr(other, n)) for n in names)
+    return _all_equal([(self, other)])
 
 
 def pytree_hash(self: object) -> int:
@@ -124,36 +145,94 @@ def _dtype_name(dtype: Any) -> str:
     return str(dt.name)
 
 
+class _Text(str):
+    """Output of ``summarise``'s walk, as opposed to a value still to summarise."""
+
+
+class _Leave(int):
+    """Marks the end of an instance in ``summarise``'s walk (its id)."""
+
+
+def _repr_fields_of(value: Any) -> tuple[str, ...] | None:
+    """The fields pytreekit's ``__repr__`` shows for ``value``, or ``None`` if it is not that
+    ``__repr__``."""
+    method = getattr(type(value), "__repr__", None)
+    names: tuple[str, ...] | None = getattr(method, "__pytreekit_repr__", None)
+    if names is None and method is pytree_repr:
+        names = tuple(f.name for f in _spec(value).instance_fields(value) if f.repr)
+    return names
+
+
 def summarise(value: Any) -> str:
-    """A short repr: arrays as ``f32[3,2]``, containers element-wise, anything else by ``repr``."""
+    """A short repr: arrays as ``f32[3,2]``, containers and pytree instances element-wise,
+    anything else by ``repr``.
+
+    Walked with an explicit stack (nesting as deep as JAX flattens works); an instance met again
+    inside itself shows as ``...``.
+    """
+    out: list[str] = []
+    inside: set[int] = set()
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Text:
+            out.append(item)
+            continue
+        if type(item) is _Leave:
+            inside.discard(item)
+            continue
+        stack.extend(reversed(_expand(item, inside)))
+    return "".join(out)
+
+
+def _expand(value: Any, inside: set[int]) -> list[Any]:
+    """``value`` as text and values still to summarise, in order."""
     if _is_array(value):
-        return f"{_dtype_name(value.dtype)}[{','.join(str(d) for d in value.shape)}]"
-    if isinstance(value, list):
-        return "[" + ", ".join(summarise(v) for v in value) + "]"
-    if isinstance(value, tuple) and type(value) is tuple:
-        inner = ", ".join(summarise(v) for v in value)
-        return f"({inner},)" if len(value) == 1 else f"({inner})"
-    if isinstance(value, dict) and type(value) is dict:
-        return "{" + ", ".join(f"{k!r}: {summarise(v)}" for k, v in value.items()) + "}"
+        return [_Text(f"{_dtype_name(value.dtype)}[{','.join(str(d) for d in value.shape)}]")]
+    if type(value) is list:
+        return [_Text("["), *_joined(value), _Text("]")]
+    if type(value) is tuple:
+        return [_Text("("), *_joined(value), _Text(",)" if len(value) == 1 else ")")]
+    if type(value) is dict:
+        items = [[_Text(f"{k!r}: "), v] for k, v in value.items()]
+        return [_Text("{"), *_joined(items, flat=True), _Text("}")]
     if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
-        return f"<function {value.__qualname__}>"
-    return repr(value)
+        return [_Text(f"<function {value.__qualname__}>")]
+    names = _repr_fields_of(value)
+    if names is None:
+        return [_Text(repr(value))]
+    if id(value) in inside:
+        return [_Text("...")]
+    inside.add(id(value))
+    parts = []
+    for name in names:
+        try:
+            parts.append([_Text(f"{name}="), getattr(value, name)])
+        except AttributeError:
+            parts.append([_Text(f"{name}=<unset>")])
+    return [
+        _Text(f"{type(value).__qualname__}("),
+        *_joined(parts, flat=True),
+        _Text(")"),
+        _Leave(id(value)),
+    ]
+
+
+def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
+    result: list[Any] = []
+    for index, item in enumerate(items):
+        if index:
+            result.append(_Text(", "))
+        if flat:
+            result.extend(item)
+        else:
+            result.append(item)
+    return result
 
 
 @reprlib.recursive_repr()
 def pytree_repr(self: object) -> str:
-    spec = _spec(self)
-    parts = []
-    for field in spec.instance_fields(self):
-        if not field.repr:
-            continue
-        try:
-            value = getattr(self, field.name)
-        except AttributeError:
-            parts.append(f"{field.name}=<unset>")
-            continue
-        parts.append(f"{field.name}={summarise(value)}")
-    return f"{type(self).__qualname__}({', '.join(parts)})"
+    return summarise(self)
 
 
 def eq_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
@@ -165,7 +244,10 @@ def eq_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.Functio
         "return NotImplemented",
     ]
     helpers = {"__pytreekit_all_equal__": _all_equal}
-    return method_for(cls, "__eq__", "self, other", body, helpers, {"other": object})
+    method = method_for(cls, "__eq__", "self, other", body, helpers, {"other": object})
+    # Lets a comparison of nested instances walk them instead of recursing into __eq__.
+    method.__pytreekit_compare__ = tuple(f.name for f in fields if f.compare)  # type: ignore[attr-defined]
+    return method
 
 
 def hash_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
@@ -187,10 +269,11 @@ def hash_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.Funct
 def repr_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
     """``__repr__`` with arrays summarised (``f32[3,2]``), recursion-safe like dataclasses'."""
     names = tuple(f.name for f in fields if f.repr)
-    helpers = {"__pytreekit_repr__": _repr_fields}
-    body = [f"return __pytreekit_repr__(self, {names!r})"]
-    method = method_for(cls, "__repr__", "self", body, helpers, {"return": str})
+    helpers = {"__pytreekit_summarise__": summarise}
+    method = method_for(cls, "__repr__", "self", ["return __pytreekit_summarise__(self)"], helpers)
+    method.__annotations__ = {"return": str}
     guarded: Any = reprlib.recursive_repr()(method)
+    guarded.__pytreekit_repr__ = names
     return guarded  # type: ignore[no-any-return]
 
 
@@ -207,15 +290,3 @@ def _unhashable(obj: object, names: tuple[str, ...]) -> None:
                 f"the function or a static argument); to hash by the other fields, declare this "
                 f"one with field(hash=False)."
             ) from None
-
-
-def _repr_fields(obj: object, names: tuple[str, ...]) -> str:
-    parts = []
-    for name in names:
-        try:
-            value = getattr(obj, name)
-        except AttributeError:
-            parts.append(f"{name}=<unset>")
-            continue
-        parts.append(f"{name}={summarise(value)}")
-    return f"{type(obj).__qualname__}({', '.join(parts)})"

@@ -104,3 +104,37 @@ def test_eq_false_keeps_identity_semantics():
 
     a = Identity(jnp.ones(1))
     assert a != Identity(jnp.ones(1)) and a == a and isinstance(hash(a), int)
+
+
+@pytest.mark.parametrize("annotated", [True, False])
+def test_eq_and_repr_handle_nesting_deeper_than_jax_flattens(annotated):
+    if annotated:
+
+        @pytree_class
+        class Node:
+            child: object = None
+            value: int = 0
+
+    else:
+
+        @pytree_class
+        class Node:
+            def __init__(self, child=None, value=0):
+                self.child = child
+                self.value = value
+
+    def chain(depth, last=0):
+        node = None
+        for i in range(depth):
+            node = Node(node, i if i < depth - 1 else last)
+        return node
+
+    depth = 900  # JAX's own flatten works at this depth; comparison must too
+    assert len(jax.tree_util.tree_leaves(chain(depth))) == depth
+    assert chain(depth) == chain(depth) and chain(depth) != chain(depth, last=-1)
+    text = repr(chain(depth))
+    assert text.startswith("Node(child=Node(") or ".Node(child=" in text
+    assert text.count("value=") == depth
+    looped = Node()
+    looped.child = looped
+    assert repr(looped).endswith("Node(child=..., value=0)")
