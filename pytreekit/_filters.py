@@ -8,6 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.tree_util import PyTreeDef
 
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
 
@@ -61,8 +62,10 @@ def partition(
         that went to the other one.
 
     Raises:
-        TypeError: A leaf of ``filter_spec`` is neither a bool nor callable.
-        ValueError: ``filter_spec`` is a tree that is not a prefix of ``tree`` (raised by JAX).
+        TypeError: A leaf of ``filter_spec`` is neither a bool nor callable, or ``is_leaf`` is
+            not callable. The message gives the leaf's key path.
+        ValueError: ``filter_spec`` is a tree that is not a prefix of ``tree``. The message gives
+            the first key path where the two differ.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import combine, is_inexact_array, partition
@@ -75,6 +78,7 @@ def partition(
     >>> combine(params, rest)["weights"]
     Array([1., 1.], dtype=float32)
     """
+    _check_is_leaf("partition()", is_leaf)
     mask = _mask(tree, filter_spec, is_leaf)
     kept = jax.tree_util.tree_map(lambda m, x: x if m else None, mask, tree, is_leaf=is_leaf)
     rest = jax.tree_util.tree_map(lambda m, x: None if m else x, mask, tree, is_leaf=is_leaf)
@@ -94,31 +98,151 @@ def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
         A tree of that structure; ``None`` where every tree has ``None``.
 
     Raises:
-        ValueError: The trees do not have one structure (raised by JAX).
-        TypeError: No tree is given.
+        ValueError: A tree does not have the first one's structure. The message gives the first
+            key path where the two differ.
+        TypeError: No tree is given, or ``is_leaf`` is not callable.
 
     >>> from pytreekit import combine
     >>> combine({"a": 1, "b": None}, {"a": None, "b": 2})
     {'a': 1, 'b': 2}
     """
-
-    def first(*leaves: Any) -> Any:
-        return next((leaf for leaf in leaves if leaf is not None), None)
+    if not trees:
+        raise TypeError(
+            "combine() needs at least one tree, got none: pass the trees to merge, as in "
+            "combine(kept, rest)."
+        )
+    _check_is_leaf("combine()", is_leaf)
 
     def none_or_leaf(x: Any) -> bool:
         return x is None or (is_leaf is not None and is_leaf(x))
 
-    return jax.tree_util.tree_map(first, *trees, is_leaf=none_or_leaf)
+    # tree_map(first, *trees) spelled out, so that a structure mismatch can be explained.
+    treedef: PyTreeDef
+    leaves, treedef = jax.tree_util.tree_flatten(trees[0], is_leaf=none_or_leaf)
+    all_leaves = [leaves]
+    for index, tree in enumerate(trees[1:], start=1):
+        try:
+            all_leaves.append(treedef.flatten_up_to(tree))
+        except (ValueError, TypeError) as error:
+            where = _where_not_prefix(
+                trees[0], "trees[0]", tree, f"trees[{index}]", none_or_leaf, error
+            )
+            raise ValueError(
+                f"combine(): every tree must have the structure of the first (None in the first "
+                f"may stand for any subtree); {where}"
+            ) from None
+    return treedef.unflatten(
+        [
+            next((leaf for leaf in column if leaf is not None), None)
+            for column in zip(*all_leaves, strict=True)
+        ]
+    )
 
 
 def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) -> Any:
-    def apply(spec: Any, subtree: Any) -> Any:
+    # tree_map(apply, filter_spec, tree) spelled out, so that only a structure mismatch (not an
+    # error raised by a user's predicate) becomes the error about filter_spec's shape.
+    spec_def: PyTreeDef
+    specs, spec_def = jax.tree_util.tree_flatten(filter_spec, is_leaf=_is_none)
+    try:
+        subtrees = spec_def.flatten_up_to(tree)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"partition(): filter_spec must be a bool, a predicate, or a tree prefix of tree "
+            f"(tree's structure down to some depth, with bools or predicates as leaves); "
+            f"{_where_not_prefix(filter_spec, 'filter_spec', tree, 'tree', _is_none, error)}"
+        ) from None
+    masks = []
+    for index, (spec, subtree) in enumerate(zip(specs, subtrees, strict=True)):
         if isinstance(spec, bool):
-            return jax.tree_util.tree_map(lambda _: spec, subtree, is_leaf=is_leaf)
-        if callable(spec):
-            return jax.tree_util.tree_map(lambda x: bool(spec(x)), subtree, is_leaf=is_leaf)
+            masks.append(jax.tree_util.tree_map(_constant(spec), subtree, is_leaf=is_leaf))
+        elif callable(spec):
+            masks.append(jax.tree_util.tree_map(_as_bool(spec), subtree, is_leaf=is_leaf))
+        else:
+            path = jax.tree_util.tree_flatten_with_path(filter_spec, is_leaf=_is_none)[0][index][0]
+            advice = (
+                " Convert it with bool(...)."
+                if is_array(spec) and spec.shape == () and spec.dtype == np.bool_
+                else " Use True or False for a whole subtree, or a predicate."
+            )
+            raise TypeError(
+                f"partition(): filter_spec{jax.tree_util.keystr(path)} is {spec!r} "
+                f"({_type_name(spec)}), but the leaves of filter_spec must be Python bools or "
+                f"predicates (functions of a leaf returning a bool, such as "
+                f"pytreekit.is_inexact_array).{advice}"
+            )
+    return spec_def.unflatten(masks)
+
+
+def _constant(value: bool) -> Callable[[Any], bool]:
+    return lambda _: value
+
+
+def _as_bool(predicate: Callable[[Any], Any]) -> Callable[[Any], bool]:
+    return lambda leaf: bool(predicate(leaf))
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _is_none(x: Any) -> bool:
+    return x is None
+
+
+def _check_is_leaf(caller: str, is_leaf: Any) -> None:
+    if is_leaf is not None and not callable(is_leaf):
         raise TypeError(
-            f"partition(): filter_spec leaves must be bools or predicates, got {spec!r}"
+            f"{caller}: is_leaf must be None or a function of a subtree returning a bool, got "
+            f"{is_leaf!r} ({_type_name(is_leaf)})."
         )
 
-    return jax.tree_util.tree_map(apply, filter_spec, tree, is_leaf=lambda x: x is None)
+
+def _where_not_prefix(
+    prefix: Any,
+    prefix_name: str,
+    tree: Any,
+    tree_name: str,
+    is_prefix_leaf: Callable[[Any], bool],
+    error: Exception,
+) -> str:
+    """Where ``prefix`` stops being a prefix of ``tree``: the first key path at which their nodes
+    differ, both nodes described. Only runs to explain a failed ``flatten_up_to``."""
+    stack: list[tuple[tuple[Any, ...], Any, Any]] = [((), prefix, tree)]
+    while stack:
+        path, prefix_node, tree_node = stack.pop()
+        if is_prefix_leaf(prefix_node) or _is_leaf_node(prefix_node):
+            continue
+        prefix_children, prefix_def = _one_level(prefix_node)
+        tree_children, tree_def = _one_level(tree_node)
+        where = jax.tree_util.keystr(path)
+        if _is_leaf_node(tree_node) or prefix_def != tree_def:
+            return (
+                f"at {tree_name}{where}, {prefix_name} has {_describe(prefix_node, prefix_def)} "
+                f"where {tree_name} has {_describe(tree_node, tree_def)}."
+            )
+        pairs = zip(prefix_children, tree_children, strict=True)
+        stack.extend(
+            ((*path, *key), prefix_child, tree_child)
+            for (key, prefix_child), (_, tree_child) in reversed(list(pairs))
+        )
+    return f"{prefix_name} is not a prefix of {tree_name} ({error})."
+
+
+def _is_leaf_node(x: Any) -> bool:
+    return jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(x)) and x is not None
+
+
+def _one_level(node: Any) -> tuple[list[tuple[Any, Any]], Any]:
+    """The children of ``node`` with their keys, and the treedef of that one level."""
+    return jax.tree_util.tree_flatten_with_path(node, is_leaf=lambda child: child is not node)
+
+
+def _describe(node: Any, one_level: Any) -> str:
+    if node is None:
+        return "None"
+    if _is_leaf_node(node):
+        return f"a leaf ({type(node).__name__})"
+    return f"a {type(node).__name__} node {one_level}"

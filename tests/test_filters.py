@@ -35,7 +35,11 @@ def test_partition_with_a_prefix_of_bools():
     kept, rest = partition(tree, {"a": True, "b": is_array})
     assert kept["a"] is tree["a"] and kept["b"][0] is tree["b"][0] and kept["b"][1] is None
     assert rest["b"][1] == 4 and rest["a"] is None
-    with pytest.raises(TypeError, match="filter_spec leaves must be bools or predicates"):
+    with pytest.raises(
+        TypeError,
+        match=r"filter_spec\['a'\] is 1 \(int\), but the leaves of filter_spec must be Python "
+        r"bools or predicates",
+    ):
         partition(tree, {"a": 1, "b": True})
 
 
