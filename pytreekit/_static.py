@@ -8,7 +8,6 @@ of JAX's bare "unhashable type".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 
@@ -45,14 +44,3 @@ def check_static_value(cls: type, name: str, value: Any) -> None:
         f"{cls.__qualname__}.{name} is a static field, so its value must be hashable (it is "
         f"stored in the treedef that jax.jit hashes), but it holds {_describe(value)}. {advice}"
     )
-
-
-def check_static_fields(obj: object, names: Iterable[str]) -> None:
-    """Check every static field that ``obj`` has a value for."""
-    cls = type(obj)
-    for name in names:
-        try:
-            value = getattr(obj, name)
-        except AttributeError:
-            continue
-        check_static_value(cls, name, value)

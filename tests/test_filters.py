@@ -52,3 +52,79 @@ def test_grad_of_partitioned_params():
 
     grads = jax.grad(loss)(params)
     assert grads.linear.weights.shape == (2, 3)
+
+
+def test_partition_mismatch_after_a_matching_subtree_is_located():
+    # The walk passes the matching "a" (a bool covering a subtree) before it finds "b".
+    tree = {"a": (1.0, 2.0), "b": (3.0,)}
+    with pytest.raises(
+        ValueError,
+        match=r"at tree\['b'\], filter_spec has a list node PyTreeDef\(\[\*\]\) where tree has a "
+        r"tuple node PyTreeDef\(\(\*,\)\)\.$",
+    ):
+        partition(tree, {"a": True, "b": [True]})
+
+
+def test_mismatch_explanation_falls_back_to_jaxs_error():
+    # Only reached if JAX refuses a prefix the walk finds no difference in: the message still
+    # says which tree is not a prefix of which, with JAX's own reason.
+    from pytreekit._filters import _is_none, _where_not_prefix
+
+    where = _where_not_prefix(
+        {"a": True}, "filter_spec", {"a": 1}, "tree", _is_none, ValueError("JAX's reason")
+    )
+    assert where == "filter_spec is not a prefix of tree (JAX's reason)."
+
+
+def test_a_predicates_own_error_is_not_taken_for_a_structure_mismatch():
+    def fussy(leaf):
+        raise ValueError("fussy predicate")
+
+    with pytest.raises(ValueError, match=r"^fussy predicate$"):
+        partition({"a": 1.0}, fussy)
+
+
+def test_predicate_results_are_converted_to_bool():
+    kept, rest = partition([jnp.ones(1), jnp.zeros(1)], lambda leaf: leaf.sum())
+    assert kept[1] is None and rest[0] is None
+    assert kept[0] is not None and rest[1] is not None
+
+
+def test_bool_leaves_of_the_spec_cover_whole_subtrees():
+    tree = {"a": (1, "x"), "b": [2.0]}
+    kept, rest = partition(tree, {"a": False, "b": True})
+    assert kept == {"a": (None, None), "b": [2.0]}
+    assert rest == {"a": (1, "x"), "b": [None]}
+    assert partition(tree, True) == (tree, {"a": (None, None), "b": [None]})
+
+
+def test_is_leaf_keeps_subtrees_whole_in_partition_and_combine():
+    def is_pair(x):
+        return isinstance(x, tuple) and len(x) == 2
+
+    tree = {"pair": (1, 2), "single": (3,)}
+    seen = []
+    kept, rest = partition(tree, lambda x: seen.append(x) or is_pair(x), is_leaf=is_pair)
+    assert seen == [(1, 2), 3]
+    assert kept == {"pair": (1, 2), "single": (None,)}
+    assert rest == {"pair": None, "single": (3,)}
+    assert combine(kept, rest, is_leaf=is_pair) == tree
+    # A pair in a later tree is a leaf too: combine takes the first tree's leaf whole.
+    assert combine({"p": (1, 2)}, {"p": (3, 4)}, is_leaf=is_pair) == {"p": (1, 2)}
+
+
+def test_combine_takes_the_first_leaf_that_is_not_none():
+    assert combine([None, 1, None], [2, 3, None], [4, 5, None]) == [2, 1, None]
+    assert combine({"a": 0}) == {"a": 0}
+    # None in the first tree stands for a whole subtree of the others, which combine keeps.
+    assert combine({"a": None}, {"a": (1, 2)}) == {"a": (1, 2)}
+    # Falsy leaves are leaves: only None is missing.
+    assert combine([0, False], [1, True]) == [0, False]
+
+
+def test_numpy_and_jax_bools_in_a_spec_are_refused_with_advice():
+    for flag in (np.bool_(True), jnp.asarray(True)):
+        with pytest.raises(TypeError, match=r"must be Python bools .* Convert it with bool"):
+            partition({"a": 1.0}, {"a": flag})
+    with pytest.raises(TypeError, match=r"filter_spec\['a'\] is 'yes' \(str\), .* Use True or"):
+        partition({"a": 1.0}, {"a": "yes"})
