@@ -1,9 +1,11 @@
-"""Registration with ``jax.tree_util`` (key paths are ``GetAttrKey(name)``)."""
+"""Registration with ``jax.tree_util`` (key paths are ``GetAttrKey(name)``), and with
+``jax.export``'s serialization registry so exported signatures may hold the class."""
 
 from __future__ import annotations
 
 from jax.tree_util import GetAttrKey, register_pytree_with_keys
 
+from .._export import register_jax_export
 from .._nodes import NodeFunctions
 
 
@@ -14,3 +16,4 @@ def register(cls: type, nodes: NodeFunctions) -> None:
         nodes.unflatten,
         flatten_func=nodes.flatten,
     )
+    register_jax_export(cls, nodes)

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch.utils._pytree as torch_pytree
 
+from .._export import torch_dumpable
 from .._nodes import NodeFunctions
 
 
@@ -17,10 +18,13 @@ def register(cls: type, nodes: NodeFunctions) -> None:
         # torch passes (children, context); jax and optree pass (aux, children).
         return unflatten(context, list(values))
 
+    to_dumpable, from_dumpable = torch_dumpable(nodes)
     torch_pytree.register_pytree_node(
         cls,
         nodes.flatten,
         unflatten_values_first,
         serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
+        to_dumpable_context=to_dumpable,
+        from_dumpable_context=from_dumpable,
         flatten_with_keys_fn=nodes.flatten_with_keys("torch", torch_pytree.GetAttrKey),
     )
