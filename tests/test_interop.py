@@ -237,3 +237,129 @@ def test_torch_export_program_is_saved_loaded_and_called_with_the_original_input
     expected = torch_fixtures.Net()(layer, scaled, x)
     torch.testing.assert_close(loaded.module()(layer, scaled, x), expected)
     assert loaded.call_spec.in_spec == program.call_spec.in_spec
+
+
+# -- beartype, jaxtyping and introspection ------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["postponed", "eager"])
+def typed(request, tmp_path_factory):
+    """tests/typed_fixtures.py as written (postponed annotations) and without its __future__
+    import (annotations evaluated when the class is defined)."""
+    require("beartype")
+    require("jaxtyping")
+    import importlib
+
+    if request.param == "postponed":
+        module = importlib.import_module("typed_fixtures")
+        assert isinstance(module.Affine.__init__.__annotations__["weight"], str)
+        return module
+    source = (TESTS / "typed_fixtures.py").read_text()
+    eager = source.replace("from __future__ import annotations\n", "")
+    assert eager != source
+    folder = tmp_path_factory.mktemp("eager")
+    (folder / "typed_fixtures_eager.py").write_text(eager)
+    sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module("typed_fixtures_eager")
+    finally:
+        sys.path.remove(str(folder))
+    assert not isinstance(module.Affine.__init__.__annotations__["weight"], str)
+    return module
+
+
+def test_jaxtyped_init_accepts_and_rejects_naming_the_class(typed):
+    affine = typed.Affine(jnp.eye(2), jnp.zeros(2))
+    assert affine(jnp.ones(2)).tolist() == [1.0, 1.0]
+    with pytest.raises(Exception, match=rf"{typed.__name__}\.Affine\.__init__") as info:
+        typed.Affine(jnp.eye(2), jnp.zeros(3))  # n is 2, then 3
+    assert type(info.value).__name__ == "TypeCheckError"
+    with pytest.raises(Exception, match=r"Affine\.__init__"):
+        typed.Affine(jnp.eye(2, dtype=jnp.int32), jnp.zeros(2))  # not floating
+
+
+def test_jaxtyped_method_checks_under_jit_and_names_the_class(typed):
+    affine = typed.Affine(jnp.eye(2), jnp.zeros(2))
+    assert jax.jit(lambda m, x: m(x))(affine, jnp.ones(2)).tolist() == [1.0, 1.0]
+    with pytest.raises(Exception, match=r"Affine\.__call__"):
+        jax.jit(lambda m, x: m(x))(affine, jnp.ones(2, jnp.int32))  # not floating
+    # Unflattening does not run the checked __init__ (JAX rebuilds with tracers and sentinels).
+    assert jax.tree.map(lambda a: a.astype(jnp.int32), affine).weight.dtype == jnp.int32
+
+
+def test_beartype_on_the_class_checks_generated_and_written_methods(typed):
+    scale = typed.Scale(jnp.ones(2))
+    assert scale.twice(1.0).times == 2 and repr(scale).startswith("Scale(")
+    assert scale == scale  # the generated (and checked) __eq__ runs
+    with pytest.raises(Exception, match=rf"{typed.__name__}\.Scale\.__init__\(\) parameter times"):
+        typed.Scale(jnp.ones(2), "once")
+    with pytest.raises(Exception, match=r"Scale\.twice\(\) parameter extra"):
+        scale.twice("x")
+    assert jax.tree.map(lambda a: a + 1, scale).factor.tolist() == [2.0, 2.0]
+
+
+def test_user_init_of_unannotated_class_is_checked(typed):
+    written = typed.Written(jnp.ones(3), 3)
+    assert written.grow(1).size == 4
+    with pytest.raises(Exception, match=r"Written\.__init__"):
+        typed.Written(jnp.ones(3), "three")
+    with pytest.raises(Exception, match=r"Written\.grow\(\) parameter by"):
+        written.grow(1.5)
+
+
+def _generated(cls):
+    """The methods pytreekit wrote into ``cls`` (the user wrote neither of these)."""
+    return {
+        name: value
+        for name, value in vars(cls).items()
+        if callable(value) and name.startswith("__") and name not in ("__call__",)
+    }
+
+
+@pytest.mark.parametrize("name", ["Affine", "Scale"])
+def test_type_hints_of_every_generated_method_resolve(typed, name):
+    import typing
+
+    cls = getattr(typed, name)
+    methods = _generated(cls)
+    assert {"__init__", "__repr__", "__eq__"} <= set(methods)
+    hints = {name: typing.get_type_hints(method) for name, method in methods.items()}
+    assert hints["__repr__"] == {"return": str}
+    assert hints["__eq__"]["other"] is object
+    assert hints["__init__"]["return"] is type(None)
+    if name == "Scale":
+        assert hints["__init__"]["factor"] is jax.Array and hints["__init__"]["times"] is int
+
+
+def test_signature_of_the_class(typed):
+    import inspect
+
+    signature = inspect.signature(typed.Affine, eval_str=True)
+    assert list(signature.parameters) == ["weight", "bias", "name"]
+    assert signature.parameters["name"].default == "affine"
+    assert signature.parameters["name"].annotation is str
+    assert signature.return_annotation is None
+    scale = inspect.signature(typed.Scale, eval_str=True)
+    assert scale.parameters["factor"].annotation is jax.Array
+    written = inspect.signature(typed.Written, eval_str=True)
+    assert list(written.parameters) == ["w", "size"]
+
+
+def test_beartype_below_the_decorator_checks_only_the_methods_it_saw():
+    """Decorators apply bottom-up: beartype under @pytree_class sees the user's methods, not the
+    generated __init__ (put @beartype above @pytree_class to check that too)."""
+    from beartype import beartype
+
+    @pytree_class
+    @beartype
+    class Inner:
+        w: jax.Array
+
+        def scaled(self, k: int) -> jax.Array:
+            return self.w * k
+
+    inner = Inner(jnp.ones(2))
+    assert inner.scaled(2).tolist() == [2.0, 2.0]
+    with pytest.raises(Exception, match=r"Inner\.scaled\(\) parameter k"):
+        inner.scaled("2")
+    assert jax.tree.leaves(Inner("unchecked")) == ["unchecked"]
