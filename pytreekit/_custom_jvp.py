@@ -8,7 +8,7 @@ from typing import Any, Concatenate, TypeVar, cast, overload
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.tree_util import PyTreeDef, keystr, tree_flatten_with_path
+from jax.tree_util import keystr, tree_flatten_with_path
 
 from ._method import (
     CustomMethod,
@@ -20,7 +20,7 @@ from ._method import (
     is_pair,
     with_signature,
 )
-from ._split import Split
+from ._split import PyTreeDef, Split
 
 JVPRule = TypeVar("JVPRule", bound=Callable[..., Any])
 

@@ -6,11 +6,10 @@ from collections.abc import Callable
 from typing import Any, Concatenate, overload
 
 import jax
-from jax.tree_util import PyTreeDef
 
 from ._filters import is_array
 from ._method import CustomMethod, P, R, S, build_or_decorate, describe_non_pair, is_pair
-from ._split import Split, leaves_by_position, split
+from ._split import PyTreeDef, Split, leaves_by_position, split
 
 
 class CustomVJPMethod(CustomMethod[S, P, R]):

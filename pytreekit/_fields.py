@@ -22,7 +22,7 @@ MISSING: Any = dataclasses.MISSING
 _FIELD_PARAMETERS = tuple(inspect.signature(dataclasses.Field.__init__).parameters)[1:]
 
 
-class Field(dataclasses.Field):  # type: ignore[type-arg]
+class Field(dataclasses.Field[Any]):
     """A field of a pytree class: a ``dataclasses.Field`` that also knows whether it is
     ``static`` (part of the treedef, not a leaf) and its ``converter``.
 
@@ -34,6 +34,11 @@ class Field(dataclasses.Field):  # type: ignore[type-arg]
 
     __slots__ = ("converter", "static")
 
+    static: bool
+    """Whether the field is part of the treedef (compared, hashed, never a leaf)."""
+    converter: Callable[[Any], Any] | None
+    """Applied by ``__init__`` to the value passed (or defaulted), or ``None``."""
+
     def __init__(
         self,
         *,
@@ -41,7 +46,7 @@ class Field(dataclasses.Field):  # type: ignore[type-arg]
         converter: Callable[[Any], Any] | None = None,
         **dataclass_field: Any,
     ) -> None:
-        values = {
+        values: dict[str, Any] = {
             "default": MISSING,
             "default_factory": MISSING,
             "init": True,

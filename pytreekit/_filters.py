@@ -8,7 +8,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.tree_util import PyTreeDef
+
+from ._split import PyTreeDef
 
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
 

@@ -62,7 +62,7 @@ class CustomMethod(Generic[S, P, R]):
                 f"{self.kind} {self.name}: the function takes no parameters, but the first one "
                 f"is the instance (self), a primal of the rule. Decorate a method."
             )
-        self.parameter_names = tuple(p.name for p in parameters)
+        self.parameter_names: tuple[str, ...] = tuple(p.name for p in parameters)
         # The jax.custom_jvp / custom_vjp object, set by subclasses. Any: JAX's ParamSpec typing
         # cannot express its opaque first argument (the Split).
         self._custom: Any = None

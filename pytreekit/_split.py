@@ -8,10 +8,18 @@ put back around the arrays, so the user never lists ``nondiff_argnums``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
-from jax.tree_util import PyTreeDef
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    # jaxlib's PyTreeDef is a compiled class without stubs: mypy reads it as Any, pyright as a
+    # variable it refuses in annotations. pytreekit annotates with this alias (Any to checkers).
+    PyTreeDef: TypeAlias = Any
+else:
+    from jax.tree_util import PyTreeDef
 
 
 class Split:
