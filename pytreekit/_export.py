@@ -82,21 +82,28 @@ def _unpicklable(
     error: Exception,
 ) -> TypeError:
     cls = nodes.spec.cls
-    for name, value in zip(static_names, statics, strict=True):
-        try:
-            pickle.dumps(value, protocol=4)
-        except Exception as value_error:
-            return TypeError(
-                f"{what} stores the static fields of {cls.__qualname__} with pickle, but "
-                f"{cls.__qualname__}.{name} holds {_short(value)}, which pickle cannot store "
-                f"({type(value_error).__name__}: {value_error}). Use a value defined at module "
-                f"level (functions and classes are stored by reference: a lambda or a function "
-                f"defined inside another function cannot be), or make {name} a non-static field."
-            )
+    culprits = [
+        (name, value, value_error)
+        for name, value in zip(static_names, statics, strict=True)
+        if (value_error := _pickle_error(value)) is not None
+    ]
+    # Pickle failing on the tuple but on no value alone is not expected; name them all then.
+    name, value, error = culprits[0] if culprits else (", ".join(static_names), statics, error)
     return TypeError(
-        f"{what} cannot store the static fields {static_names} of {cls.__qualname__} with "
-        f"pickle ({type(error).__name__}: {error})."
+        f"{what} stores the static fields of {cls.__qualname__} with pickle, but "
+        f"{cls.__qualname__}.{name} holds {_short(value)}, which pickle cannot store "
+        f"({type(error).__name__}: {error}). Use a value defined at module level (functions "
+        f"and classes are stored by reference: a lambda or a function defined inside another "
+        f"function cannot be), or make {name} a non-static field."
     )
+
+
+def _pickle_error(value: Any) -> Exception | None:
+    try:
+        pickle.dumps(value, protocol=4)
+    except Exception as error:
+        return error
+    return None
 
 
 def _short(value: Any) -> str:
@@ -133,16 +140,21 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
             _register_again(cls, name, serialize_auxdata, deserialize_auxdata)
 
 
-def _register_again(cls: type, name: str, serialize: Any, deserialize: Any) -> None:
-    """``jax.export`` refuses a second registration of a type or of a name; decide which."""
+def _jax_registries() -> tuple[dict[type, Any], dict[str, Any], dict[type, Any]]:
+    """jax.export's registries by type and by name, and jax.tree_util's (private: jax offers no
+    way to point a registered name at another class). Empty if a jax moved them."""
     try:
         from jax._src.export import _export as registry
         from jax._src.tree_util import _registry as tree_registry
 
-        by_type: dict[type, tuple[str, Any]] = registry.serialization_registry
-        by_name: dict[str, tuple[type, Any, Any]] = registry.deserialization_registry
-    except (ImportError, AttributeError):  # a jax whose internals moved
-        by_type, by_name, tree_registry = {}, {}, {}
+        return registry.serialization_registry, registry.deserialization_registry, tree_registry
+    except (ImportError, AttributeError):
+        return {}, {}, {}
+
+
+def _register_again(cls: type, name: str, serialize: Any, deserialize: Any) -> None:
+    """``jax.export`` refuses a second registration of a type or of a name; decide which."""
+    by_type, by_name, tree_registry = _jax_registries()
     if cls in by_type:
         return  # registered by hand already: the user's registration stands
     previous = by_name.get(name)

@@ -19,6 +19,7 @@ from conftest import ROOT, require
 from export_fixtures import Model, Unannotated, make_model
 from jax import export
 
+import pytreekit
 from pytreekit import field, pytree_class
 
 TESTS = ROOT / "tests"
@@ -90,9 +91,10 @@ def test_static_value_pickle_cannot_store_is_reported_by_class_and_field():
     @pytree_class
     class Scaled:
         w: jax.Array
+        size: int = field(static=True)
         fn: object = field(static=True)
 
-    exported = export.export(jax.jit(lambda m: m))(Scaled(jnp.ones(2), lambda x: x))
+    exported = export.export(jax.jit(lambda m: m))(Scaled(jnp.ones(2), 2, lambda x: x))
     with pytest.raises(TypeError) as info:
         exported.serialize()
     message = str(info.value)
@@ -178,6 +180,37 @@ def test_a_name_taken_by_another_registration_warns_instead_of_failing():
                 pass
             """,
         )
+
+
+def test_registration_by_hand_stands():
+    """A class registered for serialization by hand before it joins the jax backend keeps that
+    registration (and its name)."""
+    require("optree")
+
+    @pytree_class(backends=("optree",))
+    class ByHand:
+        w: jax.Array
+        n: int = field(static=True, default=1)
+
+    export.register_pytree_node_serialization(
+        ByHand,
+        serialized_name="interop:ByHand",
+        serialize_auxdata=lambda aux: str(aux[0]).encode(),
+        deserialize_auxdata=lambda data: (int(data),),
+        from_children=lambda aux, children: ByHand(*children, *aux),
+    )
+    pytreekit.register_backend(ByHand, "jax")
+    serialized = export.export(jax.jit(lambda m: m))(ByHand(jnp.ones(2), 7)).serialize()
+    assert b"interop:ByHand" in serialized
+    assert export.deserialize(serialized).call(ByHand(jnp.ones(2), 7)).n == 7
+
+
+def test_a_jax_without_the_registries_where_they_were_means_a_warning_not_a_failure(monkeypatch):
+    from pytreekit._export import _jax_registries
+
+    assert all(_jax_registries())
+    monkeypatch.setitem(sys.modules, "jax._src.tree_util", None)
+    assert _jax_registries() == ({}, {}, {})
 
 
 def test_pickled_aux_data_is_not_a_lossy_format():
