@@ -57,10 +57,11 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray) -> Any:
     cls = nodes.spec.cls
     state = pickle.loads(bytes(data))
     if not (isinstance(state, tuple) and len(state) == 4 and state[0] == _FORMAT):
+        written = state[0] if isinstance(state, tuple) and state else None
         raise ValueError(
             f"cannot read the serialized treedef of {cls.__qualname__}: it was written by an "
-            f"incompatible version of pytreekit (format {state[0] if state else None!r}, this "
-            f"version reads format {_FORMAT})."
+            f"incompatible version of pytreekit (format {written!r}, this version reads format "
+            f"{_FORMAT})."
         )
     _, names, static_names, statics = state
     if nodes.annotated:

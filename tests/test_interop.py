@@ -222,6 +222,8 @@ def test_pickled_aux_data_is_not_a_lossy_format():
     assert load_aux(nodes, dump_aux(nodes, aux, "test")) == aux
     with pytest.raises(ValueError, match="incompatible version"):
         load_aux(nodes, pickle.dumps((99, None, (), ())))
+    with pytest.raises(ValueError, match="format None"):
+        load_aux(nodes, pickle.dumps("not a tuple"))
 
 
 # -- torch --------------------------------------------------------------------------------------
