@@ -14,7 +14,7 @@ from typing import Any, Concatenate, overload
 import jax
 import jax.numpy as jnp
 
-from ._custom_vjp import CustomVJPMethod
+from ._custom_vjp import CustomVJPMethod, Res
 from ._method import P, R, S, build_or_decorate, describe_non_pair, is_pair
 from ._split import Split
 
@@ -26,9 +26,13 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
 
     def __init__(self, fn: Callable[Concatenate[S, P], Any], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
-        super().defvjp(self._gradient_fwd, self._gradient_bwd)
+        # Any: the generic forward takes the flat arguments, not the method's own parameters.
+        fwd: Any = self._gradient_fwd
+        super().defvjp(fwd, self._gradient_bwd)
 
-    def defvjp(self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[[Any, Any], Any]) -> None:
+    def defvjp(
+        self, fwd: Callable[Concatenate[S, P], tuple[R, Res]], bwd: Callable[[Res, Any], Any]
+    ) -> None:
         raise TypeError(
             f"{self.name} is a custom_gradient_method: the method itself returns "
             f"(out, vjp_fn), so it takes no defvjp. Use custom_vjp_method for separate fwd and "

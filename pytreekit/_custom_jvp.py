@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Concatenate, TypeVar, cast, overload
+from typing import Any, Concatenate, TypeAlias, TypeVar, cast, overload
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +22,13 @@ from ._method import (
 )
 from ._split import PyTreeDef, Split
 
-JVPRule = TypeVar("JVPRule", bound=Callable[..., Any])
+T = TypeVar("T")
+
+# A JVP rule as type checkers see it: ``rule(primals, tangents)`` with ``primals == (self, *args)``,
+# returning ``(primal_out, tangent_out)`` whose first element has the method's return type ``R``.
+# Primals and tangents stay ``tuple[Any, ...]``: a ParamSpec cannot be turned into a tuple type,
+# and a rule may annotate them more precisely (``tuple[Model, jax.Array]``) all the same.
+JVPRule: TypeAlias = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[R, T]]
 
 
 class CustomJVPMethod(CustomMethod[S, P, R]):
@@ -36,7 +42,7 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         self._custom = jax.custom_jvp(self._named_primal(), nondiff_argnums=(0,))
         self._custom.defjvp(self._named_rule(None))
 
-    def defjvp(self, rule: JVPRule) -> JVPRule:
+    def defjvp(self, rule: JVPRule[R, T]) -> JVPRule[R, T]:
         """Register ``rule(primals, tangents) -> (primal_out, tangent_out)``.
 
         ``primals`` is ``(self, *args)``; ``tangents`` has the same structure, with ``None`` for

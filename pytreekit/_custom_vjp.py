@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Concatenate, overload
+from typing import Any, Concatenate, TypeVar, overload
 
 import jax
 
 from ._filters import is_array
 from ._method import CustomMethod, P, R, S, build_or_decorate, describe_non_pair, is_pair
 from ._split import PyTreeDef, Split, leaves_by_position, split
+
+# The residuals ``fwd`` returns, which ``bwd`` takes: checkers match the two rules' types.
+Res = TypeVar("Res")
 
 
 class CustomVJPMethod(CustomMethod[S, P, R]):
@@ -25,7 +28,9 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         self._custom = jax.custom_vjp(self._named_primal(), nondiff_argnums=(0,))
         self._custom.defvjp(self._fwd, self._bwd)
 
-    def defvjp(self, fwd: Callable[..., tuple[Any, Any]], bwd: Callable[[Any, Any], Any]) -> None:
+    def defvjp(
+        self, fwd: Callable[Concatenate[S, P], tuple[R, Res]], bwd: Callable[[Res, Any], Any]
+    ) -> None:
         """Register ``fwd(self, *args) -> (out, residuals)`` and
         ``bwd(residuals, g) -> (self_cotangent, *arg_cotangents)``.
 

@@ -1,53 +1,205 @@
-"""mypy --strict on tests/typing: *_ok.py files are clean, *_errors.py report the marked lines."""
+"""The typing suite: user code in tests/typing/ under mypy, pyright and basedpyright, each in its
+standard and its strict mode.
 
+- ``*_ok.py`` files must draw no error (nor warning) from any checker in any mode, and must run:
+  what they tell the checkers (``assert_type`` and all) is what pytreekit does.
+- ``*_errors.py`` files mark every line a checker must report with ``# E:`` followed by the
+  checkers and the code each reports there: ``# E: mypy[arg-type] pyright[reportArgumentType]``.
+  ``pyright[...]`` covers basedpyright too unless ``basedpyright[...]`` is given. Each checker must
+  report exactly the marked lines (no more, no fewer), each with its marked code among those it
+  gives there; a checker not named on a line must report nothing on it (checkers differ on a few
+  lines, and the marks say where).
+
+Each checker runs once per mode over all the files. pyright and basedpyright get a configuration
+of their own (the mode, and the repository root as an import path), mypy none but ``--strict``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
 import re
+import runpy
 import subprocess
 import sys
+import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 TYPING = ROOT / "tests" / "typing"
-MARK = re.compile(r"#\s*E:\s*([\w-]+)")
+CHECKERS = ("mypy", "pyright", "basedpyright")
+MODES = ("standard", "strict")
+
+OK_FILES = sorted(TYPING.glob("*_ok.py"))
+ERROR_FILES = sorted(TYPING.glob("*_errors.py"))
+CHECKED_FILES = OK_FILES + ERROR_FILES
+
+MARK = re.compile(r"#\s*E:(?P<marks>.*)$")
+CHECKER_CODE = re.compile(r"(?P<checker>[a-z]+)(?:-(?P<mode>[a-z]+))?\[(?P<code>[\w-]+)\]")
+NONE = "none"  # basedpyright[none]: no error there, though pyright reports one
+
+# line -> codes reported there, per file name
+Report = dict[str, dict[int, set[str]]]
 
 
-def _mypy(path: Path) -> str:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--show-error-codes",
-            str(path),
-        ],
-        cwd=ROOT,  # finds ./pytreekit whether the package is installed editable or not
-        capture_output=True,
-        text=True,
-        check=False,
+def expected_errors(path: Path, mode: str) -> dict[str, dict[int, str]]:
+    """checker -> {line: code} from the ``# E:`` marks of one file, for one mode."""
+    expected: dict[str, dict[int, str]] = {checker: {} for checker in CHECKERS}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        match = MARK.search(line)
+        if match is None:
+            continue
+        tokens = list(CHECKER_CODE.finditer(match["marks"]))
+        leftover = CHECKER_CODE.sub("", match["marks"]).strip()
+        if (
+            not tokens
+            or leftover
+            or any(t["checker"] not in CHECKERS or t["mode"] not in (None, *MODES) for t in tokens)
+        ):
+            raise ValueError(
+                f"{path.name}:{number}: a mark is `# E: checker[code] ...` with checkers among "
+                f"{CHECKERS}, optionally suffixed -strict or -standard; got {match.group(0)!r}"
+            )
+        marks = {t["checker"]: t["code"] for t in tokens if t["mode"] in (None, mode)}
+        if "pyright" in marks:
+            marks.setdefault("basedpyright", marks["pyright"])
+        for checker, code in marks.items():
+            if code != NONE:
+                expected[checker][number] = code
+    return expected
+
+
+def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    # The pyright package would ask PyPI for a newer release on every run; CI may be offline.
+    env = {**os.environ, "PYRIGHT_PYTHON_IGNORE_WARNINGS": "1"}
+    return subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, check=False, env=env, **kwargs
     )
-    return result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("path", sorted(TYPING.glob("*_ok.py")), ids=lambda p: p.name)
-def test_typing_cases_mypy_accepts(path):
-    output = _mypy(path)
-    assert "Success: no issues found" in output, output
+def _mypy(mode: str, files: list[Path]) -> Report:
+    # No config file: [tool.mypy] in pyproject.toml says strict, and "standard" means mypy's own
+    # defaults. Errors inside pytreekit itself are not this suite's business (CI checks them).
+    options = ["--config-file=", "--no-incremental", "--show-error-codes", "--no-pretty"]
+    options += ["--follow-imports=silent", "--python-version=3.11"]
+    if mode == "strict":
+        options.append("--strict")
+    result = _run([sys.executable, "-m", "mypy", *options, *map(str, files)])
+    if result.returncode not in (0, 1) or "error: INTERNAL ERROR" in result.stdout:
+        raise RuntimeError(f"mypy failed to run:\n{result.stdout}{result.stderr}")
+    report: Report = defaultdict(lambda: defaultdict(set))
+    for match in re.finditer(
+        r"^(?P<file>[^:\n]+):(?P<line>\d+): error: .*?(?:  \[(?P<code>[\w-]+)\])?$",
+        result.stdout,
+        re.MULTILINE,
+    ):
+        report[Path(match["file"]).name][int(match["line"])].add(match["code"] or "error")
+    return report
 
 
-@pytest.mark.parametrize("path", sorted(TYPING.glob("*_errors.py")), ids=lambda p: p.name)
-def test_typing_cases_mypy_flags_expected_lines(path):
-    expected = {
-        (number, match.group(1))
-        for number, line in enumerate(path.read_text().splitlines(), start=1)
-        if (match := MARK.search(line))
+def _pyright(checker: str, mode: str, files: list[Path], tmp: Path) -> Report:
+    config = tmp / f"{checker}-{mode}.json"
+    config.write_text(
+        json.dumps(
+            {
+                "typeCheckingMode": mode,
+                "pythonVersion": "3.11",
+                "extraPaths": [str(ROOT)],  # this checkout's pytreekit, installed or not
+            }
+        )
+    )
+    options = ["-p", str(config), "--outputjson", "--pythonpath", sys.executable]
+    result = _run([sys.executable, "-m", checker, *options, *map(str, files)])
+    try:
+        diagnostics = json.loads(result.stdout)["generalDiagnostics"]
+    except (ValueError, KeyError):
+        raise RuntimeError(f"{checker} failed to run:\n{result.stdout}{result.stderr}") from None
+    checked = {str(f) for f in files}
+    report: Report = defaultdict(lambda: defaultdict(set))
+    for diagnostic in diagnostics:
+        if diagnostic["file"] not in checked:
+            raise RuntimeError(f"{checker} checked a file it was not given: {diagnostic}")
+        if diagnostic["severity"] in ("error", "warning"):
+            line = diagnostic["range"]["start"]["line"] + 1
+            report[Path(diagnostic["file"]).name][line].add(diagnostic.get("rule", "error"))
+    return report
+
+
+@functools.cache
+def checker_report(checker: str, mode: str) -> Report:
+    if checker == "mypy":
+        return _mypy(mode, CHECKED_FILES)
+    with tempfile.TemporaryDirectory() as tmp:
+        return _pyright(checker, mode, CHECKED_FILES, Path(tmp))
+
+
+def test_suite_has_files() -> None:
+    names = {p.name for p in CHECKED_FILES}
+    for area in ("core", "frozen", "subclass", "methods", "linearize"):
+        assert {f"{area}_ok.py", f"{area}_errors.py"} <= names, area
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("checker", CHECKERS)
+def test_checker_reports_exactly_the_marked_lines(checker: str, mode: str) -> None:
+    report = checker_report(checker, mode)
+    problems = []
+    for path in CHECKED_FILES:
+        expected = expected_errors(path, mode)[checker]
+        reported = report.get(path.name, {})
+        for line in sorted(set(expected) | set(reported)):
+            source = path.read_text(encoding="utf-8").splitlines()[line - 1].strip()
+            if line not in reported:
+                problems.append(f"{path.name}:{line}: expected {expected[line]}, got nothing")
+            elif line not in expected:
+                problems.append(f"{path.name}:{line}: unexpected {sorted(reported[line])}")
+            elif expected[line] not in reported[line]:
+                problems.append(
+                    f"{path.name}:{line}: expected {expected[line]}, got {sorted(reported[line])}"
+                )
+            else:
+                continue
+            problems[-1] += f"  | {source}"
+    assert not problems, f"{checker} ({mode}):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", ERROR_FILES, ids=lambda p: p.name)
+def test_error_files_mark_errors_for_every_checker(path: Path) -> None:
+    for mode in MODES:
+        expected = expected_errors(path, mode)
+        for checker in CHECKERS:
+            assert expected[checker], f"{path.name} marks no error for {checker} ({mode})"
+
+
+@pytest.mark.parametrize("path", OK_FILES, ids=lambda p: p.name)
+def test_ok_files_mark_nothing_and_run(path: Path) -> None:
+    assert "# E:" not in path.read_text(encoding="utf-8"), f"{path.name} is an _ok file with marks"
+    runpy.run_path(str(path), run_name=f"typing_{path.stem}")
+
+
+def test_marks_are_read_per_checker_and_mode(tmp_path: Path) -> None:
+    case = tmp_path / "case.py"
+    case.write_text(
+        "a = 1\n"
+        "b: int = ''  # E: mypy[assignment] pyright[reportAssignmentType]\n"
+        "c = 1  # E: pyright-strict[reportX] basedpyright[none] mypy-standard[misc]\n",
+        encoding="utf-8",
+    )
+    assert expected_errors(case, "strict") == {
+        "mypy": {2: "assignment"},
+        "pyright": {2: "reportAssignmentType", 3: "reportX"},
+        "basedpyright": {2: "reportAssignmentType"},
     }
-    assert expected, f"{path.name} marks no expected errors"
-    output = _mypy(path)
-    reported = {
-        (int(m.group(1)), m.group(2))
-        for m in re.finditer(rf"{re.escape(path.name)}:(\d+): error: .*\[([\w-]+)\]", output)
+    assert expected_errors(case, "standard") == {
+        "mypy": {2: "assignment", 3: "misc"},
+        "pyright": {2: "reportAssignmentType"},
+        "basedpyright": {2: "reportAssignmentType"},
     }
-    assert reported == expected, output
+    for bad in ("# E: ty[x]", "# E: mypy[x] and more", "# E:", "# E: mypy-lenient[x]"):
+        case.write_text(f"x = 1  {bad}\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=r"case.py:1: a mark is `# E: checker\[code\]"):
+            expected_errors(case, "strict")
