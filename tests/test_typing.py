@@ -16,6 +16,7 @@ of their own (the mode, and the repository root as an import path), mypy none bu
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import os
@@ -28,6 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from markdown_blocks import Block, code_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPING = ROOT / "tests" / "typing"
@@ -81,11 +83,11 @@ def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[st
     )
 
 
-def _mypy(mode: str, files: list[Path]) -> Report:
+def _mypy(mode: str, files: list[Path], extra: tuple[str, ...] = ()) -> Report:
     # No config file: [tool.mypy] in pyproject.toml says strict, and "standard" means mypy's own
     # defaults. Errors inside pytreekit itself are not this suite's business (CI checks them).
     options = ["--config-file=", "--no-incremental", "--show-error-codes", "--no-pretty"]
-    options += ["--follow-imports=silent", "--python-version=3.11"]
+    options += ["--follow-imports=silent", "--python-version=3.11", *extra]
     if mode == "strict":
         options.append("--strict")
     result = _run([sys.executable, "-m", "mypy", *options, *map(str, files)])
@@ -101,7 +103,9 @@ def _mypy(mode: str, files: list[Path]) -> Report:
     return report
 
 
-def _pyright(checker: str, mode: str, files: list[Path], tmp: Path) -> Report:
+def _pyright(
+    checker: str, mode: str, files: list[Path], tmp: Path, extra: dict[str, object] | None = None
+) -> Report:
     config = tmp / f"{checker}-{mode}.json"
     config.write_text(
         json.dumps(
@@ -109,6 +113,7 @@ def _pyright(checker: str, mode: str, files: list[Path], tmp: Path) -> Report:
                 "typeCheckingMode": mode,
                 "pythonVersion": "3.11",
                 "extraPaths": [str(ROOT)],  # this checkout's pytreekit, installed or not
+                **(extra or {}),
             }
         )
     )
@@ -203,3 +208,93 @@ def test_marks_are_read_per_checker_and_mode(tmp_path: Path) -> None:
         case.write_text(f"x = 1  {bad}\n", encoding="utf-8")
         with pytest.raises(ValueError, match=r"case.py:1: a mark is `# E: checker\[code\]"):
             expected_errors(case, "strict")
+
+
+# README examples. Every ```python block is type-checked by each checker: in standard mode, and in
+# strict mode too when it is fully annotated (every function's parameters, self and cls aside, and
+# its return; an unannotated class is ordinary Python that strict modes reject by design). Strict
+# here is the checkers' strict less what third-party stubs trip: pyright's reportUnknown* rules
+# (JAX leaves much of its API unknown to pyright) and missing stubs (optax, orbax), as for
+# pytreekit's own source in pyproject.toml. A block listed in README_NOT_TYPED is expected to fail
+# and says why; once it type-checks, the test asks for it to leave the list.
+README_BLOCKS = [
+    block
+    for block in code_blocks((ROOT / "README.md").read_text(encoding="utf-8"), "README.md")
+    if block.language == "python"
+]
+README_NOT_TYPED: dict[str, str] = {
+    # Fixable in the README itself (outside the Typing section; left to its owners):
+    "annotated-classes-1": "bare `Callable` annotation (strict: missing type arguments)",
+    "custom-derivatives-on-methods-1": "JVP rule in the class body without @staticmethod",
+    # Third-party typing, not pytreekit's:
+    "other-registries-1": "optree's tree_flatten_with_path is typed for optree's own PyTree",
+    "from-register-dataclass-flax-struct-or-chex-1": "flax.struct.field is untyped (mypy strict)",
+    "optax-parameter-labels-1": "a label tree (strings at array fields) and optax's ArrayTree",
+}
+README_MYPY = ("--ignore-missing-imports",)
+README_PYRIGHT: dict[str, object] = {
+    "reportMissingTypeStubs": False,
+    "reportMissingModuleSource": False,
+    **{
+        f"reportUnknown{kind}Type": False
+        for kind in ("Member", "Argument", "Variable", "Lambda", "Parameter")
+    },
+}
+
+
+def fully_annotated(code: str) -> bool:
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if node.returns is None or any(
+                a.annotation is None and not (i == 0 and a.arg in ("self", "cls"))
+                for i, a in enumerate(arguments)
+            ):
+                return False
+    return True
+
+
+def _readme_file(block: Block) -> str:
+    return f"readme_{block.id.replace('-', '_')}.py"
+
+
+@functools.cache
+def readme_problems() -> dict[str, list[str]]:
+    """README block id -> what the checkers report on it."""
+    problems: dict[str, list[str]] = {block.id: [] for block in README_BLOCKS}
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for block in README_BLOCKS:
+            path = Path(tmp) / _readme_file(block)
+            path.write_text(block.code, encoding="utf-8")
+            files[block.id] = path
+        strict = [files[b.id] for b in README_BLOCKS if fully_annotated(b.code)]
+        for checker in CHECKERS:
+            for mode, checked in (("standard", list(files.values())), ("strict", strict)):
+                if not checked:
+                    continue
+                if checker == "mypy":
+                    report = _mypy(mode, checked, README_MYPY)
+                else:
+                    report = _pyright(checker, mode, checked, Path(tmp), README_PYRIGHT)
+                for block in README_BLOCKS:
+                    for line, codes in sorted(report.get(_readme_file(block), {}).items()):
+                        code_line = block.code.splitlines()[line - 1].strip()
+                        problems[block.id].append(
+                            f"{checker} ({mode}) README.md line {block.line + line}: "
+                            f"{sorted(codes)} | {code_line}"
+                        )
+    return problems
+
+
+@pytest.mark.parametrize("block", README_BLOCKS, ids=[block.id for block in README_BLOCKS])
+def test_readme_block_type_checks(block: Block) -> None:
+    problems = readme_problems()[block.id]
+    if block.id in README_NOT_TYPED:
+        assert problems, f"README block {block.id} type-checks now: remove it from README_NOT_TYPED"
+        return
+    assert not problems, f"README block at line {block.line}:\n" + "\n".join(problems)
+
+
+def test_readme_not_typed_lists_existing_blocks() -> None:
+    assert set(README_NOT_TYPED) <= {block.id for block in README_BLOCKS}
