@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 MISSING: Any = dataclasses.MISSING
 """The "no default" sentinel (the standard library's ``dataclasses.MISSING``)."""
@@ -109,21 +110,23 @@ def _copy(f: dataclasses.Field[Any]) -> Field:
 
 
 # The overloads tell type checkers (through dataclass_transform) the field's type and whether it
-# has a default. With a converter the argument type is unknown to them, hence Any.
+# has a default. With a converter, the field holds what the converter returns (T) and __init__
+# takes what it accepts (V), the default too: pyright reads converter= this way (as PEP 712
+# proposed); mypy types the __init__ parameter by the annotation.
 @overload
 def field(
     *,
     static: bool = False,
-    default: Any = ...,
-    default_factory: Callable[[], Any] = ...,
+    default: V = ...,
+    default_factory: Callable[[], V] = ...,
     init: bool = True,
     repr: bool = True,
     hash: bool | None = None,
     compare: bool = True,
     metadata: Mapping[Any, Any] | None = None,
     kw_only: bool = ...,
-    converter: Callable[[Any], Any],
-) -> Any: ...
+    converter: Callable[[V], T],
+) -> T: ...
 @overload
 def field(
     *,

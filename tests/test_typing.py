@@ -144,7 +144,7 @@ def checker_report(checker: str, mode: str) -> Report:
 
 def test_suite_has_files() -> None:
     names = {p.name for p in CHECKED_FILES}
-    for area in ("core", "frozen", "subclass", "methods", "linearize"):
+    for area in ("core", "frozen", "subclass", "methods", "linearize", "converter"):
         assert {f"{area}_ok.py", f"{area}_errors.py"} <= names, area
 
 
