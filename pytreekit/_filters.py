@@ -81,8 +81,9 @@ def partition(
     """
     _check_is_leaf("partition()", is_leaf)
     mask = _mask(tree, filter_spec, is_leaf)
-    kept = jax.tree_util.tree_map(lambda m, x: x if m else None, mask, tree, is_leaf=is_leaf)
-    rest = jax.tree_util.tree_map(lambda m, x: None if m else x, mask, tree, is_leaf=is_leaf)
+    # mask has a bool wherever is_leaf stopped, so tree is cut at the same subtrees.
+    kept = jax.tree_util.tree_map(lambda m, x: x if m else None, mask, tree)
+    rest = jax.tree_util.tree_map(lambda m, x: None if m else x, mask, tree)
     return kept, rest
 
 
@@ -219,7 +220,7 @@ def _where_not_prefix(
         prefix_children, prefix_def = _one_level(prefix_node)
         tree_children, tree_def = _one_level(tree_node)
         where = jax.tree_util.keystr(path)
-        if _is_leaf_node(tree_node) or prefix_def != tree_def:
+        if prefix_def != tree_def:  # a leaf of tree too: its one level is a bare leaf
             return (
                 f"at {tree_name}{where}, {prefix_name} has {_describe(prefix_node, prefix_def)} "
                 f"where {tree_name} has {_describe(tree_node, tree_def)}."
