@@ -62,18 +62,6 @@ class Field(dataclasses.Field[Any]):
         self.static = static
         self.converter = converter
 
-    @property
-    def has_default(self) -> bool:
-        return self.default is not MISSING or self.default_factory is not MISSING
-
-    def evolve(self, **changes: Any) -> Field:
-        """A copy with some attributes changed (fields are shared by a class and its subclasses,
-        so they are never changed in place)."""
-        new = _copy(self)
-        for name, value in changes.items():
-            object.__setattr__(new, name, value)
-        return new
-
     def __repr__(self) -> str:
         extra = f",static={self.static!r},converter={self.converter!r})"
         return "pytreekit." + super().__repr__()[:-1] + extra
@@ -193,8 +181,9 @@ def field(
 
     Raises:
         ValueError: Both ``default`` and ``default_factory`` are given.
-        TypeError: ``default_factory`` or ``converter`` is not callable, or ``static`` is not a
-            bool.
+        TypeError: ``default_factory`` or ``converter`` is not callable, ``metadata`` is not a
+            mapping, or a flag (``static``, ``init``, ``repr``, ``compare``, ``kw_only``,
+            ``hash``) is not a bool (``hash`` may also be ``None``).
 
     >>> import jax
     >>> import jax.numpy as jnp
@@ -221,8 +210,20 @@ def field(
             f"field(converter=...) must be callable (called on the value given to __init__), "
             f"got {converter!r}."
         )
-    if not isinstance(static, bool):
-        raise TypeError(f"field(static=...) takes True or False, got {static!r}.")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise TypeError(
+            f"field(metadata=...) takes a mapping (a dict of your own annotations) or None, "
+            f"got {metadata!r}."
+        )
+    # dataclasses.field accepts any value for its flags; a wrong one would misconfigure silently.
+    flags = {"static": static, "init": init, "repr": repr, "compare": compare}
+    if kw_only is not MISSING:
+        flags["kw_only"] = kw_only
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"field({name}=...) takes True or False, got {value!r}.")
+    if hash is not None and not isinstance(hash, bool):
+        raise TypeError(f"field(hash=...) takes True, False or None, got {hash!r}.")
     return Field(
         static=static,
         converter=converter,

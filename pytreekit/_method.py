@@ -35,15 +35,19 @@ class CustomMethod(Generic[S, P, R]):
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         _check_wrappable(self.kind, fn)
-        if not isinstance(nondiff_self, bool):
-            raise TypeError(
-                f"{self.kind}(nondiff_self=...) takes True or False, got {nondiff_self!r}."
-            )
+        _check_nondiff_self(self.kind, nondiff_self)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.nondiff_self = nondiff_self
         self.name = getattr(fn, "__qualname__", repr(fn))
-        self._signature = inspect.signature(fn)
+        try:
+            self._signature = inspect.signature(fn)
+        except ValueError:
+            raise TypeError(
+                f"{self.kind} cannot wrap {fn!r}: Python gives it no signature, so its first "
+                f"parameter cannot be taken for the instance (self). Decorate a method written "
+                f"in Python."
+            ) from None
         parameters = list(self._signature.parameters.values())
         for parameter in parameters:
             if parameter.kind in _UNSUPPORTED:
@@ -156,8 +160,14 @@ def _check_wrappable(kind: str, fn: Any) -> None:
         raise TypeError(f"{kind} decorates a function (a method), got {fn!r}.")
 
 
+def _check_nondiff_self(kind: str, nondiff_self: Any) -> None:
+    if not isinstance(nondiff_self, bool):
+        raise TypeError(f"{kind}(nondiff_self=...) takes True or False, got {nondiff_self!r}.")
+
+
 def build_or_decorate(kind: type[CustomMethod[Any, Any, Any]], fn: Any, nondiff_self: bool) -> Any:
     """``kind(fn)`` for the bare decorator, or a decorator when options came first."""
+    _check_nondiff_self(kind.kind, nondiff_self)
     if fn is None:
         return lambda f: kind(f, nondiff_self=nondiff_self)
     return kind(fn, nondiff_self=nondiff_self)

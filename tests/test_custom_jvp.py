@@ -267,3 +267,66 @@ def test_none_in_tangent_output_means_zero():
     _, (t, t_int) = jax.jvp(lambda x: p.f(x), (jnp.ones(3),), (jnp.ones(3),))
     np.testing.assert_allclose(t, 2 * jnp.ones(3))
     assert t_int.dtype == jax.dtypes.float0
+
+
+@pytest.mark.parametrize(
+    ("rule_result", "described"),
+    [
+        (lambda out, t: (out, t, t), r"a tuple of 3 values"),
+        (lambda out, t: 1.5, r"a float"),
+        (lambda out, t: t, r"a single array of shape \(\) \(only the tangent\?\)"),
+    ],
+    ids=["three-values", "a-python-float", "only-the-tangent"],
+)
+def test_rule_not_returning_a_pair_is_refused_as_jax_refuses_it(rule_result, described):
+    @jax.custom_jvp
+    def reference(x):
+        return 2.0 * x
+
+    reference.defjvp(lambda p, t: rule_result(2.0 * p[0], 2.0 * t[0]))
+
+    @pytree_class
+    class Doubler:
+        w: jax.Array
+
+        @custom_jvp_method
+        def f(self, x):
+            return self.w * x
+
+        @f.defjvp
+        def _f_jvp(primals, tangents):
+            (self, x), (_, dx) = primals, tangents
+            return rule_result(self.w * x, self.w * dx)
+
+    with pytest.raises(TypeError):  # JAX refuses the same rule, with its own message
+        jax.jvp(reference, (jnp.array(1.0),), (jnp.array(1.0),))
+    doubler = Doubler(jnp.array(2.0))
+    message = (
+        rf"Doubler.f: the JVP rule .*_f_jvp must return a pair \(primal_out, tangent_out\), "
+        rf"but it returned {described}\. Return both"
+    )
+    with pytest.raises(TypeError, match=message):
+        jax.jvp(doubler.f, (jnp.array(1.0),), (jnp.array(1.0),))
+
+
+def test_a_none_tangent_output_is_a_zero_tangent_of_every_output_leaf():
+    @pytree_class
+    class Frozen:
+        w: jax.Array
+
+        @custom_jvp_method
+        def f(self, x):
+            return {"a": self.w * x, "b": x}
+
+        @f.defjvp
+        def _f_jvp(primals, tangents):
+            (self, x), _ = primals, tangents
+            return self.f(x), None
+
+    frozen = Frozen(jnp.array(2.0))
+    out, tangent = jax.jvp(frozen.f, (jnp.array([1.0, 2.0]),), (jnp.array([1.0, 1.0]),))
+    np.testing.assert_allclose(out["a"], [2.0, 4.0])
+    for leaf in (tangent["a"], tangent["b"]):
+        assert isinstance(leaf, jax.Array)
+        np.testing.assert_array_equal(leaf, np.zeros(2, np.float32))
+    assert float(jax.grad(lambda x: frozen.f(x)["a"].sum())(jnp.ones(2)).sum()) == 0.0

@@ -180,3 +180,42 @@ def test_fwd_that_does_not_return_a_pair_is_named():
     message = r"Scale.__call__: the fwd rule .*fwd_without_residuals must return a pair"
     with pytest.raises(TypeError, match=message + r" \(out, residuals\), but it returned a single"):
         jax.grad(lambda x: Scale(jnp.asarray(2.0))(x))(1.0)
+
+
+def test_nondiff_self_ignores_the_cotangent_the_rule_gives_for_self():
+    @pytree_class
+    class Scale:
+        w: jax.Array
+
+        @custom_vjp_method(nondiff_self=True)
+        def f(self, x):
+            return self.w * x
+
+    # The rule returns a cotangent for self anyway, not even shaped like self: with
+    # nondiff_self it is dropped before any check.
+    Scale.f.defvjp(
+        lambda self, x: (self.f(x), (self.w, x)),
+        lambda res, g: ({"w": res[1] * g}, res[0] * g),
+    )
+    scale = Scale(jnp.array(3.0))
+    grad_scale, grad_x = jax.grad(lambda s, x: s.f(x), argnums=(0, 1))(scale, jnp.array(2.0))
+    assert float(grad_x) == 3.0
+    assert float(grad_scale.w) == 0.0
+
+
+def test_cotangent_of_the_wrong_shape_is_named_with_both_shapes():
+    @pytree_class
+    class Scale:
+        w: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.w * x
+
+    Scale.f.defvjp(lambda self, x: (self.f(x), None), lambda res, g: (None, jnp.ones(3)))
+    message = (
+        r"Scale.f: the bwd rule returned a cotangent of shape \(3,\) for an argument leaf of "
+        r"shape \(\); cotangents match their primal's shape"
+    )
+    with pytest.raises(TypeError, match=message):
+        jax.grad(lambda x: Scale(jnp.array(2.0)).f(x))(jnp.array(1.0))

@@ -1,10 +1,14 @@
 """field() and fields(): declaration, order, metadata, and declaration errors."""
 
+import dataclasses
+import inspect
+from typing import Any
+
 import jax
 import pytest
 
 import pytreekit
-from pytreekit import MISSING, field, fields, pytree_class
+from pytreekit import MISSING, Field, field, fields, pytree_class
 
 
 def test_fields_in_declaration_order_base_first():
@@ -59,7 +63,8 @@ def test_field_without_annotation_is_named():
 def test_mutable_default_is_refused():
     with pytest.raises(
         ValueError,
-        match=r"Holder: mutable default <class 'list'> for field items is not allowed: use default_factory",
+        match=r"Holder: mutable default <class 'list'> for field items is not allowed: "
+        r"use default_factory",
     ):
 
         @pytree_class
@@ -95,3 +100,48 @@ def test_fields_and_is_pytree_class_on_other_objects():
     assert not pytreekit.is_pytree_class(Plain) and not pytreekit.is_pytree_class(3)
     with pytest.raises(TypeError, match=r"fields\(\) expects a @pytree_class.*Plain"):
         fields(Plain)
+
+
+def test_field_repr_shows_the_dataclasses_attributes_and_pytreekits_own():
+    f = field(static=True, default=3, converter=int)
+    text = repr(f)
+    assert text.startswith("pytreekit.Field(name=None,type=None,default=3,")
+    assert text.endswith(",static=True,converter=<class 'int'>)")
+
+
+def test_class_level_static_keeps_a_pytreekit_fields_converter_and_other_settings():
+    @pytree_class(static=("size",))
+    class Sized:
+        weights: Any
+        size: int = field(default=2, converter=int, repr=False)
+
+    (weights_field, size_field) = fields(Sized)
+    assert (weights_field.static, size_field.static) == (False, True)
+    assert size_field.converter is int and size_field.repr is False
+    sized = Sized(1.0, size="5")
+    assert sized.size == 5
+    assert jax.tree_util.tree_leaves(sized) == [1.0]
+    assert "size" not in repr(sized)
+
+
+def test_a_dataclasses_field_subclass_with_a_slot_left_unset_is_converted():
+    class DocumentedField(dataclasses.Field):  # as a third-party library might subclass it
+        __slots__ = ("doc_url",)
+
+    def documented(**kwargs):
+        params = inspect.signature(dataclasses.Field).parameters
+        values = {"default": dataclasses.MISSING, "default_factory": dataclasses.MISSING}
+        values |= {"init": True, "repr": True, "hash": None, "compare": True}
+        values |= {"metadata": {"static": True}, "kw_only": dataclasses.MISSING}
+        values |= kwargs
+        return DocumentedField(**{k: v for k, v in values.items() if k in params})
+
+    @pytree_class
+    class WithThirdPartyField:
+        weights: Any
+        n: int = documented(default=4)
+
+    (_, n_field) = fields(WithThirdPartyField)
+    assert isinstance(n_field, Field) and n_field.static and n_field.default == 4
+    assert not hasattr(n_field, "doc_url")
+    assert jax.tree_util.tree_leaves(WithThirdPartyField(1.0)) == [1.0]

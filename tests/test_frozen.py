@@ -85,7 +85,8 @@ def test_frozen_is_inherited_by_subclasses():
 def test_frozen_with_own_setattr_is_refused():
     with pytest.raises(
         TypeError,
-        match=r"Custom: Cannot overwrite attribute __setattr__ in class Custom. frozen=True needs to own __setattr__",
+        match=r"Custom: Cannot overwrite attribute __setattr__ in class Custom. "
+        r"frozen=True needs to own __setattr__",
     ):
 
         @pytree_class(frozen=True)
