@@ -172,18 +172,50 @@ def custom_jvp_method(
 ) -> (
     CustomJVPMethod[S, P, R] | Callable[[Callable[Concatenate[S, P], R]], CustomJVPMethod[S, P, R]]
 ):
-    """Give a method (or function) a custom JVP rule; ``self`` is a differentiable primal.
+    """Give a method a custom JVP rule (``jax.custom_jvp`` for methods): ``self`` is a primal.
 
-    Arguments that are not floating-point arrays pass through untouched and get tangent ``None``
-    in the rule. ``nondiff_self=True`` holds ``self``'s arrays fixed (its tangent is ``None``).
+    The rule is registered with ``defjvp`` and called as ``rule(primals, tangents)`` with
+    ``primals == (self, *args)`` (keyword arguments moved to their positions, defaults filled
+    in) and ``tangents`` of the same structure: ``self``'s tangent is an instance of the class
+    whose array fields hold tangents, and everything without a tangent (non-arrays, integer
+    arrays) is ``None``. The rule returns ``(primal_out, tangent_out)``; ``None`` anywhere in
+    ``tangent_out`` means zero. It is used by ``jax.jvp``, ``jax.grad`` and everything built on
+    them, under ``jit``, ``vmap``, ``scan`` and ``checkpoint``.
 
-    >>> class Scaled:
+    Args:
+        fn: The method; its first parameter is the instance. It may be ``__call__``. Positional
+            or keyword parameters only (JAX's custom derivatives are positional).
+        nondiff_self: Hold ``self``'s arrays fixed: the rule gets ``None`` as ``self``'s tangent
+            and no derivative flows to ``self``.
+
+    Returns:
+        A ``CustomJVPMethod``, a descriptor that binds like a method
+        (``Class.method.defjvp`` registers the rule); with only ``nondiff_self`` given, a
+        decorator making one.
+
+    Raises:
+        TypeError: At decoration, for a ``staticmethod``, ``classmethod`` or ``property``, a
+            function without parameters or with keyword-only ones, an already decorated one, or
+            ``nondiff_self`` not a bool. When differentiating, for a method without a rule, or
+            a rule whose result is not a pair or whose tangent does not match ``primal_out``'s
+            structure, shapes or dtypes.
+
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> from pytreekit import custom_jvp_method, field, pytree_class
+    >>> @pytree_class
+    ... class Quantize:
+    ...     step: float = field(static=True)
+    ...
     ...     @custom_jvp_method
     ...     def __call__(self, x):
-    ...         return self.inner(x / self.scale)
-    ...     @__call__.defjvp
-    ...     def _(primals, tangents):
-    ...         (self, x), (dself, dx) = primals, tangents
-    ...         return self(x), jax.jvp(self.inner, (x / self.scale,), (dx,))[1]
+    ...         return jnp.round(x / self.step) * self.step
+    >>> @Quantize.__call__.defjvp
+    ... def straight_through(primals, tangents):
+    ...     (self, x), (_, dx) = primals, tangents
+    ...     return self(x), dx  # rounding's derivative taken as 1
+    >>> quantize = Quantize(0.5)
+    >>> float(quantize(jnp.array(0.7))), float(jax.grad(quantize)(jnp.array(0.7)))
+    (0.5, 1.0)
     """
     return build_or_decorate(CustomJVPMethod, fn, nondiff_self)  # type: ignore[no-any-return]

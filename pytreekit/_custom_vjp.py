@@ -140,12 +140,51 @@ def custom_vjp_method(
 ) -> (
     CustomVJPMethod[S, P, R] | Callable[[Callable[Concatenate[S, P], R]], CustomVJPMethod[S, P, R]]
 ):
-    """Give a method (or function) custom forward and backward rules.
+    """Give a method custom forward and backward rules (``jax.custom_vjp`` for methods).
 
-    >>> class Clipped:
+    Rules are registered with ``defvjp(fwd, bwd)``: ``fwd(self, *args)`` returns
+    ``(out, residuals)`` and ``bwd(residuals, g)`` returns one cotangent per parameter,
+    ``(self_cotangent, *arg_cotangents)``. Residuals may hold anything (arrays are saved,
+    everything else kept aside). A cotangent of ``None`` means zero; for ``self`` a cotangent is
+    most easily ``pytreekit.replace(self, ...)``. Keyword arguments are moved to their positions.
+
+    Args:
+        fn: The method; its first parameter is the instance. It may be ``__call__``. Positional
+            or keyword parameters only (JAX's custom derivatives are positional).
+        nondiff_self: No cotangent flows to ``self``: whatever ``bwd`` returns for it is
+            dropped, and ``self``'s gradient is zero.
+
+    Returns:
+        A ``CustomVJPMethod``, a descriptor that binds like a method
+        (``Class.method.defvjp(fwd, bwd)`` registers the rules); with only ``nondiff_self``
+        given, a decorator making one.
+
+    Raises:
+        TypeError: At decoration, as ``custom_jvp_method``. When differentiating, for a method
+            without rules, a ``fwd`` that does not return a pair, or a ``bwd`` whose result is
+            not one cotangent per parameter or whose cotangents do not match the arguments'
+            structures and shapes.
+
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> from pytreekit import custom_vjp_method, field, pytree_class, replace
+    >>> @pytree_class
+    ... class Clipped:
+    ...     w: jax.Array
+    ...     clip: float = field(static=True, default=1.0)
+    ...
     ...     @custom_vjp_method
     ...     def __call__(self, x):
     ...         return self.w * x
-    >>> Clipped.__call__.defvjp(fwd, bwd)  # bwd(res, g) -> (self_cotangent, x_cotangent)
+    >>> def fwd(self, x):
+    ...     return self(x), (self, x)
+    >>> def bwd(residuals, g):
+    ...     self, x = residuals
+    ...     g = jnp.clip(g, -self.clip, self.clip)  # clip the incoming gradient
+    ...     return replace(self, w=g * x), g * self.w
+    >>> Clipped.__call__.defvjp(fwd, bwd)
+    >>> clipped = Clipped(jnp.array(3.0))
+    >>> float(jax.grad(lambda x: 10.0 * clipped(x))(2.0))
+    3.0
     """
     return build_or_decorate(CustomVJPMethod, fn, nondiff_self)  # type: ignore[no-any-return]

@@ -22,12 +22,8 @@ import pytreekit
 # Modules whose adapters import an optional library: skipped without it (a failure in CI).
 OPTIONAL = {"pytreekit._backends.optree": "optree", "pytreekit._backends.torch": "torch"}
 
-# Modules whose examples still fail. strict: once one is fixed its test fails, to be removed here.
-STILL_FAILING = {
-    "pytreekit._backends": "register_backend example uses pytreekit and ThirdPartyModel undefined",
-    "pytreekit._custom_jvp": "custom_jvp_method example: custom_jvp_method, jax undefined",
-    "pytreekit._custom_vjp": "custom_vjp_method example: custom_vjp_method, Clipped undefined",
-}
+# Examples that use an optional backend's library (skipped without it, outside CI).
+NEEDS_LIBRARY = {"pytreekit._backends": "optree"}
 
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -57,20 +53,10 @@ def has_examples(name: str) -> bool:
 MODULES_WITH_EXAMPLES = [name for name in module_names() if has_examples(name)]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            id=name,
-            marks=[pytest.mark.xfail(strict=True, reason=STILL_FAILING[name])]
-            if name in STILL_FAILING
-            else [],
-        )
-        for name in MODULES_WITH_EXAMPLES
-    ],
-)
+@pytest.mark.parametrize("name", MODULES_WITH_EXAMPLES)
 def test_docstring_examples_run(name: str) -> None:
+    if name in NEEDS_LIBRARY:
+        require(NEEDS_LIBRARY[name])
     runner = doctest.DocTestRunner(optionflags=OPTIONS)
     report: list[str] = []
     for test in examples(load(name)):
@@ -86,9 +72,10 @@ def test_docstring_examples_run(name: str) -> None:
 
 
 def test_modules_with_examples() -> None:
-    """The package's entry points carry examples; the xfail list names only tested modules."""
+    """The package's entry points carry examples, the custom-derivative ones included."""
     assert {"pytreekit", "pytreekit._filters", "pytreekit._linearize"} <= set(MODULES_WITH_EXAMPLES)
-    assert set(STILL_FAILING) <= set(MODULES_WITH_EXAMPLES)
+    expected = {"pytreekit._custom_jvp", "pytreekit._custom_vjp", "pytreekit._backends"}
+    assert expected | set(NEEDS_LIBRARY) <= set(MODULES_WITH_EXAMPLES)
 
 
 def test_every_public_name_has_a_docstring() -> None:

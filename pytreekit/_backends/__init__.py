@@ -12,11 +12,16 @@ from types import ModuleType
 
 from .._spec import ClassSpec, spec_of
 
-# backend name -> (the library it needs, its adapter module, what pip installs it as)
+# backend name -> (the library it needs, its adapter module, how to install it). pytreekit is
+# installed from its clone, so the advice names the library itself, not an extra of pytreekit.
 _ADAPTERS = {
-    "jax": ("jax", "pytreekit._backends.jax", "jax"),
-    "optree": ("optree", "pytreekit._backends.optree", "pytreekit[optree]"),
-    "torch": ("torch.utils._pytree", "pytreekit._backends.torch", "pytreekit[torch]"),
+    "jax": ("jax", "pytreekit._backends.jax", "pip install jax"),
+    "optree": ("optree", "pytreekit._backends.optree", "pip install optree"),
+    "torch": (
+        "torch.utils._pytree",
+        "pytreekit._backends.torch",
+        "pip install torch (the CPU build: add --index-url https://download.pytorch.org/whl/cpu)",
+    ),
 }
 
 
@@ -31,7 +36,7 @@ def adapter(backend: str, cls: type) -> ModuleType:
             f"{cls.__qualname__}: unknown pytree backend {backend!r}; "
             f"choose from {tuple(_ADAPTERS)}."
         )
-    library, module, extra = _ADAPTERS[backend]
+    library, module, advice = _ADAPTERS[backend]
     try:
         # Through __import__ every time (cheap once loaded), so the library's absence is seen
         # however it comes about, even after the adapter was first imported.
@@ -40,7 +45,7 @@ def adapter(backend: str, cls: type) -> ModuleType:
     except ImportError as error:
         raise BackendNotInstalledError(
             f"{cls.__qualname__} asks for the {backend!r} pytree backend, but {backend} is not "
-            f"installed ({error}). Install it with: pip install '{extra}'"
+            f"installed ({error}). Install it with: {advice}."
         ) from error
 
 
@@ -59,11 +64,30 @@ def register_with(spec: ClassSpec, backends: Iterable[str]) -> None:
 
 
 def register_backend(cls: type, backend: str, /) -> None:
-    """Register an already-decorated pytree class with one more registry.
+    """Register a pytree class with one more registry (``"jax"``, ``"optree"``, ``"torch"``).
 
-    For classes you do not own; subclasses defined afterwards inherit the backend.
+    For classes decorated elsewhere without the backend you need (a library's classes). The
+    class must already be a pytree class; subclasses defined afterwards inherit the backend.
+    Registering a backend the class already has does nothing.
 
-    >>> pytreekit.register_backend(ThirdPartyModel, "torch")
+    Args:
+        cls: A class decorated with ``@pytree_class`` (not an instance).
+        backend: The registry's name.
+
+    Raises:
+        TypeError: ``cls`` is not a pytree class, or is an instance.
+        ValueError: ``backend`` is not one of the names above.
+        BackendNotInstalledError: The registry's library is not installed (the message says how
+            to install it).
+
+    >>> import optree
+    >>> import pytreekit
+    >>> @pytreekit.pytree_class  # imagine it comes from a library: registered with JAX only
+    ... class ThirdPartyModel:
+    ...     weights: list
+    >>> pytreekit.register_backend(ThirdPartyModel, "optree")
+    >>> optree.tree_leaves(ThirdPartyModel([1.0, 2.0]), namespace="pytreekit")
+    [1.0, 2.0]
     """
     spec = spec_of(cls, "register_backend()")
     if not isinstance(cls, type):
