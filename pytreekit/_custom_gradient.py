@@ -86,7 +86,22 @@ def custom_gradient_method(
     """The method form of ``jax.custom_gradient``: the method returns ``(out, vjp_fn)``.
 
     ``vjp_fn(g)`` returns one cotangent per parameter, ``self`` first, with ``None`` for zero (and
-    for non-array arguments). Calling the method gives ``out`` alone.
+    for non-array arguments). Calling the method gives ``out`` alone. As with
+    ``jax.custom_gradient``, the arrays ``vjp_fn`` closes over are what the backward pass keeps.
+
+    Args:
+        fn: The method, returning ``(out, vjp_fn)``; its first parameter is the instance.
+        nondiff_self: No cotangent flows to ``self`` (what ``vjp_fn`` returns for it is dropped).
+
+    Returns:
+        A ``CustomGradientMethod``, a descriptor that binds like a method; with only
+        ``nondiff_self`` given, a decorator making one.
+
+    Raises:
+        TypeError: At decoration, as ``custom_jvp_method``; when called, if the method does not
+            return a pair whose second item is callable; when differentiating, if ``vjp_fn``'s
+            cotangents are not one per parameter or do not match the arguments. ``defvjp`` on it
+            raises (the method is its own rule).
 
     >>> import jax, jax.numpy as jnp
     >>> from pytreekit import custom_gradient_method, pytree_class

@@ -223,9 +223,6 @@ README_BLOCKS = [
     if block.language == "python"
 ]
 README_NOT_TYPED: dict[str, str] = {
-    # Fixable in the README itself (outside the Typing section; left to its owners):
-    "annotated-classes-1": "bare `Callable` annotation (strict: missing type arguments)",
-    "custom-derivatives-on-methods-1": "JVP rule in the class body without @staticmethod",
     # Third-party typing, not pytreekit's:
     "other-registries-1": "optree's tree_flatten_with_path is typed for optree's own PyTree",
     "from-register-dataclass-flax-struct-or-chex-1": "flax.struct.field is untyped (mypy strict)",
