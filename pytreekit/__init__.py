@@ -64,7 +64,7 @@ __all__ = [
     "replace",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # For pdoc: docstrings use Google-style sections (Args:, Returns:, Raises:) over reST markup.
 __docformat__ = "google"
