@@ -344,9 +344,10 @@ def _install_unannotated(cls: type, spec: ClassSpec) -> None:
         setattr(cls, "__repr__", pytree_repr)
     if spec.options.eq and "__eq__" not in own:
         setattr(cls, "__eq__", pytree_eq)
-        # As with dataclasses: a class that defines __hash__ keeps it; otherwise frozen
-        # instances hash by value and mutable ones are unhashable.
-        if "__hash__" not in own or (own["__hash__"] is None and "__eq__" in own):
+        # As with dataclasses: a class that defines __hash__ (``__hash__ = None`` too) keeps it;
+        # otherwise frozen instances hash by value and mutable ones are unhashable. (Python's
+        # implicit ``__hash__ = None`` comes with an own ``__eq__``, which this branch excludes.)
+        if "__hash__" not in own:
             setattr(cls, "__hash__", pytree_hash if spec.options.frozen else None)
 
 

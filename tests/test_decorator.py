@@ -1,6 +1,8 @@
 """@pytree_class on the seed classes: the whole JAX workflow, and no __init__ after construction."""
 
 import copy
+import dataclasses
+import inspect
 import pickle
 
 import jax
@@ -305,3 +307,205 @@ def test_subclass_of_unannotated_class_is_a_pytree_without_decoration():
     assert len(jax.tree_util.tree_leaves(big)) == 3  # weights, biases, extra: not a leaf itself
     grads = jax.grad(lambda m: jnp.sum(m(jnp.ones(4)) + m.extra))(big)
     assert type(grads) is Bigger and grads.extra.shape == (5,)
+
+
+def test_a_single_name_is_one_name_not_its_letters():
+    @pytree_class(static="size", backends="jax")
+    class Sized:
+        def __init__(self, size):
+            self.size = size
+            self.w = jnp.ones(size)
+
+    obj = Sized(2)
+    assert [(f.name, f.static) for f in pytreekit.fields(obj)] == [("size", True), ("w", False)]
+    assert jax.tree_util.tree_leaves(obj) == [obj.w]
+
+
+def test_equinox_module_is_refused_and_left_unchanged():
+    import equinox as eqx
+
+    class Block(eqx.Module):
+        w: jax.Array
+
+    before = dict(Block.__dict__)
+    with pytest.raises(TypeError) as error:
+        pytree_class(Block)
+    assert str(error.value) == (
+        "@pytree_class cannot decorate "
+        "test_equinox_module_is_refused_and_left_unchanged.<locals>.Block: it is an "
+        "equinox.Module, which Equinox already registers as a pytree. Keep it an Equinox module "
+        "(pytreekit classes and Equinox modules can hold each other), or drop the equinox.Module "
+        "base."
+    )
+    assert dict(Block.__dict__) == before and not pytreekit.is_pytree_class(Block)
+
+
+def test_field_specifier_without_annotation_is_refused():
+    class Unannotated:
+        size = field(static=True, default=3)
+
+        def __init__(self):
+            self.w = jnp.ones(2)
+
+    with pytest.raises(TypeError) as error:
+        pytree_class(Unannotated)
+    assert str(error.value) == (
+        "test_field_specifier_without_annotation_is_refused.<locals>.Unannotated.size = "
+        "field(...) has no type annotation, so it is not a field. Annotate it: "
+        "`size: <type> = field(...)`."
+    )
+    assert not pytreekit.is_pytree_class(Unannotated)
+
+
+def test_annotated_subclasses_own_inherited_and_generated_init():
+    @pytree_class
+    class Base:
+        x: jax.Array
+
+        def __init__(self, n):
+            self.x = jnp.ones(n)
+
+    class OwnInit(Base):
+        y: jax.Array = field(init=False)
+
+        def __init__(self, n):
+            super().__init__(n)
+            self.y = jnp.zeros(n)
+
+    class Child(Base):
+        pass
+
+    class GrandChild(Child):  # its nearest __init__ is Base's, two classes up
+        pass
+
+    own = OwnInit(2)
+    assert [leaf.tolist() for leaf in jax.tree_util.tree_leaves(own)] == [[1.0, 1.0], [0.0, 0.0]]
+    grand = GrandChild(3)  # Base's own __init__, not a generated __init__(x)
+    assert grand.x.shape == (3,) and type(grand) is GrandChild
+    leaves, treedef = jax.tree_util.tree_flatten(grand)
+    assert jax.tree_util.tree_unflatten(treedef, leaves) == grand
+
+    @pytree_class
+    @dataclasses.dataclass(init=False)
+    class NoInit:  # a pytree root that has no __init__ of its own
+        x: int
+
+    class Sub(NoInit):
+        y: int
+
+    assert list(inspect.signature(Sub).parameters) == ["x", "y"]
+    assert (Sub(1, 2).x, Sub(1, 2).y) == (1, 2)
+
+
+def test_unannotated_subclass_without_init_uses_its_parents_as_is():
+    @pytree_class(static=("n",))
+    class Parent:
+        def __init__(self, n):
+            self.n = n
+            self.w = jnp.ones(n)
+
+    class Child(Parent):
+        pass
+
+    assert "__init__" not in Child.__dict__  # the parent's wrapped __init__, not wrapped again
+    child = Child(2)
+    assert [f.name for f in pytreekit.fields(child)] == ["n", "w"]
+    leaves, treedef = jax.tree_util.tree_flatten(child)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert type(rebuilt) is Child and rebuilt == child
+
+
+def test_frozen_unannotated_class_defining_setattr_is_refused():
+    class Guarded:
+        def __init__(self):
+            self.w = jnp.ones(1)
+
+        def __setattr__(self, name, value):
+            object.__setattr__(self, name, value)
+
+    with pytest.raises(TypeError) as error:
+        pytree_class(Guarded, frozen=True)
+    assert str(error.value) == (
+        "test_frozen_unannotated_class_defining_setattr_is_refused.<locals>.Guarded defines "
+        "__setattr__ and asks for frozen=True; pytreekit needs to own __setattr__ to freeze "
+        "instances. Remove one of the two."
+    )
+    assert "__repr__" not in Guarded.__dict__  # left as written
+    assert pytreekit.is_pytree_class(pytree_class(Guarded))  # not frozen: fine
+
+
+@pytree_class(frozen=True)
+class Point:  # module level, so that pickle finds it
+    __slots__ = ("x", "y")
+
+    def __init__(self, x, y):
+        self.x = x
+        self.y = y
+
+    def __getstate__(self):  # slot values only: restoring them must not go through __setattr__
+        return None, {"x": self.x, "y": self.y}
+
+
+def test_frozen_slotted_class_with_its_own_getstate_unpickles():
+    point = Point(np.float32(1.0), np.float32(2.0))
+    for again in (pickle.loads(pickle.dumps(point)), copy.deepcopy(point)):
+        assert (again.x, again.y) == (1.0, 2.0) and again == point
+        with pytest.raises(pytreekit.FrozenInstanceError):
+            again.x = 3.0
+
+
+def test_own_repr_eq_and_hash_are_kept():
+    @pytree_class(frozen=True)
+    class Own:
+        def __init__(self, w):
+            self.w = w
+
+        def __repr__(self):
+            return "Own!"
+
+        def __hash__(self):
+            return 7
+
+    assert repr(Own(1)) == "Own!" and hash(Own(1)) == 7 and Own(1) == Own(1)
+
+    @pytree_class(frozen=True, eq=False)
+    class Identity:
+        def __init__(self, w):
+            self.w = w
+
+    a = Identity(1)
+    assert a == a and a != Identity(1) and hash(a) == object.__hash__(a)
+
+    @pytree_class(frozen=True)
+    class Unhashable:  # as with dataclasses, an explicit __hash__ = None is kept
+        __hash__ = None
+
+        def __init__(self, w):
+            self.w = w
+
+    assert Unhashable(1) == Unhashable(1)
+    with pytest.raises(TypeError, match="unhashable type"):
+        hash(Unhashable(1))
+
+
+def test_root_init_subclass_runs_with_its_arguments():
+    seen = []
+
+    @pytree_class
+    class Registry:
+        def __init_subclass__(cls, /, tag, **kwargs):
+            super().__init_subclass__(**kwargs)
+            seen.append((cls.__name__, tag))
+
+        def __init__(self):
+            self.w = jnp.ones(1)
+
+    class Tagged(Registry, tag="t"):
+        pass
+
+    assert seen == [("Tagged", "t")]
+    assert pytreekit.is_pytree_class(Tagged) and len(jax.tree_util.tree_leaves(Tagged())) == 1
+    with pytest.raises(TypeError, match="tag"):
+
+        class Untagged(Registry):
+            pass
