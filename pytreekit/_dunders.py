@@ -49,6 +49,19 @@ def _arrays_equal(a: Any, b: Any) -> Any:
         return (a == b).all()
 
 
+def _truth(result: Any) -> Any:
+    """The truth of a comparison's result that is not a ``bool`` (a NumPy or JAX boolean, an
+    elementwise array, a user's truthy value): a Python bool, or a traced bool under a JAX
+    transform."""
+    if not _is_array(result):
+        return bool(result)
+    try:
+        return bool(np.asarray(result).all())
+    except Exception:
+        # Tracers cannot become NumPy arrays: answer with a traced boolean, as JAX code expects.
+        return result.all()
+
+
 def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | bool | None:
     """The fields pytreekit's ``__eq__`` would compare for ``a == b``; ``False`` when it would
     answer ``False`` at once (instances without annotations holding different fields); ``None``
@@ -99,7 +112,7 @@ def _all_equal(pairs: Any) -> Any:
                 continue
             result = a == b
             if not isinstance(result, bool):
-                result = result.all() if _is_array(result) else bool(result)
+                result = _truth(result)
         if result is False:
             return False
         if result is not True:

@@ -138,3 +138,162 @@ def test_eq_and_repr_handle_nesting_deeper_than_jax_flattens(annotated):
     looped = Node()
     looped.child = looped
     assert repr(looped).endswith("Node(child=..., value=0)")
+
+
+# -- __eq__: containers, leaves that are not arrays, instances without annotations -------------
+
+
+def test_eq_walks_lists_tuples_and_dicts_element_by_element():
+    w = jnp.ones(2)
+    assert Pair(w, {"k": np.ones(2), "j": [1]}) == Pair(w, {"j": [1], "k": np.ones(2)})
+    assert Pair(w, {"k": np.ones(2)}) != Pair(w, {"k": np.zeros(2)})
+    assert Pair(w, {"k": 1}) != Pair(w, {"j": 1})  # other keys
+    assert Pair(w, [1, 2]) != Pair(w, (1, 2))  # a list is not a tuple, as in Python
+    assert Pair(w, [1, 2]) != Pair(w, [1, 2, 3])
+    assert Pair(w, (np.ones(1), 2)) == Pair(w, (np.ones(1), 2))
+
+
+def test_eq_of_an_array_and_a_non_array_is_false():
+    assert (Pair(jnp.ones(2)) == Pair([1.0, 1.0])) is False
+    assert (Pair(jnp.ones(2), 1.0) == Pair(jnp.ones(2), np.ones(()))) is False
+
+
+class _AllClose:
+    """A leaf whose own __eq__ answers with a NumPy boolean, as ``(a == b).all()`` does."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values)
+
+    def __eq__(self, other):
+        return (self.values == other.values).all()
+
+
+class _Elementwise(_AllClose):
+    def __eq__(self, other):
+        return self.values == other.values
+
+
+class _JaxAll(_AllClose):
+    def __eq__(self, other):
+        return jnp.all(jnp.asarray(self.values) == jnp.asarray(other.values))
+
+
+class _Truthy(_AllClose):
+    def __eq__(self, other):
+        return int(np.array_equal(self.values, other.values))  # 1 or 0, not a bool
+
+
+@pytest.mark.parametrize("leaf", [_AllClose, _Elementwise, _JaxAll, _Truthy])
+def test_eq_turns_a_leafs_own_non_bool_answer_into_a_python_bool(leaf):
+    # A NumPy or JAX boolean, an elementwise array or an int from a leaf's __eq__ is reduced to
+    # a Python bool, as for arrays (not passed on as np.True_ or a JAX array).
+    x = Pair(jnp.ones(1), leaf([1, 2]))
+    assert (x == Pair(jnp.ones(1), leaf([1, 2]))) is True
+    assert (x == Pair(jnp.ones(1), leaf([1, 3]))) is False
+
+
+def test_eq_under_jit_keeps_a_nested_instances_own_traced_answer():
+    @pytree_class
+    class Approx:
+        v: jax.Array
+
+        def __eq__(self, other):
+            return jnp.all(jnp.abs(self.v - other.v) < 0.5)
+
+        __hash__ = None  # type: ignore[assignment]
+
+    x = Pair(jnp.ones(2), Approx(jnp.ones(3)))
+    eq = jax.jit(lambda p, q: p == q)
+    assert bool(eq(x, Pair(jnp.ones(2), Approx(jnp.ones(3) + 0.1)))) is True
+    assert bool(eq(x, Pair(jnp.ones(2), Approx(jnp.ones(3) + 1.0)))) is False
+    assert bool(eq(x, Pair(jnp.zeros(2), Approx(jnp.ones(3))))) is False
+
+
+@pytree_class
+class Attrs:
+    """Without annotations: the fields are what __init__ sets."""
+
+    def __init__(self, x, **more):
+        self.x = x
+        for name, value in more.items():
+            setattr(self, name, value)
+
+
+def test_eq_without_annotations_compares_the_attributes_each_instance_set():
+    assert Attrs(jnp.ones(2), y=1) == Attrs(jnp.ones(2), y=1)
+    assert Attrs(jnp.ones(2), y=1) != Attrs(jnp.ones(2), y=2)
+    # Different sets of attributes: unequal without comparing any value.
+    assert (Attrs(1, y=1) == Attrs(1)) is False
+    assert (Attrs(1, y=1) == Attrs(1, z=1)) is False
+    assert (Attrs(1) == Pair(1)) is False
+
+
+# -- __hash__ ------------------------------------------------------------------------------------
+
+
+@pytree_class(frozen=True)
+class FrozenAttrs:
+    def __init__(self, x, y=None):
+        self.x = x
+        self.y = y
+
+
+def test_hash_without_annotations_hashes_the_attribute_values():
+    assert hash(FrozenAttrs(1, "a")) == hash(FrozenAttrs(1, "a"))
+    assert len({FrozenAttrs(1, "a"), FrozenAttrs(1, "a"), FrozenAttrs(1, "b")}) == 2
+    with pytest.raises(TypeError) as error:
+        hash(FrozenAttrs(1, [2]))
+    assert str(error.value) == (
+        "FrozenAttrs instances are hashable only when every field is, but field 'y' holds a "
+        "list ([2]). Define __hash__ on the class to hash by identity or by selected fields."
+    )
+
+
+def test_hash_passes_on_a_type_error_no_field_reproduces():
+    class Flaky:
+        """Raises TypeError on its first hash only (say, state another thread then changed)."""
+
+        calls = 0
+
+        def __hash__(self):
+            Flaky.calls += 1
+            if Flaky.calls == 1:
+                raise TypeError("not yet hashable")
+            return 0
+
+    with pytest.raises(TypeError, match=r"^not yet hashable$"):
+        hash(Key(Flaky()))  # type: ignore[arg-type]
+    assert Flaky.calls == 2  # the second look found every field hashable
+
+
+# -- __repr__ ------------------------------------------------------------------------------------
+
+
+def test_repr_names_dtypes_numpy_cannot_interpret_and_other_kinds():
+    key = jax.random.key(0)
+    assert repr(Pair(key, jax.random.split(key, 3))) == "Pair(a=key<fry>[], b=key<fry>[3], tag='t')"
+    assert (
+        repr(Pair(np.array([True]), np.array(["ab", "c"])))
+        == "Pair(a=bool[1], b=str64[2], tag='t')"
+    )
+    assert repr(Pair(jnp.zeros(2, jnp.bfloat16), np.zeros((), np.complex64))) == (
+        "Pair(a=bfloat16[2], b=c64[], tag='t')"
+    )
+
+
+def test_repr_of_tuples_keeps_the_one_element_comma():
+    assert repr(Pair((jnp.ones(2),), (1, (2,)))) == "Pair(a=(f32[2],), b=(1, (2,)), tag='t')"
+    assert repr(Pair((), [])) == "Pair(a=(), b=[], tag='t')"
+
+
+def test_repr_shows_a_field_not_set_yet_as_unset():
+    @pytree_class
+    class Lazy:
+        x: jax.Array
+        norm: jax.Array = field(init=False)
+
+    assert repr(Lazy(jnp.ones(2))).endswith("Lazy(x=f32[2], norm=<unset>)")
+
+
+def test_repr_names_functions_by_qualified_name():
+    assert repr(Pair(jnp.ones(1), len)) == "Pair(a=f32[1], b=<function len>, tag='t')"
