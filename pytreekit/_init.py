@@ -101,10 +101,10 @@ def make_init(
         body += [
             "try:",
             *(f"    __pytreekit_hash__({self_name}.{name})" for name in statics),
-            "except TypeError:",
+            # AttributeError: a static field __post_init__ was to set, and did not; the fields
+            # after it are still checked.
+            "except (TypeError, AttributeError):",
             f"    __pytreekit_static_error__({self_name}, {tuple(statics)!r})",
-            "except AttributeError:",  # a static field __post_init__ was to set, and did not
-            "    pass",
         ]
     parameters = [self_name, *positional, *(["*", *keyword] if keyword else [])]
     annotations = {f.name: f.type for f in all_fields if f.init} | {"return": None}
@@ -114,6 +114,8 @@ def make_init(
 
 
 def _static_error(obj: object, names: tuple[str, ...]) -> None:
+    """Raise for the first static field holding an unhashable value; fields not set are
+    skipped (flatten names them if they are still unset then)."""
     for name in names:
         try:
             value = getattr(obj, name)
@@ -144,15 +146,15 @@ def check_constructed(obj: object, spec: ClassSpec) -> None:
             check_static_value(cls, f.name, value)
     instance_dict = getattr(obj, "__dict__", None)
     if instance_dict is not None and len(instance_dict) > len(spec.fields):
+        # More entries than fields: at least one of them has a name that is not a field's.
         names = {f.name for f in spec.fields}
-        extra = [name for name in instance_dict if name not in names]
-        if extra:
-            raise TypeError(
-                f"{cls.__qualname__}.__init__ set attribute {extra[0]!r}, which is not a field, "
-                f"so JAX transformations would drop it. Declare it in the class body "
-                f"(`{extra[0]}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
-                f"array), or do not store it on the instance."
-            )
+        extra = next(name for name in instance_dict if name not in names)
+        raise TypeError(
+            f"{cls.__qualname__}.__init__ set attribute {extra!r}, which is not a field, "
+            f"so JAX transformations would drop it. Declare it in the class body "
+            f"(`{extra}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
+            f"array), or do not store it on the instance."
+        )
 
 
 def wrap_user_init(

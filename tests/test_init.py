@@ -132,3 +132,64 @@ def test_user_init_is_kept_for_annotated_classes():
     c = Custom(3)
     assert c.n == 3 and c.w.shape == (3,)
     assert list(inspect.signature(Custom).parameters) == ["size"]
+
+
+def test_static_fields_left_unset_do_not_hide_an_unhashable_one():
+    @pytree_class
+    class Tagged:
+        n: int = field(static=True, init=False)  # __post_init__ sets it only sometimes
+        names: list = field(static=True, init=False)
+
+        def __post_init__(self):
+            self.names = ["a"]
+
+    with pytest.raises(
+        TypeError, match=r"\.Tagged\.names is a static field.*holds a list \(\['a'\]\)"
+    ):
+        Tagged()
+
+
+def test_a_static_field_left_unset_is_not_an_error_at_construction():
+    @pytree_class
+    class Later:
+        x: jax.Array
+        n: int = field(static=True, init=False)
+        label: str = field(static=True, init=False)
+
+        def __post_init__(self):
+            self.label = "set"
+
+    later = Later(jnp.ones(1))
+    assert later.label == "set" and not hasattr(later, "n")
+    later.n = 2
+    assert jax.tree_util.tree_leaves(later) == [later.x]
+
+
+def test_user_inits_chained_by_super_are_checked_once_after_the_outermost():
+    @pytree_class
+    class Base:
+        w: jax.Array
+
+        def __init__(self, size):
+            self.w = jnp.zeros(size)
+
+    class Child(Base):
+        scale: float
+
+        def __init__(self, size, scale):
+            super().__init__(size)  # Child's field is not set yet: no check runs here
+            self.scale = scale
+
+    child = Child(2, 3.0)
+    assert child.scale == 3.0 and child.w.shape == (2,)
+
+    class Forgetful(Base):
+        scale: float
+
+        def __init__(self, size):
+            super().__init__(size)
+
+    with pytest.raises(
+        TypeError, match=r"Forgetful.__init__ returned without setting field 'scale'"
+    ):
+        Forgetful(2)
