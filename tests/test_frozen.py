@@ -105,3 +105,30 @@ def test_not_frozen_allows_assignment():
     m = Mutable(1)
     m.x = 2
     assert m.x == 2
+
+
+@pytree_class(frozen=True)
+class Slotted:
+    __slots__ = ("x", "n")
+    x: jax.Array
+    n: int
+
+
+def test_frozen_instances_with_slots_copy_and_pickle():
+    s = Slotted(jnp.arange(2.0), 3)
+    for other in (copy.copy(s), copy.deepcopy(s), pickle.loads(pickle.dumps(s))):
+        assert type(other) is Slotted and other == s and other.n == 3
+        assert not hasattr(other, "__dict__")
+        with pytest.raises(FrozenInstanceError, match="field 'n' of frozen Slotted"):
+            other.n = 4  # type: ignore[misc]
+
+
+def test_a_frozen_class_keeps_its_own_setstate():
+    @pytree_class(frozen=True)
+    class Versioned:
+        x: int
+
+        def __setstate__(self, state):
+            object.__setattr__(self, "x", state["x"] + 100)  # e.g. migrates old pickles
+
+    assert copy.copy(Versioned(1)).x == 101
