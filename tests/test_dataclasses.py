@@ -434,3 +434,38 @@ def test_decorating_again_keeps_treedefs_working_or_is_refused():
         pytree_class(Model, static=("n",))
     assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2  # the refusal changed nothing
     assert [f.static for f in pytreekit.fields(Model)] == [False, False]
+
+
+def test_a_subclass_without_init_adds_fields_and_keeps_the_bases_own_init():
+    @pytree_class
+    class Layer:
+        w: jax.Array
+
+        def __init__(self, size):
+            self.w = jnp.zeros(size)
+
+    class Scaled(Layer):
+        scale: float = 2.0
+
+    s = Scaled(3)  # Layer's __init__, not one generated for the fields (w, scale)
+    assert list(inspect.signature(Scaled).parameters) == ["size"]
+    assert s.w.shape == (3,) and s.scale == 2.0
+    assert [f.name for f in dataclasses.fields(s)] == ["w", "scale"]
+    assert len(jax.tree_util.tree_leaves(s)) == 2
+
+
+def test_a_dataclass_under_pytree_class_keeps_its_own_repr_and_eq():
+    @pytree_class
+    @dataclasses.dataclass
+    class Tolerant:
+        x: float
+
+        def __repr__(self):
+            return f"~{self.x}"
+
+        def __eq__(self, other):
+            return isinstance(other, Tolerant) and abs(self.x - other.x) < 0.5
+
+    assert repr(Tolerant(1.0)) == "~1.0"
+    assert Tolerant(1.0) == Tolerant(1.2) and Tolerant(1.0) != Tolerant(2.0)
+    assert jax.tree_util.tree_leaves(Tolerant(1.0)) == [1.0]
