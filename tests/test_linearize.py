@@ -57,3 +57,12 @@ def test_wrong_tangents_are_explained():
         jvp_fn(jnp.ones(2))
     with pytest.raises(TypeError, match=r"tangent for primal 1 does not have its structure"):
         jvp_fn(jnp.ones(2), {"b": jnp.ones(2)})
+
+
+def test_tangent_jax_refuses_though_shape_and_dtype_match_gets_jax_error_unchanged():
+    _, jvp_fn = linearize(lambda x: x * 2, jnp.ones(3))
+    abstract = jax.ShapeDtypeStruct((3,), jnp.float32)  # float32[3], but no values
+    with pytest.raises(TypeError, match=r"is not a valid JAX type") as error:
+        jvp_fn(abstract)
+    assert "linearize(): jvp_fn got a tangent" not in str(error.value)
+    np.testing.assert_array_equal(jvp_fn(jnp.ones(3)), 2 * jnp.ones(3))
