@@ -512,3 +512,62 @@ def test_cloudpickled_instances_of_local_classes_arrive_registered(tmp_path):
     lines = out.splitlines()
     assert lines[0] == "[2.0, 2.0, 2.0]"
     assert lines[1].startswith("2 [Array([1., 1.], dtype=float32)]")
+
+
+@pytree_class
+class OwnPickling:
+    def __init__(self, w, cache):
+        self.w = w
+        self.cache = cache
+
+    def __getstate__(self):  # the class's own pickling: the cache is not sent
+        return {"w": self.w}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, cache=None)
+
+
+def test_class_defining_its_own_pickling_keeps_it():
+    obj = OwnPickling(np.ones(2, np.float32), cache=np.zeros(4))
+    for again in (pickle.loads(pickle.dumps(obj)), copy.copy(obj)):
+        assert again.cache is None and again.w.tolist() == [1.0, 1.0]
+
+
+def test_instances_of_a_class_cloudpickled_in_another_process_arrive_registered(tmp_path):
+    require("cloudpickle")
+    path = tmp_path / "objects.pkl"
+    _run_fresh(
+        """
+        import sys
+        import cloudpickle
+        import jax.numpy as jnp
+        from pytreekit import pytree_class
+
+        def make():
+            @pytree_class(static=("n",))
+            class Remote:
+                def __init__(self, n, bias):
+                    self.n = n
+                    self.w = jnp.arange(n, dtype=jnp.float32)
+                    if bias:
+                        self.b = jnp.ones(n)
+
+            return Remote(3, False), Remote(2, True)
+
+        open(sys.argv[1], "wb").write(cloudpickle.dumps(make()))
+        """,
+        path,
+    )
+    # Unpickling the class here meets its first-layout attribute before the class is registered.
+    plain, biased = pickle.loads(path.read_bytes())
+    assert type(plain) is type(biased) and pytreekit.is_pytree_class(plain)
+    assert [(f.name, f.static) for f in pytreekit.fields(biased)] == [
+        ("n", True),
+        ("w", False),
+        ("b", False),
+    ]
+    for obj, leaves in ((plain, [[0.0, 1.0, 2.0]]), (biased, [[0.0, 1.0], [1.0, 1.0]])):
+        flat, treedef = jax.tree_util.tree_flatten(obj)
+        assert [leaf.tolist() for leaf in flat] == leaves
+        assert jax.tree_util.tree_unflatten(treedef, flat) == obj
+    assert jax.tree_util.tree_structure(plain) != jax.tree_util.tree_structure(biased)
