@@ -145,3 +145,20 @@ def test_readme_relative_links_resolve() -> None:
     }
     anchors = re.findall(r"\]\(#([^)]+)\)", text)
     assert [anchor for anchor in anchors if anchor not in headings] == []
+
+
+def test_readme_links_every_public_name_to_the_module_documenting_it() -> None:
+    import inspect
+
+    import pytreekit
+
+    text = README.read_text(encoding="utf-8")
+    links = dict(re.findall(r"\[`(\w+)`\]\((pytreekit/[^)]+)\)", text))
+    for name in pytreekit.__all__:
+        if name == "MISSING":  # the standard library's sentinel: no docstring of ours
+            assert "`MISSING`" in text
+            continue
+        source = inspect.getsourcefile(getattr(pytreekit, name))
+        assert source is not None
+        assert name in links, f"README links no `{name}`"
+        assert (ROOT / links[name]).resolve() == Path(source).resolve(), name
