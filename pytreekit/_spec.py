@@ -51,10 +51,6 @@ class ClassSpec:
             f"_{klass.__name__.lstrip('_')}__" for klass in cls.__mro__ if klass is not object
         )
 
-    @property
-    def annotated(self) -> bool:
-        return self.fields is not None
-
     def is_private(self, name: str) -> bool:
         return name.startswith("__") or name.startswith(self._private_prefixes)
 

@@ -1,0 +1,116 @@
+"""Per-class metadata: the fields it reports, and a class's spec arriving by value in a process."""
+
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import pytest
+from conftest import ROOT, require
+
+import pytreekit
+from pytreekit import field, pytree_class
+
+
+def test_fields_of_an_instance_with_a_single_string_slot():
+    @pytree_class
+    class OneSlot:
+        __slots__ = "w"  # a string names one slot, as in Python
+
+        def __init__(self):
+            self.w = jnp.ones(1)
+
+    one = OneSlot()
+    assert [(f.name, f.static) for f in pytreekit.fields(one)] == [("w", False)]
+    assert jax.tree_util.tree_leaves(one) == [one.w]
+
+
+def test_annotated_class_inheriting_the_generic_eq_compares_its_declared_fields():
+    @pytree_class(eq=False)
+    class Declared:
+        x: jax.Array
+        n: int = field(static=True, default=0)
+
+    @pytree_class
+    class Discovered:
+        def __init__(self, y):
+            self.y = y
+
+    class Both(
+        Declared, Discovered
+    ):  # annotated (its first pytree base is); __eq__ is Discovered's
+        pass
+
+    assert Both.__eq__ is Discovered.__eq__
+    assert Both(jnp.ones(2)) == Both(jnp.ones(2))
+    assert Both(jnp.ones(2)) != Both(jnp.zeros(2))
+    assert Both(jnp.ones(2)) != Both(jnp.ones(2), n=1)
+
+
+_SENDER = """
+import sys
+
+import cloudpickle
+import jax
+import jax.numpy as jnp
+
+import pytreekit
+
+
+@pytreekit.pytree_class(static=("n",))
+class Remote:
+    def __init__(self, n):
+        self.n = n
+        self.w = jnp.arange(n, dtype=jnp.float32)
+
+    def __call__(self, x):
+        return (self.w * x).sum()
+
+
+@pytreekit.pytree_class(frozen=True)
+class RemoteAnnotated:
+    a: jax.Array
+    k: int = pytreekit.field(static=True, default=2)
+
+
+sys.stdout.buffer.write(cloudpickle.dumps((Remote(3), RemoteAnnotated(jnp.ones(2)))))
+"""
+
+
+@pytest.fixture(scope="module")
+def pickled_elsewhere():
+    """Instances of classes defined in another process's ``__main__``, pickled by value."""
+    require("cloudpickle")
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_SENDER)],
+        capture_output=True,
+        cwd=ROOT,
+        env={"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout
+
+
+def test_classes_pickled_by_value_arrive_registered(pickled_elsewhere):
+    plain, annotated = pickle.loads(pickled_elsewhere)
+    assert pytreekit.is_pytree_class(plain) and pytreekit.is_pytree_class(annotated)
+    assert [(f.name, f.static) for f in pytreekit.fields(plain)] == [("n", True), ("w", False)]
+    assert [(f.name, f.static) for f in pytreekit.fields(type(annotated))] == [
+        ("a", False),
+        ("k", True),
+    ]
+    assert jax.grad(lambda m: m(2.0))(plain).w.tolist() == [2.0, 2.0, 2.0]
+    leaves, treedef = jax.tree_util.tree_flatten(annotated)
+    assert len(leaves) == 1 and jax.tree_util.tree_unflatten(treedef, leaves) == annotated
+    assert jax.jit(lambda m: m)(annotated) == annotated
+
+
+def test_a_class_arriving_again_keeps_its_one_registration(pickled_elsewhere):
+    first, _ = pickle.loads(pickled_elsewhere)
+    spec = type(first).__pytreekit_spec__
+    again, _ = pickle.loads(pickled_elsewhere)  # the same class, tracked: not registered twice
+    assert type(again) is type(first) and type(again).__pytreekit_spec__ is spec
+    assert jax.tree_util.tree_leaves(again)[0].tolist() == [0.0, 1.0, 2.0]
