@@ -98,15 +98,13 @@ class NodeFunctions:
         """The keyed flatten for one registry: ``((key, child), ...), aux`` with its key type."""
         name = f"flatten_with_keys_{backend}"
         with self.layouts.lock:
-            if name not in self._namespace:
-                self._key_factories[backend] = make_key
-                if self._specialised():
-                    self._install_keys(backend)
-                    self._build(name, self._flatten_source(name, backend))
-                else:
-                    self._build(name, self._stub_source(name, "obj"))
-        function: types.FunctionType = self._namespace[name]
-        return function
+            # A registry asks once per class; asked again, the same function object comes back
+            # (``_build`` regenerates an existing function in place).
+            self._key_factories[backend] = make_key
+            if self._specialised():
+                self._install_keys(backend)
+                return self._build(name, self._flatten_source(name, backend))
+            return self._build(name, self._stub_source(name, "obj"))
 
     def _observe_slow(self, obj: object) -> None:
         """``observe`` for an instance that is not plainly of the primary layout."""
@@ -127,10 +125,8 @@ class NodeFunctions:
         self._note(obj, layout)
 
     def layout_of(self, obj: object) -> Layout:
-        """The layout of ``obj`` under the field rule (see ``_layouts``)."""
-        if self.annotated:
-            assert self.primary is not None
-            return self.primary
+        """The layout of ``obj`` under the field rule (see ``_layouts``); only for classes without
+        annotations (an annotated class's one layout is ``primary``)."""
         if self.has_dict:
             instance_dict = obj.__dict__
             layout: Layout | None = instance_dict.get(LAYOUT_ATTR)
@@ -525,7 +521,10 @@ class NodeFunctions:
             check_static_value(self.spec.cls, name, getattr(obj, name))
 
     def _missing_field(self, obj: object) -> None:
-        for name in self.primary.names if self.primary else ():
+        """Name the field ``obj`` has no value for; return if it has them all (then the flatten
+        or replace that called this re-raises the AttributeError it caught)."""
+        assert self.primary is not None  # annotated classes have one from the start
+        for name in self.primary.names:
             if not hasattr(obj, name):
                 raise AttributeError(
                     f"{type(obj).__qualname__}.{name} is a field but this instance has no value "

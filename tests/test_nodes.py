@@ -1,5 +1,9 @@
 """Generated flatten/unflatten: round trips (hypothesis), layouts of unannotated classes, slots."""
 
+import sys
+import threading
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -195,3 +199,236 @@ def test_slots_instances_that_leave_a_slot_unset():
     rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
     assert not hasattr(rebuilt, "b") and rebuilt == partial
     assert jax.tree_util.tree_structure(full) != treedef
+
+
+def _varied():
+    """A class whose first instance has fields (tag, w) and whose second also has b and c."""
+
+    @pytree_class(static=("tag",))
+    class Varied:
+        def __init__(self, extra):
+            self.tag = "t"
+            self.w = jnp.ones(1)
+            if extra:
+                self.b = jnp.full(2, 2.0)
+                self.c = jnp.full(3, 3.0)
+
+    return Varied, Varied(False), Varied(True)
+
+
+def test_field_deleted_from_an_instance_of_a_second_layout_leaves_its_treedef():
+    _, _, obj = _varied()
+    del obj.b
+    leaves, treedef = jax.tree_util.tree_flatten(obj)
+    assert [leaf.tolist() for leaf in leaves] == [[1.0], [3.0, 3.0, 3.0]]
+    assert [(f.name, f.static) for f in pytreekit.fields(obj)] == [
+        ("tag", True),
+        ("w", False),
+        ("c", False),
+    ]
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert not hasattr(rebuilt, "b") and rebuilt.tag == "t" and rebuilt == obj
+
+
+def test_replace_checks_static_values_of_an_instance_of_a_second_layout():
+    _, _, obj = _varied()
+    with pytest.raises(TypeError, match=r"Varied.tag is a static field.*list"):
+        pytreekit.replace(obj, tag=["not", "hashable"])
+    assert pytreekit.replace(obj, tag="u").tag == "u"
+
+
+def test_names_flatten_of_an_instance_of_a_second_layout():
+    # The flatten handed to optree: children, aux data and the children's names.
+    Varied, _, obj = _varied()
+    nodes = Varied.__pytreekit_spec__.nodes
+    children, aux, names = nodes.flatten_with_names(obj)
+    assert names == ("w", "b", "c")
+    assert [child.tolist() for child in children] == [[1.0], [2.0, 2.0], [3.0, 3.0, 3.0]]
+    assert nodes.unflatten(aux, children) == obj
+
+
+def test_unflatten_refuses_aux_data_of_another_class():
+    Varied, plain, _ = _varied()
+    _, other, _ = _varied()
+    treedef = jax.tree_util.tree_structure(plain)
+    foreign = jax.tree_util.tree_structure(other).node_data()[1]
+    forged = jax.tree_util.PyTreeDef.from_node_data_and_children(
+        jax.tree_util.default_registry, (Varied, foreign), treedef.children()
+    )
+    with pytest.raises(TypeError) as error:
+        jax.tree_util.tree_unflatten(forged, [jnp.ones(1)])
+    assert str(error.value) == (
+        f"cannot unflatten {Varied.__qualname__} from aux data {foreign!r}: it was not made by "
+        f"flattening an instance of this class."
+    )
+
+
+def test_instances_made_before_the_class_is_decorated_again_follow_the_new_options():
+    class Plain:
+        def __init__(self):
+            self.n = 2
+            self.w = jnp.ones(2)
+
+    pytree_class(Plain)
+    old = Plain()
+    assert len(jax.tree_util.tree_leaves(old)) == 2  # n is a leaf
+    pytree_class(Plain, static=("n",))
+    assert jax.tree_util.tree_leaves(old) == [old.w]  # the first instance seen since
+    assert [f.static for f in pytreekit.fields(old)] == [True, False]
+    assert jax.tree_util.tree_structure(Plain()) == jax.tree_util.tree_structure(old)
+
+
+def _define(annotated, static):
+    """The same class (same module and qualname) as a notebook cell would redefine it."""
+    if annotated:
+
+        @pytree_class(static=static)
+        class Model:
+            w: jax.Array
+            n: int = 2
+
+    else:
+
+        @pytree_class(static=static)
+        class Model:
+            def __init__(self, w, n=2):
+                self.w = w
+                self.n = n
+
+    return Model
+
+
+def _serialized(model):
+    return jax.export.export(jax.jit(lambda m: m.w * m.n))(model).serialize()
+
+
+def test_exported_treedef_read_after_the_class_changed_is_refused():
+    Unannotated = _define(annotated=False, static=())
+    data = _serialized(Unannotated(jnp.ones(2)))
+    Annotated = _define(annotated=True, static=())
+    with pytest.raises(TypeError) as error:
+        jax.export.deserialize(data)
+    assert str(error.value) == (
+        f"{Annotated.__qualname__} has field annotations, so its aux data names no fields; "
+        f"got names ('w', 'n')."
+    )
+
+    data = _serialized(Annotated(jnp.ones(2)))
+    _define(annotated=False, static=())
+    with pytest.raises(TypeError) as error:
+        jax.export.deserialize(data)
+    assert str(error.value) == (
+        f"{Annotated.__qualname__} has no field annotations: its aux data needs the field names "
+        f"of the instance layout."
+    )
+
+    data = _serialized(_define(annotated=False, static=("n",))(jnp.ones(2)))
+    _define(annotated=False, static=())
+    with pytest.raises(TypeError) as error:
+        jax.export.deserialize(data)
+    assert str(error.value) == (
+        f"{Annotated.__qualname__}: 1 static values for the static fields ()."
+    )
+    Current = _define(annotated=False, static=("n",))
+    exported = jax.export.deserialize(data)
+    np.testing.assert_array_equal(exported.call(Current(jnp.ones(2))), 2 * jnp.ones(2))
+
+
+def test_missing_second_field_is_the_one_named():
+    @pytree_class
+    class Half:
+        a: jax.Array
+        b: jax.Array = field(init=False)
+
+    with pytest.raises(AttributeError) as error:
+        jax.tree_util.tree_flatten(Half(jnp.ones(1)))
+    assert str(error.value) == (
+        f"{Half.__qualname__}.b is a field but this instance has no value for it, so it cannot "
+        f"be flattened. Set it in __init__ (or give the field a default)."
+    )
+
+
+def test_attribute_error_of_a_field_that_holds_a_value_propagates_unchanged():
+    failures = []
+
+    @pytree_class
+    class Loading:
+        a: jax.Array
+
+        def __getattribute__(self, name):
+            if name == "a" and not failures:  # the first read fails, as if still loading
+                failures.append(name)
+                raise AttributeError("a is still loading")
+            return object.__getattribute__(self, name)
+
+    obj = Loading(jnp.ones(1))
+    with pytest.raises(AttributeError, match=r"^a is still loading$"):
+        jax.tree_util.tree_flatten(obj)
+    assert jax.tree_util.tree_leaves(obj)[0].tolist() == [1.0]
+
+
+def test_threads_first_using_an_annotated_class_together_generate_its_code_once(monkeypatch):
+    @pytree_class
+    class Fresh:
+        w: jax.Array
+
+    obj = Fresh(jnp.ones(2))
+    nodes = Fresh.__pytreekit_spec__.nodes
+    generated = []
+    original = nodes._generate
+    monkeypatch.setattr(nodes, "_generate", lambda: generated.append(1) or original())
+
+    def waiting_in_first_use(thread):
+        frame = sys._current_frames().get(thread.ident)
+        while frame is not None and frame.f_code.co_name != "_first_use":
+            frame = frame.f_back
+        return frame is not None
+
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(jax.tree_util.tree_leaves(obj)))
+        for _ in range(3)
+    ]
+    with nodes.layouts.lock:  # every thread reaches the first-use stub before any passes it
+        for thread in threads:
+            thread.start()
+        while not all(waiting_in_first_use(thread) for thread in threads):
+            time.sleep(0.001)
+    for thread in threads:
+        thread.join()
+    assert generated == [1]
+    assert [[leaf.tolist() for leaf in leaves] for leaves in results] == [[[1.0, 1.0]]] * 3
+
+
+def test_registering_with_jax_after_instances_exist():
+    @pytree_class(backends=())
+    class Later:
+        def __init__(self):
+            self.w = jnp.ones(2)
+
+    obj = Later()
+    assert pytreekit.fields(obj)[0].name == "w"  # the first layout is known
+    assert jax.tree_util.tree_leaves(obj) == [obj]  # not registered: a leaf
+    pytreekit.register_backend(Later, "jax")
+    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(obj)[0]]
+    assert paths == [(GetAttrKey("w"),)]
+
+
+def test_failed_decoration_again_leaves_existing_instances_as_they_were():
+    class Logged:
+        def __init__(self):
+            self.n = 2
+            self.w = jnp.ones(2)
+
+        def __setattr__(self, name, value):  # its own: so it cannot also be frozen
+            object.__setattr__(self, name, value)
+
+    pytree_class(Logged, static=("n",))
+    old = Logged()
+    treedef = jax.tree_util.tree_structure(old)
+    with pytest.raises(TypeError, match=r"defines __setattr__ and asks for frozen=True"):
+        pytree_class(Logged, frozen=True)
+    assert jax.tree_util.tree_leaves(old) == [old.w]  # n still static
+    assert jax.tree_util.tree_structure(old) == treedef
+    assert jax.tree_util.tree_structure(Logged()) == treedef
+    Logged().w = jnp.zeros(2)  # not frozen
