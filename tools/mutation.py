@@ -120,15 +120,32 @@ def _skipped(tree: ast.Module) -> set[int]:
             whole(node)
         elif isinstance(node, ast.arg):
             whole(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            "overload" in ast.unparse(decorator) for decorator in node.decorator_list
+        ):
+            whole(node)  # an @overload stub: its defaults and body never run
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             whole(node.returns)
             for decorator in node.decorator_list:
                 whole(decorator)
         elif isinstance(node, ast.AnnAssign):
             whole(node.annotation)
-        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            whole(node)
+            if "TypeAlias" in ast.unparse(node.annotation):
+                whole(node)  # a type alias: only checkers read it
+        elif (isinstance(node, ast.Assign) and _declares_a_type_variable(node.value)) or (
+            isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        ):
+            whole(node)  # type variables and TYPE_CHECKING blocks: only checkers read them
     return skip
+
+
+def _declares_a_type_variable(value: ast.expr) -> bool:
+    """``T = TypeVar("T")`` and kin: with postponed annotations only type checkers read them."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("TypeVar", "ParamSpec", "TypeVarTuple")
+    )
 
 
 def mutants(source: str) -> Iterator[tuple[str, int, ast.Module]]:
