@@ -145,10 +145,12 @@ def check_constructed(obj: object, spec: ClassSpec) -> None:
         if f.static:
             check_static_value(cls, f.name, value)
     instance_dict = getattr(obj, "__dict__", None)
-    if instance_dict is not None and len(instance_dict) > len(spec.fields):
-        # More entries than fields: at least one of them has a name that is not a field's.
-        names = {f.name for f in spec.fields}
-        extra = next(name for name in instance_dict if name not in names)
+    if instance_dict:
+        extras = [name for name in instance_dict if name not in spec.declared_names]
+        # Each descriptor field may store its value under a name that is not a field's.
+        if len(extras) <= len(spec.descriptor_fields):
+            return
+        extra = extras[-1]
         raise TypeError(
             f"{cls.__qualname__}.__init__ set attribute {extra!r}, which is not a field, "
             f"so JAX transformations would drop it. Declare it in the class body "

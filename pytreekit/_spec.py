@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._fields import Field, named_field
@@ -44,6 +45,14 @@ class ClassSpec:
         self.static_names = static_names
         self.backends: list[str] = []
         self.nodes: NodeFunctions
+        # Fields whose class attribute is a data descriptor (dataclasses' descriptor-typed
+        # fields, slots): the descriptor keeps the value where it likes, under a name of its own.
+        self.declared_names = frozenset(f.name for f in fields or ())
+        self.descriptor_fields = frozenset(
+            f.name
+            for f in fields or ()
+            if hasattr(type(inspect.getattr_static(cls, f.name, None)), "__set__")
+        )
         # The class's namespace as the user wrote it, before any decoration changed it.
         self.as_written: dict[str, Any] = {}
         # Name-mangled attributes (``self.__cache`` is stored as ``_Linear__cache``) are private.

@@ -193,3 +193,65 @@ def test_user_inits_chained_by_super_are_checked_once_after_the_outermost():
         TypeError, match=r"Forgetful.__init__ returned without setting field 'scale'"
     ):
         Forgetful(2)
+
+
+def test_own_init_setting_a_non_field_is_refused_even_when_a_field_keeps_its_default():
+    @pytree_class
+    class Scaled:
+        weights: jax.Array
+        scale: float = 1.0
+
+        def __init__(self, weights):
+            self.weights = weights
+            self.cache = weights * 2  # scale keeps its class default: one entry per field
+
+    with pytest.raises(TypeError, match=r"Scaled.__init__ set attribute 'cache', which is not a"):
+        Scaled(jnp.ones(2))
+
+
+class _Positive:
+    """A descriptor-typed field as dataclasses documents them: the value lives under ``_name``."""
+
+    def __set_name__(self, owner, name):
+        self.storage = "_" + name
+
+    def __get__(self, obj, owner=None):
+        return 1 if obj is None else getattr(obj, self.storage)
+
+    def __set__(self, obj, value):
+        object.__setattr__(obj, self.storage, abs(value))
+
+
+def test_own_init_of_a_class_with_a_descriptor_field_may_fill_its_storage():
+    @pytree_class
+    class Count:
+        n: int = _Positive()
+
+        def __init__(self, n):
+            self.n = n
+
+    @pytree_class
+    class CountWithExtra:
+        n: int = _Positive()
+
+        def __init__(self, n):
+            self.n = n
+            self.junk = 5
+
+    count = Count(-3)
+    assert count.n == 3 and vars(count) == {"_n": 3}
+    assert jax.tree_util.tree_leaves(count) == [3]
+    with pytest.raises(TypeError, match=r"CountWithExtra.__init__ set attribute 'junk'"):
+        CountWithExtra(2)
+
+
+def test_a_descriptor_field_is_rebuilt_through_its_set_with_what_its_get_returned():
+    @pytree_class
+    class Count:
+        n: int = _Positive()
+
+    count = Count(-3)
+    leaves, treedef = jax.tree_util.tree_flatten(count)
+    assert leaves == [3]
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [-4])
+    assert rebuilt.n == 4 and vars(rebuilt) == {"_n": 4}  # __set__ ran, as at construction
