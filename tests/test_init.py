@@ -255,3 +255,18 @@ def test_a_descriptor_field_is_rebuilt_through_its_set_with_what_its_get_returne
     assert leaves == [3]
     rebuilt = jax.tree_util.tree_unflatten(treedef, [-4])
     assert rebuilt.n == 4 and vars(rebuilt) == {"_n": 4}  # __set__ ran, as at construction
+
+
+def test_own_init_that_sets_nothing_leaves_every_field_at_its_default():
+    @pytree_class
+    class Defaults:
+        rate: float = 0.1
+        steps: int = field(static=True, default=3)
+
+        def __init__(self):
+            pass
+
+    defaults = Defaults()
+    assert vars(defaults) == {}
+    assert (defaults.rate, defaults.steps) == (0.1, 3)
+    assert jax.tree_util.tree_leaves(defaults) == [0.1]
