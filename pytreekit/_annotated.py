@@ -123,8 +123,13 @@ def _adopt_dataclass(cls: type, options: Options) -> tuple[Field, ...]:
     """A class that is already a dataclass keeps what dataclasses made, except the ``__eq__``
     and ``__repr__`` it generated, which become pytreekit's (arrays compare as arrays)."""
     params = cls.__dict__["__dataclass_params__"]
-    for option, given in (("frozen", options.frozen), ("kw_only", options.kw_only)):
-        if given and not getattr(params, option, False):
+    # Python 3.11's dataclass params do not record kw_only: its fields do.
+    keyword_only = all(f.kw_only for f in dataclasses.fields(cls))
+    for option, given, made in (
+        ("frozen", options.frozen, params.frozen),
+        ("kw_only", options.kw_only, keyword_only),
+    ):
+        if given and not made:
             raise TypeError(
                 f"{cls.__qualname__} is already a dataclass, so @pytree_class cannot make it "
                 f"{option}=True: pass {option}=True to @dataclasses.dataclass instead."

@@ -469,3 +469,97 @@ def test_a_dataclass_under_pytree_class_keeps_its_own_repr_and_eq():
     assert repr(Tolerant(1.0)) == "~1.0"
     assert Tolerant(1.0) == Tolerant(1.2) and Tolerant(1.0) != Tolerant(2.0)
     assert jax.tree_util.tree_leaves(Tolerant(1.0)) == [1.0]
+
+
+def test_a_misspelt_static_name_suggests_the_closest_field():
+    class Layer:
+        width: int
+        depth: int
+
+    with pytest.raises(TypeError) as error:
+        pytree_class(Layer, static=("widht",))
+    assert str(error.value) == (
+        "test_a_misspelt_static_name_suggests_the_closest_field.<locals>.Layer: "
+        "static=['widht'] names no field; the fields are ('width', 'depth'). "
+        "Did you mean 'width'?"
+    )
+    with pytest.raises(TypeError) as error:
+        pytree_class(Layer, static=("zzz",))
+    assert str(error.value).endswith("names no field; the fields are ('width', 'depth').")
+
+
+def test_static_by_name_or_metadata_applies_to_field_specifiers_too():
+    @pytree_class(static=("n",))
+    class Sized:
+        w: float = field(default=1.0)
+        n: int = field(default=2)
+        label: str = field(default="a", metadata={"static": True})
+
+    assert [f.static for f in pytreekit.fields(Sized)] == [False, True, True]
+    assert jax.tree_util.tree_leaves(Sized()) == [1.0]
+
+
+def test_a_field_specifier_without_annotation_is_named_with_advice():
+    class NoAnnotation:
+        oops = field(static=True)
+
+    with pytest.raises(TypeError) as error:
+        pytree_class(NoAnnotation)
+    assert str(error.value) == (
+        "test_a_field_specifier_without_annotation_is_named_with_advice.<locals>.NoAnnotation: "
+        "'oops' is a field but has no type annotation. Annotate it: `name: <type> = field(...)`."
+    )
+
+
+@pytest.mark.parametrize("method", ["__setattr__", "__delattr__"])
+def test_frozen_with_own_setattr_or_delattr_is_refused_with_advice(method):
+    def own(self, *args):
+        pass
+
+    Custom = type("Custom", (), {"__annotations__": {"x": "int"}, method: own})
+    with pytest.raises(TypeError) as error:
+        pytree_class(Custom, frozen=True)
+    assert str(error.value) == (
+        f"Custom: Cannot overwrite attribute {method} in class Custom. frozen=True needs to own "
+        "__setattr__ and __delattr__ to freeze instances: remove yours, or drop frozen=True."
+    )
+
+
+def test_a_frozen_class_copies_through_its_own_setstate_or_pytreekits():
+    import copy
+
+    @pytree_class(frozen=True)
+    class Versioned:
+        x: int
+
+        def __setstate__(self, state):
+            object.__setattr__(self, "x", state["x"] + 100)  # e.g. migrates old pickles
+
+    @pytree_class(frozen=True)
+    class Slotted:
+        __slots__ = ("x",)
+        x: int
+
+    assert copy.copy(Versioned(1)).x == 101
+    assert copy.copy(Slotted(1)).x == 1 and copy.deepcopy(Slotted(2)).x == 2
+
+
+def test_pytree_class_cannot_make_an_existing_dataclass_kw_only():
+    with pytest.raises(TypeError) as error:
+
+        @pytree_class(kw_only=True)
+        @dataclasses.dataclass
+        class Plain:
+            x: int
+
+    assert str(error.value).endswith(
+        "Plain is already a dataclass, so @pytree_class cannot make it kw_only=True: "
+        "pass kw_only=True to @dataclasses.dataclass instead."
+    )
+
+    @pytree_class(kw_only=True, frozen=True)
+    @dataclasses.dataclass(kw_only=True, frozen=True)
+    class Keyed:
+        x: int
+
+    assert Keyed(x=1).x == 1
