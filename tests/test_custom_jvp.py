@@ -1,5 +1,7 @@
 """custom_jvp_method: descriptor behaviour, argument handling, transforms, errors."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -160,6 +162,15 @@ def test_keyword_arguments_are_moved_to_positions():
     assert float(jax.grad(lambda x: kw.f(x))(1.0)) == pytest.approx(3.0)
     with pytest.raises(TypeError, match=r"Kw.f\(\): .*unexpected keyword argument 'scal'"):
         kw.f(1.0, scal=2)
+    # Every parameter given by position and one again by keyword: still refused.
+    with pytest.raises(
+        TypeError, match=r"<locals>\.Kw.f\(\): multiple values for argument 'scale'$"
+    ):
+        kw.f(1.0, 3.0, scale=2.0)
+    with pytest.raises(
+        TypeError, match=r"<locals>\.Kw.f\(\): got an unexpected keyword argument 'y'$"
+    ):
+        kw.f(1.0, 3.0, y=2.0)
 
 
 def test_keyword_only_parameters_are_refused_at_decoration():
@@ -249,6 +260,27 @@ def test_mismatched_tangent_output_names_method_and_key_path():
         jax.jvp(lambda x: bad.g(x), (jnp.array(1.0),), (jnp.array(1.0),))
 
 
+def test_tangent_structure_mismatch_shows_none_as_a_leaf():
+    @pytree_class
+    class Bad:
+        w: jax.Array
+
+        @custom_jvp_method
+        def g(self, x):
+            return (x, x)
+
+        @g.defjvp
+        def _g_jvp(primals, tangents):
+            (_, x), (_, dx) = primals, tangents
+            return (x, x), (dx, None, dx)  # None is a zero tangent, so a leaf of the structure
+
+    message = (
+        r"expected PyTreeDef\(\(\*, \*\)\), got PyTreeDef\(\(\*, \*, \*\)\)\. The tangent must"
+    )
+    with pytest.raises(TypeError, match=message):
+        jax.jvp(Bad(jnp.array(1.0)).g, (jnp.array(1.0),), (jnp.array(1.0),))
+
+
 def test_none_in_tangent_output_means_zero():
     @pytree_class
     class Partial:
@@ -330,3 +362,84 @@ def test_a_none_tangent_output_is_a_zero_tangent_of_every_output_leaf():
         assert isinstance(leaf, jax.Array)
         np.testing.assert_array_equal(leaf, np.zeros(2, np.float32))
     assert float(jax.grad(lambda x: frozen.f(x)["a"].sum())(jnp.ones(2)).sum()) == 0.0
+
+
+class _Scale:
+    """A callable object (no __name__ or __qualname__) used as a method or a rule."""
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __call__(self, model, x):
+        return self.factor * model.w * x
+
+    def __repr__(self):
+        return f"_Scale({self.factor})"
+
+
+class _KeywordOnly:
+    def __call__(self, model, x, *, scale):
+        return x
+
+    def __repr__(self):
+        return "_KeywordOnly()"
+
+
+class _NotAPair:
+    def __call__(self, primals, tangents):
+        return tangents[1]
+
+    def __repr__(self):
+        return "_NotAPair()"
+
+
+def test_a_callable_object_can_be_the_method_and_the_rule():
+    @pytree_class
+    class Scaled:
+        w: jax.Array
+        f = custom_jvp_method(_Scale(2.0))
+
+    def rule(primals, tangents):
+        (self, x), (_, dx) = primals, tangents
+        return self.f(x), 10.0 * dx
+
+    Scaled.f.defjvp(functools.partial(rule))
+    scaled = Scaled(jnp.array(3.0))
+    assert float(scaled.f(1.5)) == 9.0
+    assert float(jax.grad(scaled.f)(1.5)) == 10.0
+
+
+def test_messages_name_a_callable_object_by_its_repr():
+    # Outside a class nothing renames the method: messages use the callable's own name.
+    with pytest.raises(
+        TypeError,
+        match=r"^custom_jvp_method _KeywordOnly\(\): parameter 'scale' is keyword-only;",
+    ):
+        custom_jvp_method(_KeywordOnly())
+
+    def named(self, x, *, scale):
+        return x
+
+    with pytest.raises(
+        TypeError,
+        match=r"^custom_jvp_method test_messages_name_a_callable_object_by_its_repr\.<locals>"
+        r"\.named: parameter 'scale' is keyword-only;",
+    ):
+        custom_jvp_method(named)
+
+    @pytree_class
+    class Doubler:
+        w: jax.Array
+
+        @custom_jvp_method
+        def f(self, x):
+            return self.w * x
+
+    Doubler.f.defjvp(_NotAPair())
+    message = (
+        r"<locals>\.Doubler.f: the JVP rule _NotAPair\(\) must return a pair "
+        r"\(primal_out, tangent_out\), but it returned a single array of shape \(\) "
+        r"\(only the tangent\?\)\."
+    )
+    with pytest.raises(TypeError, match=message):
+        jax.jvp(Doubler(jnp.array(2.0)).f, (jnp.array(1.0),), (jnp.array(1.0),))
