@@ -312,9 +312,8 @@ def _user_init(cls: type) -> Callable[..., None] | None:
 
 
 def _inherits_user_init(cls: type) -> bool:
-    """Whether ``cls`` (defining no ``__init__``) inherits one a user wrote on a pytree base."""
-    if "__init__" in cls.__dict__:
-        return False
+    """Whether ``cls`` inherits an ``__init__`` a user wrote on a pytree base (an ``__init__`` of
+    its own takes precedence in ``make_dataclass``)."""
     for klass in cls.__mro__[1:]:
         init = klass.__dict__.get("__init__")
         if init is not None and own_spec(klass) is not None:
