@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Concatenate, TypeVar, overload
+from typing import Any, Concatenate, TypeVar, cast, overload
 
 import jax
 
@@ -51,7 +51,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         self.bwd = bwd
 
     def _fwd(self, arguments_split: Split, dynamic: list[Any]) -> tuple[Any, tuple[Any, ...]]:
-        if self.fwd is None or self.bwd is None:
+        if self.fwd is None:  # defvjp sets fwd and bwd together
             raise TypeError(
                 f"{self.name} is a custom_vjp_method without rules, and something asked for its "
                 f"derivative. Define them with {self.name}.defvjp(fwd, bwd)."
@@ -70,9 +70,9 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     def _bwd(
         self, arguments_split: Split, saved: tuple[Any, ...], cotangent_out: Any
     ) -> tuple[list[Any]]:
-        assert self.bwd is not None and arguments_split.residuals is not None
-        residuals = arguments_split.residuals.rebuild(saved)
-        cotangents = self.bwd(residuals, cotangent_out)
+        # JAX calls bwd only after fwd, which checked that the rules exist and set the residuals.
+        residuals = cast(Split, arguments_split.residuals).rebuild(saved)
+        cotangents = cast(Callable[[Any, Any], Any], self.bwd)(residuals, cotangent_out)
         return (list(self._dynamic_cotangents(arguments_split, cotangents)),)
 
     def _dynamic_cotangents(self, arguments_split: Split, cotangents: Any) -> tuple[Any, ...]:

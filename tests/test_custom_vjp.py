@@ -219,3 +219,53 @@ def test_cotangent_of_the_wrong_shape_is_named_with_both_shapes():
     )
     with pytest.raises(TypeError, match=message):
         jax.grad(lambda x: Scale(jnp.array(2.0)).f(x))(jnp.array(1.0))
+
+
+def test_a_bwd_rule_returning_the_wrong_count_is_told_what_it_returned():
+    @pytree_class
+    class Scale:
+        w: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.w * x
+
+    scale = Scale(jnp.array(2.0))
+    for result, described in [((None,), "1 values"), (1.0, "a float")]:
+        Scale.f.defvjp(lambda self, x: (self.f(x), None), lambda res, g, result=result: result)
+        message = (
+            r"<locals>\.Scale\.f: the bwd rule must return a tuple of 2 cotangents, one for each "
+            rf"of \(self, x\), with None for zero; it returned {described}\."
+        )
+        with pytest.raises(TypeError, match=message):
+            jax.grad(scale.f)(1.0)
+
+
+def test_zero_cotangents_for_array_arguments_and_none_for_integer_ones():
+    @pytree_class
+    class Gather:
+        w: jax.Array
+
+        @custom_vjp_method
+        def f(self, x, index):
+            return self.w * x[index]
+
+    def bwd_int_cotangent(res, g):
+        _, x, index = res
+        # An integer index has no cotangent: whatever is given for it is dropped, whatever its
+        # shape, as jax.custom_vjp drops it.
+        return None, jnp.zeros_like(x).at[index].set(g), jnp.ones(2)
+
+    scale_x = Gather(jnp.array(2.0))
+    x, index = jnp.array([1.0, 2.0, 3.0]), jnp.array(1)
+    Gather.f.defvjp(lambda self, x, index: (self.f(x, index), (self, x, index)), bwd_int_cotangent)
+    np.testing.assert_array_equal(jax.grad(scale_x.f)(x, index), [0.0, 1.0, 0.0])
+    grads = jax.grad(scale_x.f, argnums=(0, 1), allow_int=True)(x, index)
+    np.testing.assert_array_equal(grads[0], [0.0, 1.0, 0.0])
+    assert grads[1].dtype == jax.dtypes.float0
+
+    # None for a vector argument is its zero cotangent, whatever its shape.
+    Gather.f.defvjp(
+        lambda self, x, index: (self.f(x, index), None), lambda res, g: (None, None, None)
+    )
+    np.testing.assert_array_equal(jax.grad(scale_x.f)(x, index), [0.0, 0.0, 0.0])
