@@ -148,6 +148,7 @@ def test_eq_walks_lists_tuples_and_dicts_element_by_element():
     assert Pair(w, {"k": np.ones(2), "j": [1]}) == Pair(w, {"j": [1], "k": np.ones(2)})
     assert Pair(w, {"k": np.ones(2)}) != Pair(w, {"k": np.zeros(2)})
     assert Pair(w, {"k": 1}) != Pair(w, {"j": 1})  # other keys
+    assert (Pair(w, {"k": 1}) == Pair(w, {"j": 1})) is False  # a bool, not merely falsy
     assert Pair(w, [1, 2]) != Pair(w, (1, 2))  # a list is not a tuple, as in Python
     assert Pair(w, [1, 2]) != Pair(w, [1, 2, 3])
     assert Pair(w, (np.ones(1), 2)) == Pair(w, (np.ones(1), 2))
@@ -241,6 +242,7 @@ class FrozenAttrs:
 def test_hash_without_annotations_hashes_the_attribute_values():
     assert hash(FrozenAttrs(1, "a")) == hash(FrozenAttrs(1, "a"))
     assert len({FrozenAttrs(1, "a"), FrozenAttrs(1, "a"), FrozenAttrs(1, "b")}) == 2
+    assert len({hash(FrozenAttrs(x, 0)) for x in range(5)}) == 5  # the values make the hash
     with pytest.raises(TypeError) as error:
         hash(FrozenAttrs(1, [2]))
     assert str(error.value) == (
