@@ -145,3 +145,20 @@ def test_a_dataclasses_field_subclass_with_a_slot_left_unset_is_converted():
     assert isinstance(n_field, Field) and n_field.static and n_field.default == 4
     assert not hasattr(n_field, "doc_url")
     assert jax.tree_util.tree_leaves(WithThirdPartyField(1.0)) == [1.0]
+
+
+def test_field_made_directly_has_dataclasses_defaults_and_is_a_leaf():
+    made, reference = Field(), dataclasses.field()
+    for name in ("default", "default_factory", "init", "repr", "hash", "compare", "kw_only"):
+        assert getattr(made, name) == getattr(reference, name), name
+    assert dict(made.metadata) == {} and (made.static, made.converter) == (False, None)
+
+    @pytree_class
+    class Direct:
+        weights: Any = Field()
+        size: int = Field(static=True, default=2)
+
+    a, b = Direct(1.0), Direct(2.0)
+    assert jax.tree_util.tree_leaves(a) == [1.0]
+    assert a != b and a == Direct(1.0)  # the leaf is compared
+    assert repr(a).endswith("<locals>.Direct(weights=1.0, size=2)")
