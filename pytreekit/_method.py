@@ -13,7 +13,7 @@ import functools
 import inspect
 import types
 from collections.abc import Callable
-from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
+from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from ._filters import is_array
 from ._split import Split, split
@@ -29,11 +29,11 @@ _UNSUPPORTED = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
 class CustomMethod(Generic[S, P, R]):
     """Descriptor around a function whose first parameter (``self``) is a pytree primal."""
 
-    kind = "custom method"
+    kind: ClassVar[str]  # the decorator's name, set by each subclass (for messages)
     # Whether the rules need the shapes and dtypes of the array arguments (to check cotangents).
     keeps_shapes = False
 
-    def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
+    def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool) -> None:
         _check_wrappable(self.kind, fn)
         _check_nondiff_self(self.kind, nondiff_self)
         functools.update_wrapper(self, fn)

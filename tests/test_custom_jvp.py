@@ -9,7 +9,7 @@ import pytest
 from quickstart import Model
 from scaled_model_jvp import ScaledModel, loss, undecorated_loss
 
-from pytreekit import CustomJVPMethod, custom_jvp_method, pytree_class
+from pytreekit import CustomJVPMethod, CustomVJPMethod, custom_jvp_method, pytree_class
 
 
 @pytest.fixture
@@ -443,3 +443,18 @@ def test_messages_name_a_callable_object_by_its_repr():
     )
     with pytest.raises(TypeError, match=message):
         jax.jvp(Doubler(jnp.array(2.0)).f, (jnp.array(1.0),), (jnp.array(1.0),))
+
+
+def test_the_classes_made_directly_check_nondiff_self_under_their_decorators_name():
+    def f(self, x):
+        return x
+
+    for cls, name in [
+        (CustomJVPMethod, "custom_jvp_method"),
+        (CustomVJPMethod, "custom_vjp_method"),
+    ]:
+        with pytest.raises(
+            TypeError, match=rf"^{name}\(nondiff_self=\.\.\.\) takes True or False, got 'yes'\.$"
+        ):
+            cls(f, nondiff_self="yes")
+        assert cls(f, nondiff_self=True).nondiff_self is True
