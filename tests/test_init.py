@@ -270,3 +270,31 @@ def test_own_init_that_sets_nothing_leaves_every_field_at_its_default():
     assert vars(defaults) == {}
     assert (defaults.rate, defaults.steps) == (0.1, 3)
     assert jax.tree_util.tree_leaves(defaults) == [0.1]
+
+
+def test_fields_after_an_initvar_or_an_init_false_field_are_still_set():
+    import dataclasses
+
+    @pytree_class
+    class Scaled:
+        count: int = field(init=False, default=0, static=True)  # left to the class attribute
+        factor: dataclasses.InitVar[float]
+        x: float
+        y: float = 0.0
+
+        def __post_init__(self, factor):
+            self.y = self.x * factor
+
+    s = Scaled(3.0, 2.0)
+    assert (s.count, s.x, s.y) == (0, 2.0, 6.0)
+    assert list(inspect.signature(Scaled).parameters) == ["factor", "x", "y"]
+
+
+def test_an_init_false_default_is_converted_and_stored_on_the_instance():
+    @pytree_class
+    class Converted:
+        y: jax.Array = field(init=False, default=1.0, converter=jnp.asarray)
+
+    c = Converted()
+    assert isinstance(c.y, jax.Array) and "y" in vars(c)
+    assert Converted.y == 1.0  # the class attribute keeps the default as written
