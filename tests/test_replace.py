@@ -105,3 +105,26 @@ def test_replace_of_an_instance_with_its_own_layout_keeps_it():
         TypeError, match=r"Optional has no field 'b'; its fields are \('size', 'w'\)"
     ):
         replace(Optional(2, False), b=jnp.ones(2))
+
+
+def test_a_subclass_left_unregistered_is_refused_not_replaced_as_its_base():
+    @pytree_class
+    class Base:
+        w: float
+
+    class SkipsRegistration(Base):
+        def __init_subclass__(cls, **kwargs):
+            pass  # does not call super(): subclasses are not made pytree classes
+
+    class Unregistered(SkipsRegistration):
+        def __init__(self, w, extra):
+            self.w = w
+            self.extra = extra
+
+    # It inherits its base's spec attribute, but is not a pytree class of its own.
+    message = (
+        r"^replace\(\) expects a @pytree_class class or instance, got an instance of "
+        r"test_\w+\.<locals>\.Unregistered; decorate it with @pytreekit.pytree_class first\.$"
+    )
+    with pytest.raises(TypeError, match=message):
+        replace(Unregistered(1.0, 7), w=2.0)
