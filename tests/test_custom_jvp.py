@@ -458,3 +458,23 @@ def test_the_classes_made_directly_check_nondiff_self_under_their_decorators_nam
         ):
             cls(f, nondiff_self="yes")
         assert cls(f, nondiff_self=True).nondiff_self is True
+
+
+def test_jaxprs_name_the_method_and_the_rule_and_defjvp_returns_the_rule():
+    @pytree_class
+    class Named:
+        w: jax.Array
+
+        @custom_jvp_method
+        def scaled_by_w(self, x):
+            return self.w * x
+
+    def my_named_rule(primals, tangents):
+        (self, x), (_, dx) = primals, tangents
+        return self.scaled_by_w(x), self.w * dx
+
+    assert Named.scaled_by_w.defjvp(my_named_rule) is my_named_rule  # so it can decorate
+    named = Named(jnp.array(2.0))
+    assert "name=scaled_by_w" in str(jax.make_jaxpr(named.scaled_by_w)(1.0))
+    jvp_jaxpr = str(jax.make_jaxpr(lambda x: jax.jvp(named.scaled_by_w, (x,), (x,)))(1.0))
+    assert "my_named_rule" in jvp_jaxpr
