@@ -2,6 +2,7 @@
 
 import copy
 import functools
+import inspect
 import pickle
 import subprocess
 import sys
@@ -571,3 +572,48 @@ def test_instances_of_a_class_cloudpickled_in_another_process_arrive_registered(
         assert [leaf.tolist() for leaf in flat] == leaves
         assert jax.tree_util.tree_unflatten(treedef, flat) == obj
     assert jax.tree_util.tree_structure(plain) != jax.tree_util.tree_structure(biased)
+
+
+# -- the wrapped __init__ -------------------------------------------------------------------------
+
+
+def test_a_frozen_subclass_init_assigns_after_calling_the_wrapped_base_init():
+    @pytree_class(frozen=True)
+    class Base:
+        def __init__(self, x):
+            self.x = x
+
+    class Child(Base):
+        def __init__(self, x, y):
+            super().__init__(x)
+            self.y = y  # still initialising: the base's wrapper did not end it
+
+    c = Child(1.0, 2.0)
+    assert (c.x, c.y) == (1.0, 2.0)
+    assert [f.name for f in pytreekit.fields(c)] == ["x", "y"]
+    with pytest.raises(pytreekit.FrozenInstanceError):
+        c.y = 3.0
+
+
+def test_the_wrapped_init_keeps_the_signature_and_docstring_and_takes_the_class_module():
+    namespace = {"__name__": "elsewhere"}
+    exec("def init(self, x, y=2):\n    'Set x and y.'\n    self.x, self.y = x, y\n", namespace)
+
+    Plain = pytree_class(type("Plain", (), {"__init__": namespace["init"]}))
+    assert str(inspect.signature(Plain)) == "(x, y=2)"
+    assert Plain.__init__.__doc__ == "Set x and y."
+    assert Plain.__init__.__module__ == Plain.__module__ == __name__
+    assert Plain.__init__.__qualname__ == "Plain.__init__"
+
+
+@pytree_class
+class Repickled:  # module level, so that pickle finds it
+    def __init__(self, n):
+        self.n = n
+
+
+def test_a_pickled_instance_keeps_its_layout_when_the_class_is_decorated_again():
+    data = pickle.dumps(Repickled(1))  # n is a leaf
+    pytree_class(Repickled, static=("n",))
+    assert jax.tree_util.tree_leaves(Repickled(1)) == []
+    assert jax.tree_util.tree_leaves(pickle.loads(data)) == [1]

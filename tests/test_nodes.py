@@ -432,3 +432,43 @@ def test_failed_decoration_again_leaves_existing_instances_as_they_were():
     assert jax.tree_util.tree_structure(old) == treedef
     assert jax.tree_util.tree_structure(Logged()) == treedef
     Logged().w = jnp.zeros(2)  # not frozen
+
+
+def test_unflatten_refuses_aux_data_that_is_not_a_tuple():
+    Varied, _, second = _varied()
+    nodes = Varied.__pytreekit_spec__.nodes
+    aux = [nodes.layout_of(second), "t"]  # the right contents, in a list
+    with pytest.raises(TypeError) as error:
+        nodes.unflatten(aux, [jnp.ones(1), jnp.ones(2), jnp.ones(3)])
+    assert str(error.value) == (
+        f"cannot unflatten {Varied.__qualname__} from aux data {aux!r}: it was not made by "
+        f"flattening an instance of this class."
+    )
+
+
+def test_an_annotated_class_decorated_again_flattens_and_replaces():
+    @pytree_class
+    class Unused:
+        w: jax.Array
+        n: int = 2
+
+    pytree_class(Unused, static=("n",))  # before any use: new static flags, fresh functions
+    changed = pytreekit.replace(Unused(jnp.ones(1)), n=3)
+    assert changed.n == 3 and jax.tree_util.tree_leaves(changed) == [changed.w]
+
+    @pytree_class
+    class Used:
+        w: jax.Array
+        n: int = 2
+
+    leaves, treedef = jax.tree_util.tree_flatten(Used(jnp.ones(1)))
+    pytree_class(Used)  # after use, with the same fields: old treedefs still read
+    assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2
+    assert len(jax.tree_util.tree_leaves(Used(jnp.ones(1)))) == 2
+    with pytest.raises(TypeError) as error:
+        pytree_class(Used, static=("n",))
+    assert str(error.value) == (
+        f"{Used.__qualname__} has already been flattened or unflattened as a pytree with fields "
+        "('w', 'n') (static: ()); decorating it again with fields ('w', 'n') would make existing "
+        "treedefs unreadable. Decorate the class once, with all its options."
+    )
