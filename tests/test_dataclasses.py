@@ -563,3 +563,42 @@ def test_pytree_class_cannot_make_an_existing_dataclass_kw_only():
         x: int
 
     assert Keyed(x=1).x == 1
+
+
+def test_a_class_annotating_only_class_variables_keeps_its_own_init_and_field_rule():
+    def __init__(self):
+        self.w = jnp.ones(2)
+
+    # Annotations as objects, not strings (this module postpones its own annotations).
+    namespace = {"__annotations__": {"count": ClassVar[int]}, "count": 0, "__init__": __init__}
+    Counter = pytree_class(type("Counter", (), namespace))
+    assert not dataclasses.is_dataclass(Counter)
+    assert [f.name for f in pytreekit.fields(Counter())] == ["w"]
+
+
+def test_deleting_a_field_of_a_frozen_instance_is_refused():
+    @pytree_class(frozen=True)
+    class Point:
+        x: float
+
+    with pytest.raises(pytreekit.FrozenInstanceError) as error:
+        del Point(1.0).x
+    assert str(error.value) == (
+        "cannot delete field 'x' of frozen "
+        "test_deleting_a_field_of_a_frozen_instance_is_refused.<locals>.Point instance."
+    )
+
+
+def test_a_non_default_field_after_a_default_one_is_named_with_advice():
+    with pytest.raises(TypeError) as error:
+
+        @pytree_class
+        class Bad:
+            a: int = 0
+            b: int
+
+    assert str(error.value).endswith(
+        "Bad: non-default argument 'b' follows default argument. Give it a default, move it "
+        "before the fields with defaults, or make it keyword-only (field(kw_only=True), a "
+        "`_: KW_ONLY` marker, or @pytree_class(kw_only=True))."
+    )
