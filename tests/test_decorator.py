@@ -509,3 +509,28 @@ def test_root_init_subclass_runs_with_its_arguments():
 
         class Untagged(Registry):
             pass
+
+
+def test_a_class_inheriting_a_plain_bases_init_finds_its_fields_per_instance():
+    class Base:
+        def __init__(self, w):
+            self.w = w
+
+    @pytree_class
+    class Leafy(Base):
+        pass
+
+    assert not dataclasses.is_dataclass(Leafy)
+    assert jax.tree_util.tree_leaves(Leafy(1.0)) == [1.0]
+
+
+def test_decorating_again_starts_from_the_field_specifiers_as_written():
+    @pytree_class
+    class Options:
+        x: int = field(default=1)
+
+    assert str(inspect.signature(Options)) == "(x: int = 1) -> None"
+    pytree_class(Options, kw_only=True)  # the specifier's kw_only was never filled in
+    assert str(inspect.signature(Options)) == "(*, x: int = 1) -> None"
+    pytree_class(Options)
+    assert str(inspect.signature(Options)) == "(x: int = 1) -> None"
