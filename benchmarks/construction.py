@@ -1,7 +1,8 @@
 """Building instances: pytreekit classes against the classes they replace, side by side.
 
 Annotated classes against a plain ``@dataclass`` with the same fields (and frozen against
-frozen); a class without annotations against the same class undecorated.
+frozen); a class without annotations against the same class undecorated; ``pytreekit.replace``
+against ``dataclasses.replace`` on the same pairs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+import pytreekit
 from pytreekit import field, pytree_class
 
 
@@ -77,12 +79,27 @@ def run(repeats: int, number: int) -> dict[str, dict[str, float]]:
         "frozen annotated vs frozen @dataclass": (FrozenKitLinear, FrozenPlainLinear),
         "existing class vs undecorated": (KitExistingLinear, ExistingLinear),
     }
+    builders = {
+        name: (_builder(ours, w, b), _builder(theirs, w, b))
+        for name, (ours, theirs) in pairs.items()
+    }
+    # replace: one array changed, on instances as built (dataclasses.replace calls __init__).
+    kit, plain = KitLinear(w, b), PlainLinear(w, b)
+    frozen_kit, frozen_plain = FrozenKitLinear(w, b), FrozenPlainLinear(w, b)
+    builders["replace vs dataclasses.replace"] = (
+        lambda: pytreekit.replace(kit, biases=w),
+        lambda: dataclasses.replace(plain, biases=w),
+    )
+    builders["frozen replace vs dataclasses.replace"] = (
+        lambda: pytreekit.replace(frozen_kit, biases=w),
+        lambda: dataclasses.replace(frozen_plain, biases=w),
+    )
     results = {}
-    for name, (ours, theirs) in pairs.items():
+    for name, (ours, theirs) in builders.items():
         a, c = [], []
         for _ in range(repeats):
-            a.append(_best_ns(_builder(ours, w, b), number))
-            c.append(_best_ns(_builder(theirs, w, b), number))
+            a.append(_best_ns(ours, number))
+            c.append(_best_ns(theirs, number))
         ours_ns, theirs_ns = statistics.median(a), statistics.median(c)
         results[name] = {"pytreekit": ours_ns, "reference": theirs_ns, "ratio": ours_ns / theirs_ns}
     return results

@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report.append("\nNot measured: " + "; ".join(f"{k}: {v}" for k, v in missing.items()))
 
     results["construction"] = construction.run(repeats, 200 if args.quick else 20000)
-    report.append("\n## Building an instance: median ns\n")
+    report.append("\n## Building and replacing an instance: median ns\n")
     report.append(
         _table(
             ["classes", "pytreekit", "reference", "ratio"],
