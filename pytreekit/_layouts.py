@@ -144,7 +144,7 @@ def wrap_unannotated_init(
 
 
 def _getstate(self: Any) -> Any:
-    state = object.__getstate__(self)
+    state: Any = object.__getstate__(self)  # typeshed says object; it is a dict, tuple or None
     nodes: NodeFunctions = type(self).__pytreekit_spec__.nodes
     if not nodes.has_dict:
         return state  # the slots that hold a value are the fields, wherever they are loaded
