@@ -324,18 +324,21 @@ class NodeFunctions:
         check = f"if len(refs) == {len(names) + 1}:"
         if len(names) == 1:  # [dict, class] is also what a materialised __dict__ gives
             check = "if len(refs) == 2 and refs[0].__class__ is not dict:"
-        reads = ", ".join(f"obj.{n}" for n in names) or "pass"
-        hashes = ", ".join(f"_hash(obj.{n})" for n in layout.static_names) or "pass"
+        # One read per field, as statements (no tuple built); static values go to locals and
+        # are hashed from there, so each attribute is read once.
+        statics = {n: f"_s{i}" for i, n in enumerate(layout.static_names)}
+        reads = [f"{statics[n]} = obj.{n}" if n in statics else f"obj.{n}" for n in names]
+        hashes = [f"_hash({local})" for local in statics.values()] or ["pass"]
         body = [
             "refs = _referents(obj)",
             check,
             "    try:",
-            f"        {reads}",
+            *(f"        {read}" for read in reads or ["pass"]),
             "    except AttributeError:",
             "        pass",
             "    else:",
             "        try:",
-            f"            {hashes}",
+            *(f"            {h}" for h in hashes),
             "        except TypeError:",
             "            _check_statics(obj, _P)",
             "        return",
