@@ -167,7 +167,7 @@ def _check_nondiff_self(kind: str, nondiff_self: Any) -> None:
 
 def build_or_decorate(kind: type[CustomMethod[Any, Any, Any]], fn: Any, nondiff_self: bool) -> Any:
     """``kind(fn)`` for the bare decorator, or a decorator when options came first."""
-    _check_nondiff_self(kind.kind, nondiff_self)
     if fn is None:
+        _check_nondiff_self(kind.kind, nondiff_self)  # now, not when the function comes
         return lambda f: kind(f, nondiff_self=nondiff_self)
     return kind(fn, nondiff_self=nondiff_self)
