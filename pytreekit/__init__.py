@@ -4,7 +4,8 @@
 annotated classes get a dataclass-like ``__init__``, others keep their own. ``field``,
 ``fields``, ``replace`` and ``is_pytree_class`` work with such classes; ``custom_jvp_method``
 and ``custom_vjp_method`` put custom derivative rules on their methods; ``linearize``,
-``partition`` and ``combine`` handle trees that hold functions, ints or strings besides arrays.
+``partition`` and ``combine`` handle trees that hold functions, ints or strings besides arrays;
+``Static`` holds one such value as a pytree without leaves (a function in a list of layers).
 
 >>> import jax
 >>> import jax.numpy as jnp
@@ -39,6 +40,7 @@ from ._frozen import FrozenInstanceError
 from ._linearize import linearize
 from ._replace import replace
 from ._spec import fields, is_pytree_class
+from ._wrappers import Static
 
 __all__ = [
     "MISSING",
@@ -48,6 +50,7 @@ __all__ = [
     "CustomVJPMethod",
     "Field",
     "FrozenInstanceError",
+    "Static",
     "combine",
     "custom_gradient_method",
     "custom_jvp_method",

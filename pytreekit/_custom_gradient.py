@@ -39,6 +39,9 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
             f"bwd rules."
         )
 
+    def _copy_rules(self, other: CustomVJPMethod[S, P, R]) -> None:
+        pass  # the method itself returns its gradient function: there is no rule to copy
+
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         return self._out_and_vjp(arguments_split.rebuild(dynamic))[0]
 

@@ -18,7 +18,7 @@ from ._method import (
     build_or_decorate,
     describe_non_pair,
     is_pair,
-    with_signature,
+    named_after,
 )
 from ._split import PyTreeDef, Split
 
@@ -59,18 +59,11 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         return rule
 
     def _named_rule(self, rule: Callable[..., Any] | None) -> Callable[..., Any]:
-        """The function JAX calls as the rule, named after the user's rule (for jaxprs and
-        JAX's own messages)."""
+        return named_after(rule, self._jvp)
 
-        def jvp(
-            arguments_split: Split, primals: tuple[Any, ...], tangents: tuple[Any, ...]
-        ) -> tuple[Any, Any]:
-            return self._jvp(arguments_split, primals, tangents)
-
-        if rule is not None:
-            jvp.__name__ = getattr(rule, "__name__", "jvp")
-            jvp.__qualname__ = getattr(rule, "__qualname__", jvp.__name__)
-        return with_signature(jvp)
+    def _copy_rules(self, other: CustomJVPMethod[S, P, R]) -> None:
+        if self.rule is not None:
+            other.defjvp(self.rule)
 
     def _jvp(
         self, arguments_split: Split, primals: tuple[Any, ...], tangents: tuple[Any, ...]
@@ -141,6 +134,15 @@ def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> 
                 f"has a tangent of shape {tuple(tangent.shape)} and dtype {tangent.dtype}, "
                 f"but the primal output there needs shape {tuple(primal.shape)} and dtype "
                 f"{np.dtype(expected_dtype).name}",
+            )
+        elif isinstance(tangent, int) and expected_dtype != jax.dtypes.float0:
+            raise _mismatch(
+                name,
+                rule_name,
+                path,
+                f"has the Python {type(tangent).__name__} {tangent!r} as its tangent, but the "
+                f"primal output there is {np.dtype(expected_dtype).name}: write a float "
+                f"({float(tangent)!r}) or an array",
             )
         filled.append(tangent)
     return jax.tree_util.tree_unflatten(treedef, filled)

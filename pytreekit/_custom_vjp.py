@@ -8,7 +8,16 @@ from typing import Any, Concatenate, TypeVar, cast, overload
 import jax
 
 from ._filters import is_array
-from ._method import CustomMethod, P, R, S, build_or_decorate, describe_non_pair, is_pair
+from ._method import (
+    CustomMethod,
+    P,
+    R,
+    S,
+    build_or_decorate,
+    describe_non_pair,
+    is_pair,
+    named_after,
+)
 from ._split import PyTreeDef, Split, leaves_by_position, split
 
 # The residuals ``fwd`` returns, which ``bwd`` takes: checkers match the two rules' types.
@@ -49,6 +58,11 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
                 )
         self.fwd = fwd
         self.bwd = bwd
+        self._custom.defvjp(named_after(fwd, self._fwd), named_after(bwd, self._bwd))
+
+    def _copy_rules(self, other: CustomVJPMethod[S, P, R]) -> None:
+        if self.fwd is not None and self.bwd is not None:
+            other.defvjp(self.fwd, self.bwd)
 
     def _fwd(self, arguments_split: Split, dynamic: list[Any]) -> tuple[Any, tuple[Any, ...]]:
         if self.fwd is None:  # defvjp sets fwd and bwd together

@@ -1,34 +1,43 @@
 """``@pytree_class``: turn a class into a registered pytree, in place.
 
-Everything that depends only on the class happens here, once: reading its fields, generating
-``__init__`` and the flatten/unflatten functions, installing the dunder methods, registering with
-each backend. Subclasses get the same treatment automatically through ``__init_subclass__``.
+A class walks down through the layers once, when it is decorated:
 
-Annotated classes are made dataclasses by the standard library (``_annotated``); classes without
-annotations keep their own ``__init__`` and find their fields per instance (``_layouts``).
+1. check the options and refuse classes pytreekit cannot support (nothing changed yet);
+2. make it a dataclass (annotated classes, ``_dataclass``) and install the methods
+   (``_dunders``);
+3. build its layout table and node functions (``_layouts``, ``_nodes``: nothing is compiled);
+4. register it with every backend, all or nothing (``_backends``);
+5. put the ``ClassSpec`` on the class: the commit point, last (optree's rule).
 
-Decoration is all-or-nothing: the class's namespace is recorded before anything changes and put
-back if any step fails. The record of the class as written also lets a later decoration (an
-explicit ``@pytree_class(...)`` after the automatic one a subclass gets) start from the class as
-the user wrote it, so the explicit options win.
+Any failure before the commit puts the class's namespace back as it was, so class and registries
+are exactly as before and decorating again works. Decoration runs under one lock, so a class
+decorated from several threads at once is decorated once and every thread gets it complete.
+
+Subclasses become pytree classes automatically through ``__init_subclass__``, with the parent's
+options. The class as the user wrote it is kept, so a later explicit ``@pytree_class(...)`` starts
+from it and its options win.
 """
 
 from __future__ import annotations
 
 import copy
+import copyreg
 import dataclasses
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast, overload
 
 from typing_extensions import dataclass_transform
 
-from . import _annotated, _backends
-from ._dunders import pytree_eq, pytree_hash, pytree_repr
+from . import _backends, _dataclass
+from ._codegen import SPEC_ATTR
+from ._compat import registered_with_jax
+from ._dunders import install
 from ._fields import Field, field
-from ._frozen import frozen_delattr, frozen_setattr, restore_state
-from ._layouts import state_methods, wrap_unannotated_init
+from ._layouts import LayoutTable, Storage, publish
+from ._method import inherit_rules
 from ._nodes import NodeFunctions
-from ._spec import SPEC_ATTR, ClassSpec, Options, own_spec
+from ._spec import ClassSpec, Options, decoration_lock, own_spec
 
 T = TypeVar("T")
 
@@ -92,8 +101,9 @@ def pytree_class(
 
     Raises:
         TypeError: ``cls`` is not a class, or one pytreekit cannot support (a NamedTuple, an
-            Equinox module, a class already registered with JAX); a ``static`` name is not a
-            field; anything ``dataclasses.dataclass`` refuses. The class is left unchanged.
+            Equinox module, a class already registered with JAX); an option has the wrong type;
+            a ``static`` name is not a field; anything ``dataclasses.dataclass`` refuses. The
+            class is left unchanged.
         BackendNotInstalledError: A backend's library is not installed.
 
     >>> import jax
@@ -108,6 +118,9 @@ def pytree_class(
     >>> [leaf.shape for leaf in jax.tree_util.tree_leaves(layer)]
     [(3, 2)]
     """
+    for name, flag in (("frozen", frozen), ("kw_only", kw_only), ("repr", repr), ("eq", eq)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"pytree_class({name}=...) takes True or False, got {flag!r}.")
     options = Options(
         static=_names(static, "static"),
         frozen=frozen,
@@ -128,7 +141,13 @@ def pytree_class(
 def _names(value: Iterable[str], argument: str) -> tuple[str, ...]:
     if isinstance(value, str):  # static="n" means the one name, not the letters
         return (value,)
-    names = tuple(value)
+    try:
+        names = tuple(value)
+    except TypeError:
+        raise TypeError(
+            f"pytree_class({argument}=...) takes names (a str, or a tuple or list of str), got "
+            f"{value!r}."
+        ) from None
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"pytree_class({argument}=...) takes names (str), got {name!r}")
@@ -146,56 +165,155 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
             f"@pytree_class decorates classes, but got {what!r} ({type(cls).__qualname__}). "
             f"Apply it to a class statement or pass a class: pytree_class(MyClass)."
         )
-    existing = own_spec(cls)  # set when decorated again, e.g. after the automatic subclass set-up
-    pending = cls.__dict__.get(_PENDING_ATTR)  # an automatic set-up that failed
-    if existing is None:
-        _refuse_unsupported(cls)
-    parent = _parent_spec(cls)
-    if parent is not None:
-        options = options._replace(
-            static=tuple(dict.fromkeys((*parent.options.static, *options.static))),
-            frozen=options.frozen or parent.options.frozen,  # no unfreezing a subclass
-            backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
-        )
-    if existing is not None:
-        options = options._replace(
-            backends=tuple(dict.fromkeys((*existing.backends, *options.backends)))
-        )
-    _backends.check_backends(options.backends, cls)
-
-    before = _snapshot(cls)
-    as_written = existing.as_written if existing is not None else None
-    if pending is not None:
-        as_written = pending
-    if as_written is None:
-        as_written = before
-    try:
-        _restore(cls, as_written)
-        spec = _make_spec(cls, options, parent)
-        spec.as_written = as_written
-        setattr(cls, SPEC_ATTR, spec)
-        if spec.fields is None:
-            _install_unannotated(cls, spec)
-        if parent is None:
-            _install_subclass_hook(cls)
+    with decoration_lock:
+        existing = own_spec(cls)  # decorated before (the automatic set-up a subclass gets, say)
         if existing is None:
-            spec.nodes = NodeFunctions(spec)
-        else:
-            spec.nodes = existing.nodes
-            spec.backends = existing.backends
-            spec.nodes.reset(spec)
-        _backends.register_with(spec, options.backends)
-    except Exception as error:
-        _restore(cls, before)
+            _refuse_unsupported(cls)
+        parent = _parent_spec(cls)
+        if parent is not None:
+            options = options._replace(
+                static=tuple(dict.fromkeys((*parent.options.static, *options.static))),
+                frozen=options.frozen or parent.options.frozen,  # no unfreezing a subclass
+                backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
+            )
         if existing is not None:
-            existing.nodes.reset(existing)
-        if automatic:
-            # An explicit @pytree_class(...) on this subclass may still follow and succeed; until
-            # it does, building an instance reports why the automatic set-up failed.
-            _defer(cls, as_written, error)
-            return cls
-        raise
-    return cls
+            options = options._replace(
+                backends=tuple(dict.fromkeys((*existing.backends, *options.backends)))
+            )
+            if options == existing.options:
+                return cls  # the same decoration again: nothing to do
+        before = _snapshot(cls)
+        pending: dict[str, Any] | None = cls.__dict__.get(_PENDING_ATTR)  # a failed set-up
+        as_written = existing.as_written if existing is not None else pending or before
+        try:
+            _restore(cls, as_written)
+            spec = _make_spec(cls, options, parent, as_written, existing)
+            new = [b for b in options.backends if existing is None or b not in existing.backends]
+            _backends.register_all(cls, spec.nodes, new)
+        except Exception as error:
+            _restore(cls, before)
+            if existing is not None:
+                existing.nodes.attach(existing.layouts)
+            if automatic:
+                # An explicit @pytree_class(...) on this subclass may still follow and succeed;
+                # until it does, building an instance reports why the automatic set-up failed.
+                _defer(cls, as_written, error)
+                return cls
+            raise
+        publish(spec.layouts)
+        setattr(cls, SPEC_ATTR, spec)  # the commit point
+        return cls
+
+
+def _make_spec(
+    cls: type,
+    options: Options,
+    parent: ClassSpec | None,
+    as_written: Mapping[str, Any],
+    existing: ClassSpec | None,
+) -> ClassSpec:
+    """Change ``cls`` into a pytree class (its namespace as written is restored already) and
+    describe it; no registry is touched."""
+    inherit_rules(cls)
+    factories = _backends.key_factories(options.backends, cls)
+    if parent is not None:
+        annotated = parent.fields is not None
+    else:
+        annotated = _dataclass.has_fields(cls) or _no_user_init(cls)
+    fields: tuple[Field, ...] | None = None
+    if annotated:
+        was_dataclass = "__dataclass_params__" in as_written
+        all_fields = _dataclass.make_dataclass(cls, options)
+        fields = _dataclass.fields_of(all_fields)
+        _dataclass.refuse_properties(
+            cls, [f.name for f in fields], [f.name for f in fields if f.static]
+        )
+        storage = Storage.of(cls, tuple(f.name for f in fields), options.frozen)
+        own = as_written
+        if was_dataclass:  # what dataclasses generated is pytreekit's to replace
+            own = {k: v for k, v in own.items() if not _dataclass.generated_by_dataclasses(cls, k)}
+
+        def generated() -> Callable[..., None]:
+            return _dataclass.generated_init(cls, all_fields, storage, options.frozen)
+
+        install(cls, options, own, annotated=True, init=generated, dataclass_methods=was_dataclass)
+        if not was_dataclass:
+            _dataclass.document(cls)
+        static_names = frozenset(f.name for f in fields if f.static)
+        declared = (tuple(f.name for f in fields), tuple(f.static for f in fields))
+        after_init: Callable[[object], None] | None = _dataclass.own_init_check(fields, storage)
+    else:
+        _refuse_unannotated_fields(cls)
+        storage = Storage.of(cls, (), options.frozen)
+        install(cls, options, as_written, annotated=False)
+        static_names = frozenset(options.static) | (parent.static_names if parent else set())
+        _dataclass.refuse_properties(cls, sorted(static_names), static_names)
+        declared = None
+        after_init = None  # the layout table's observer, once there is one
+    _warn_unreached_post_init(cls)
+    if parent is None:
+        _install_subclass_hook(cls)
+    table = LayoutTable(cls, static_names, storage, declared, factories)
+    if existing is None:
+        nodes = NodeFunctions(table)
+    else:
+        _refuse_changing_a_used_layout(existing, table)
+        nodes = existing.nodes
+        nodes.attach(table)
+    return ClassSpec(
+        cls=cls,
+        options=options,
+        fields=fields,
+        static_names=static_names,
+        storage=storage,
+        nodes=nodes,
+        after_init=after_init or nodes.observe,
+        backends=options.backends,
+        as_written=as_written,
+        **_roles(fields),
+    )
+
+
+def _roles(fields: tuple[Field, ...] | None) -> dict[str, tuple[str, ...] | None]:
+    """The fields each generated method covers, as dataclasses chooses them."""
+    if fields is None:
+        return {}
+    return {
+        "compared": tuple(f.name for f in fields if f.compare),
+        "hashed": tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)),
+        "shown": tuple(f.name for f in fields if f.repr),
+    }
+
+
+def _refuse_changing_a_used_layout(existing: ClassSpec, table: LayoutTable) -> None:
+    """An annotated class's treedefs hold its one layout; decorating it again with other fields
+    or static flags after it was used as a pytree would leave them unreadable."""
+    old, new = existing.layouts.primary, table.primary
+    if not (existing.layouts.used and table.declared) or old is None or new is None:
+        return
+    if (old.names, old.static) != (new.names, new.static):
+        raise TypeError(
+            f"{existing.cls.__qualname__} has already been flattened or unflattened as a "
+            f"pytree with fields {old.names} (static: {old.static_names}); decorating it "
+            f"again with fields {new.names} (static: {new.static_names}) would make "
+            f"existing treedefs unreadable. Decorate the class once, with all its options."
+        )
+
+
+def _warn_unreached_post_init(cls: type) -> None:
+    """``__post_init__`` runs from the generated ``__init__`` only; an ``__init__`` of one's own
+    that does not call it leaves it unreached (Equinox warns too)."""
+    init = getattr(getattr(cls, "__init__", None), "__wrapped__", None)
+    code = getattr(init, "__code__", None)
+    if code is None or not hasattr(cls, "__post_init__") or "__post_init__" in code.co_names:
+        return
+    warnings.warn(
+        f"{cls.__qualname__} has its own __init__ and a __post_init__, which only a generated "
+        f"__init__ calls: __post_init__ never runs. Call self.__post_init__() at the end of "
+        f"__init__, or move its work there.",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def _refuse_unsupported(cls: type) -> None:
@@ -214,20 +332,13 @@ def _refuse_unsupported(cls: type) -> None:
                 f"already registers as a pytree. Keep it an Equinox module (pytreekit classes "
                 f"and Equinox modules can hold each other), or drop the equinox.Module base."
             )
-    if own_spec(cls) is None and _registered_with_jax(cls):
+    if registered_with_jax(cls):
         raise TypeError(
             f"@pytree_class cannot decorate {name}: it is already registered with "
             f"jax.tree_util (by register_pytree_node, register_dataclass, flax.struct or "
             f"similar), and JAX allows one registration per class. Remove the other "
             f"registration, or leave the class as it is."
         )
-
-
-def _registered_with_jax(cls: type) -> bool:
-    from jax._src import tree_util  # JAX has no public query of its registry
-
-    registry = getattr(tree_util, "_registry", None)
-    return registry is not None and cls in registry
 
 
 def _snapshot(cls: type) -> dict[str, Any]:
@@ -239,7 +350,7 @@ def _snapshot(cls: type) -> dict[str, Any]:
     }
 
 
-def _restore(cls: type, namespace: dict[str, Any]) -> None:
+def _restore(cls: type, namespace: Mapping[str, Any]) -> None:
     """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``)."""
     for name in list(cls.__dict__):
         if name not in namespace and name not in ("__dict__", "__weakref__"):
@@ -253,7 +364,7 @@ def _restore(cls: type, namespace: dict[str, Any]) -> None:
             setattr(cls, name, value)
 
 
-def _defer(cls: type, as_written: dict[str, Any], error: Exception) -> None:
+def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
     message = (
         f"{cls.__qualname__} inherits from a pytree class, so it is made a pytree class too, "
         f"with its parent's options; that failed: {error} Decorate {cls.__qualname__} with "
@@ -276,18 +387,13 @@ def _parent_spec(cls: type) -> ClassSpec | None:
     return None
 
 
-def _make_spec(cls: type, options: Options, parent: ClassSpec | None) -> ClassSpec:
-    if parent is not None:
-        annotated = parent.fields is not None
-    else:
-        annotated = _annotated.has_fields(cls) or _user_init(cls) is None
-    if not annotated:
-        _refuse_unannotated_fields(cls)
-        static_names = set(options.static) | (parent.static_names if parent else set())
-        return ClassSpec(cls, options, None, frozenset(static_names))
-    inherits_init = parent is not None and _inherits_user_init(cls)
-    fields = _annotated.make_dataclass(cls, options, inherits_init)
-    return ClassSpec(cls, options, fields, frozenset(f.name for f in fields if f.static))
+def _no_user_init(cls: type) -> bool:
+    """No ``__init__`` anywhere but ``object``'s (or one pytreekit generated)."""
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            return klass is object or bool(getattr(init, "__pytreekit_generated__", False))
+    return True  # pragma: no cover - object always has __init__
 
 
 def _refuse_unannotated_fields(cls: type) -> None:
@@ -297,57 +403,6 @@ def _refuse_unannotated_fields(cls: type) -> None:
                 f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is not a "
                 f"field. Annotate it: `{name}: <type> = field(...)`."
             )
-
-
-def _user_init(cls: type) -> Callable[..., None] | None:
-    """The nearest ``__init__`` someone wrote (not generated, not object's)."""
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        if klass is object or getattr(init, "__pytreekit_generated__", False):
-            return None
-        return init  # type: ignore[no-any-return]
-    return None  # pragma: no cover - object always has __init__
-
-
-def _inherits_user_init(cls: type) -> bool:
-    """Whether ``cls`` inherits an ``__init__`` a user wrote on a pytree base (an ``__init__`` of
-    its own takes precedence in ``make_dataclass``)."""
-    for klass in cls.__mro__[1:]:
-        init = klass.__dict__.get("__init__")
-        if init is not None and own_spec(klass) is not None:
-            return bool(getattr(init, "__pytreekit_wraps_init__", False))
-    return False
-
-
-def _install_unannotated(cls: type, spec: ClassSpec) -> None:
-    user_init = _user_init(cls)
-    if user_init is not None and not getattr(user_init, "__pytreekit_wraps_init__", False):
-        setattr(cls, "__init__", wrap_unannotated_init(cls, user_init, spec.options.frozen))
-    for name, method in state_methods(cls).items():  # copy and pickle keep each layout
-        setattr(cls, name, method)
-    own = cls.__dict__
-    if spec.options.frozen:
-        for name in ("__setattr__", "__delattr__"):
-            if name in own:
-                raise TypeError(
-                    f"{cls.__qualname__} defines {name} and asks for frozen=True; pytreekit "
-                    f"needs to own {name} to freeze instances. Remove one of the two."
-                )
-        setattr(cls, "__setattr__", frozen_setattr)
-        setattr(cls, "__delattr__", frozen_delattr)
-        if "__setstate__" not in own:
-            setattr(cls, "__setstate__", restore_state)
-    if spec.options.repr and "__repr__" not in own:
-        setattr(cls, "__repr__", pytree_repr)
-    if spec.options.eq and "__eq__" not in own:
-        setattr(cls, "__eq__", pytree_eq)
-        # As with dataclasses: a class that defines __hash__ (``__hash__ = None`` too) keeps it;
-        # otherwise frozen instances hash by value and mutable ones are unhashable. (Python's
-        # implicit ``__hash__ = None`` comes with an own ``__eq__``, which this branch excludes.)
-        if "__hash__" not in own:
-            setattr(cls, "__hash__", pytree_hash if spec.options.frozen else None)
 
 
 def _install_subclass_hook(root: type) -> None:
@@ -364,3 +419,58 @@ def _install_subclass_hook(root: type) -> None:
         _decorate(sub, parent.options, automatic=True)
 
     setattr(root, "__init_subclass__", classmethod(__init_subclass__))
+
+
+# -- a class pickled by value arrives ------------------------------------------------------------
+
+
+def _reduce_spec(spec: ClassSpec) -> tuple[Callable[..., ClassSpec], tuple[Any, ...]]:
+    # Only a class pickled by value (cloudpickle, as Ray, Dask and loky send classes defined in a
+    # notebook or a function) carries its spec: the receiving process builds the class's node
+    # functions and registers it there. Locks and generated code stay behind.
+    data = (spec.cls, spec.options, spec.fields, spec.static_names, spec.storage)
+    return _arrive, (*data, spec.backends, dict(spec.as_written))
+
+
+def _arrive(
+    cls: type,
+    options: Options,
+    fields: tuple[Field, ...] | None,
+    static_names: frozenset[str],
+    storage: Storage,
+    backends: tuple[str, ...],
+    as_written: dict[str, Any],
+) -> ClassSpec:
+    """The spec of a class that arrived pickled by value, registered here (once, also when the
+    same class arrives again)."""
+    with decoration_lock:
+        existing = own_spec(cls)
+        if existing is not None:
+            return existing
+        declared = None
+        if fields is not None:
+            declared = (tuple(f.name for f in fields), tuple(f.static for f in fields))
+        factories = _backends.key_factories(backends, cls)
+        table = LayoutTable(cls, static_names, storage, declared, factories)
+        nodes = NodeFunctions(table)
+        after_init: Callable[[object], None] = nodes.observe
+        if fields is not None:
+            after_init = _dataclass.own_init_check(fields, storage)
+        spec = ClassSpec(
+            cls=cls,
+            options=options,
+            fields=fields,
+            static_names=static_names,
+            storage=storage,
+            nodes=nodes,
+            after_init=after_init,
+            backends=backends,
+            as_written=as_written,
+            **_roles(fields),
+        )
+        _backends.register_all(cls, nodes, backends)
+        publish(table)
+        return spec
+
+
+copyreg.pickle(ClassSpec, _reduce_spec)

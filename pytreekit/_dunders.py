@@ -1,44 +1,195 @@
-"""``__eq__``, ``__hash__`` and ``__repr__`` of pytree classes.
+"""The methods pytreekit puts on a class, and the one function that puts them there.
 
-Annotated classes get methods generated for their fields (``eq_for``, ``hash_for``,
-``repr_for``), compiled in the class's module as dataclasses' are, and with dataclasses' choice of
-fields (``compare``, ``hash``, ``repr``); they differ from dataclasses' in comparing arrays as
-arrays and summarising them in the repr. Classes without annotations, whose fields are found per
-instance, share the generic ``pytree_eq``, ``pytree_hash`` and ``pytree_repr``.
+The same methods serve classes with and without annotations; they find which fields to use through
+the class's spec (a tuple decided at decoration for annotated classes, the instance's layout
+otherwise):
+
+- ``__eq__``: same class, equal fields, arrays compared as arrays (a Python bool, or a traced one
+  under a JAX transformation); nested instances and containers are walked with a stack, so
+  nesting as deep as JAX flattens compares without a ``RecursionError``.
+- ``__hash__``: the hash of the hashed fields' values (as dataclasses hashes), an unhashable one
+  named.
+- ``__repr__``: arrays summarised as ``f32[3,2]``, walked with a stack too.
+- ``__getstate__``/``__setstate__``: copy and pickle carry the fields (and the layout they form),
+  never run ``__init__`` or ``__setattr__``, and store functions pickle cannot (``jnp.tanh``) by
+  name.
+- the frozen ``__setattr__``/``__delattr__`` (``_frozen``) and the ``__init__`` wrapper
+  (``_codegen``).
+
+Each class gets its own copy of each method, named as the class's (``Model.__eq__``), as
+dataclasses writes them.
 """
 
-from __future__ import annotations
+# No postponed annotations: these functions become methods of user classes, and checkers such as
+# beartype resolve a method's string annotations in the class's module, not in pytreekit.
 
-import dataclasses
 import functools
 import operator
 import reprlib
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ._codegen import method_for
-from ._spec import SPEC_ATTR, ClassSpec
-from ._static import _describe
+from ._codegen import init_wrapper
+from ._fields import Reference, looks_like_array, picklable, unhashable_error
+from ._frozen import frozen_delattr, frozen_setattr
+from ._layouts import LAYOUT_ATTR, Layout
+from ._spec import Options, own_spec
+
+# -- what install() puts on a class, and when ---------------------------------------------------
+#
+#   method                     installed when                                 as
+#   __init__                   the class has an __init__ a user wrote          the wrapper
+#                              annotated, and the nearest __init__ is not     generated (_dataclass)
+#                                a pytree base's wrapped one
+#   __repr__                   repr=True, none in the class body              _repr_method
+#   __eq__                     eq=True, none in the class body                _eq_method
+#   __hash__                   _HASH[eq, frozen, the body defines __hash__]   see _HASH
+#   __setattr__, __delattr__   frozen=True (a body defining them is refused)  frozen_*
+#   __getstate__               no pickling method written in the class line   pytree_getstate
+#   __setstate__               none written, nor __reduce__(_ex)              pytree_setstate
+#
+# __hash__, as dataclasses decides it (eq, frozen, explicitly defined in the body) -> action.
+_HASH = {
+    (False, False, False): "keep",
+    (False, False, True): "keep",
+    (False, True, False): "keep",
+    (False, True, True): "keep",
+    (True, False, False): "unhashable",
+    (True, False, True): "keep",
+    (True, True, False): "by value",
+    (True, True, True): "keep",
+}
+_PICKLING = ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
+# What __getstate__ adds to the field values: the layout's names and static flags.
+STATE_LAYOUT = "__pytreekit_fields__"
 
 
-def _spec(obj: object) -> ClassSpec:
-    spec: ClassSpec = getattr(type(obj), SPEC_ATTR)
-    return spec
+def install(
+    cls: type,
+    options: Options,
+    own: Mapping[str, Any],
+    *,
+    annotated: bool,
+    init: Callable[[], Callable[..., None]] | None = None,
+    dataclass_methods: bool = False,
+) -> None:
+    """Put pytreekit's methods on ``cls`` by the table above. ``own``: the class body as the user
+    wrote it. ``init``: makes the generated ``__init__`` of an annotated class, called when the
+    table says so. ``dataclass_methods``: ``cls`` was a dataclass already, and keeps its
+    ``__init__``; of the rest, only what dataclasses generated is replaced (``own`` lists the
+    others)."""
+    if options.frozen:
+        for name in ("__setattr__", "__delattr__"):
+            if name in own:
+                raise TypeError(
+                    f"{cls.__qualname__} defines {name} and asks for frozen=True; pytreekit "
+                    f"needs to own {name} to freeze instances. Remove one of the two."
+                )
+    if not dataclass_methods:
+        user_init = _user_init(cls, own, annotated)
+        if user_init is not None:
+            setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen))
+        elif init is not None and not _inherits_wrapped_init(cls):
+            setattr(cls, "__init__", init())
+    methods: dict[str, Callable[..., Any]] = {}
+    if options.repr and "__repr__" not in own:
+        methods["__repr__"] = _repr_method(cls)
+    if options.eq and "__eq__" not in own:
+        methods["__eq__"] = _eq_method(cls)
+    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    action = _HASH[options.eq, options.frozen, explicit_hash]
+    if dataclass_methods:  # dataclasses decided; its generated hash becomes pytreekit's
+        action = "by value" if "__hash__" not in own and cls.__dict__.get("__hash__") else "keep"
+    if action == "unhashable":
+        setattr(cls, "__hash__", None)
+    elif action == "by value":
+        methods["__hash__"] = _hash_method(cls)
+    if options.frozen:
+        methods.update(__setattr__=_copy(frozen_setattr), __delattr__=_copy(frozen_delattr))
+    if not _writes(cls, own, _PICKLING):
+        methods["__getstate__"] = _copy(pytree_getstate)
+    if not _writes(cls, own, _PICKLING[1:]):  # a state of its own is read by pytreekit's
+        methods["__setstate__"] = _copy(pytree_setstate)
+    for name, method in methods.items():
+        method.__annotations__.pop("self", None)  # as dataclasses' methods: self unannotated
+        method.__name__ = name
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+        method.__module__ = cls.__module__
+        setattr(cls, name, method)
 
 
-def _is_array(value: Any) -> bool:
-    return (
-        hasattr(value, "shape")
-        and hasattr(value, "dtype")
-        and not isinstance(value, (int, float, complex, bool))
-    )
+def _user_init(cls: type, own: Mapping[str, Any], annotated: bool) -> Callable[..., None] | None:
+    """The ``__init__`` a user wrote that ``cls`` runs and that is not wrapped yet; ``None`` for
+    ``object``'s, a generated one, or (annotated classes) one inherited from a class that is not a
+    pytree class (a mixin, a ``typing.Protocol``), which the generated one replaces."""
+    init = own.get("__init__")
+    if init is None and not annotated:
+        init = next(k.__dict__["__init__"] for k in cls.__mro__[1:] if "__init__" in k.__dict__)
+    if init is None or init is object.__init__:
+        return None
+    if getattr(init, "__pytreekit_wraps_init__", False) or getattr(
+        init, "__pytreekit_generated__", False
+    ):
+        return None
+    return init  # type: ignore[no-any-return]
+
+
+def _inherits_wrapped_init(cls: type) -> bool:
+    """Whether the nearest base ``__init__`` is a user's, wrapped by a pytree base: a subclass
+    that adds fields but no ``__init__`` keeps it (where dataclasses would generate one)."""
+    for klass in cls.__mro__[1:]:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            return bool(getattr(init, "__pytreekit_wraps_init__", False))
+    return False
+
+
+def _writes(cls: type, own: Mapping[str, Any], names: tuple[str, ...]) -> bool:
+    """Whether the class line (``own`` and the bases) has one of these methods a user wrote."""
+    for name in names:
+        if name in own:
+            return True
+        for klass in cls.__mro__[1:-1]:  # not object
+            method = klass.__dict__.get(name)
+            if method is not None:
+                if not getattr(method, "__pytreekit_state__", False):
+                    return True
+                break
+    return False
+
+
+def _copy(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of one of pytreekit's functions, to be named as a method of one class."""
+    assert isinstance(function, types.FunctionType)
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__)
+    copy.__doc__ = function.__doc__
+    copy.__dict__.update(function.__dict__)
+    copy.__annotations__ = dict(function.__annotations__)
+    return copy
+
+
+def _names(owner: type, obj: object, role: str) -> tuple[str, ...]:
+    """The fields of ``obj`` a method that ``owner`` defines covers: those ``owner`` declares for
+    ``role`` (``compared``, ``hashed``, ``shown``), as dataclasses' methods use the fields of the
+    class that generated them; for a class without annotations, the fields ``obj`` holds."""
+    spec = own_spec(owner)
+    assert spec is not None
+    declared: tuple[str, ...] | None = getattr(spec, role)
+    if declared is not None:
+        return declared
+    spec = own_spec(type(obj))
+    assert spec is not None
+    return spec.layout_of(obj).names
+
+
+# -- __eq__ -------------------------------------------------------------------------------------
 
 
 def _arrays_equal(a: Any, b: Any) -> Any:
-    if not (_is_array(a) and _is_array(b)):
+    if not (looks_like_array(a) and looks_like_array(b)):
         return False
     if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
         return False
@@ -53,45 +204,38 @@ def _truth(result: Any) -> Any:
     """The truth of a comparison's result that is not a ``bool`` (a NumPy or JAX boolean, an
     elementwise array, a user's truthy value): a Python bool, or a traced bool under a JAX
     transform."""
-    if not _is_array(result):
+    if not looks_like_array(result):
         return bool(result)
     try:
         return bool(np.asarray(result).all())
     except Exception:
-        # Tracers cannot become NumPy arrays: answer with a traced boolean, as JAX code expects.
         return result.all()
 
 
 def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | bool | None:
-    """The fields pytreekit's ``__eq__`` would compare for ``a == b``; ``False`` when it would
-    answer ``False`` at once (instances without annotations holding different fields); ``None``
-    when it would not be pytreekit's ``__eq__`` that decides (another class, a user's)."""
+    """The fields pytreekit's ``__eq__`` compares for ``a == b``; ``False`` when it answers
+    ``False`` at once (instances without annotations holding different fields); ``None`` when it
+    is not pytreekit's ``__eq__`` that decides (another class, a user's)."""
     if a.__class__ is not b.__class__:
         return None
-    eq = getattr(type(a), "__eq__", None)
-    names: tuple[str, ...] | None = getattr(eq, "__pytreekit_compare__", None)
-    if names is not None:
-        return names
-    if eq is pytree_eq:
-        spec = _spec(a)
-        names = spec.field_names(a)
-        return names if set(spec.field_names(b)) == set(names) else False
-    return None
+    owner: type | None = getattr(type(a).__eq__, "__pytreekit_owner__", None)
+    if owner is None:
+        return None
+    names = _names(owner, a, "compared")
+    if set(_names(owner, b, "compared")) != set(names):
+        return False
+    return names
 
 
 def _all_equal(pairs: Any) -> Any:
-    """Whether every pair is equal: a Python bool, or a traced bool under a JAX transform.
-
-    Containers and pytree instances are walked with an explicit stack rather than by recursion,
-    so nesting as deep as JAX flattens compares without a ``RecursionError``.
-    """
+    """Whether every pair is equal: a Python bool, or a traced bool under a JAX transform."""
     stack = list(pairs)
     traced = []
     while stack:
         a, b = stack.pop()
         if a is b:
             continue
-        if _is_array(a) or _is_array(b):
+        if looks_like_array(a) or looks_like_array(b):
             result = _arrays_equal(a, b)
         elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
             if type(a) is not type(b) or len(a) != len(b):
@@ -122,28 +266,49 @@ def _all_equal(pairs: Any) -> Any:
     return functools.reduce(operator.and_, traced)
 
 
-def pytree_eq(self: object, other: object) -> Any:
-    """Same type, same static fields, same leaves (compared as arrays where they are arrays)."""
-    if other.__class__ is not self.__class__:
-        return NotImplemented
-    return _all_equal([(self, other)])
+def _eq_method(owner: type) -> Callable[[object, object], Any]:
+    def __eq__(self: object, other: object) -> Any:
+        """Same type, equal compared fields (arrays compared as arrays)."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _all_equal([(self, other)])
+
+    __eq__.__pytreekit_owner__ = owner  # type: ignore[attr-defined]
+    return __eq__
 
 
-def pytree_hash(self: object) -> int:
-    """Hash of type and field values; arrays are unhashable, so instances holding them are too."""
-    values = []
-    for name in _spec(self).field_names(self):
-        value = getattr(self, name)
+# -- __hash__ -----------------------------------------------------------------------------------
+
+
+def _hash_method(owner: type) -> Callable[[object], int]:
+    def __hash__(self: object) -> int:
+        """The hash of the hashed fields' values; an unhashable one is named."""
+        names = _names(owner, self, "hashed")
+        values = tuple([getattr(self, name) for name in names])
         try:
-            hash(value)
+            return hash(values)
         except TypeError:
-            raise TypeError(
-                f"{type(self).__qualname__} instances are hashable only when every field is, "
-                f"but field {name!r} holds {_describe(value)}. Define __hash__ on the class to "
-                f"hash by identity or by selected fields."
-            ) from None
-        values.append(value)
-    return hash((type(self), tuple(values)))
+            for name, value in zip(names, values, strict=True):
+                try:
+                    hash(value)
+                except TypeError:
+                    raise unhashable_error(type(self), name, value, "hash") from None
+            raise
+
+    return __hash__
+
+
+# -- __repr__ -----------------------------------------------------------------------------------
+
+
+def _repr_method(owner: type) -> Callable[[object], str]:
+    def __repr__(self: object) -> str:
+        """The class and its shown fields, arrays as ``f32[3,2]``."""
+        return summarise(self)
+
+    guarded: Any = reprlib.recursive_repr()(__repr__)
+    guarded.__pytreekit_owner__ = owner
+    return guarded  # type: ignore[no-any-return]
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -166,23 +331,9 @@ class _Leave(int):
     """Marks the end of an instance in ``summarise``'s walk (its id)."""
 
 
-def _repr_fields_of(value: Any) -> tuple[str, ...] | None:
-    """The fields pytreekit's ``__repr__`` shows for ``value``, or ``None`` if it is not that
-    ``__repr__``."""
-    method = getattr(type(value), "__repr__", None)
-    names: tuple[str, ...] | None = getattr(method, "__pytreekit_repr__", None)
-    if names is None and method is pytree_repr:
-        names = tuple(f.name for f in _spec(value).instance_fields(value) if f.repr)
-    return names
-
-
 def summarise(value: Any) -> str:
     """A short repr: arrays as ``f32[3,2]``, containers and pytree instances element-wise,
-    anything else by ``repr``.
-
-    Walked with an explicit stack (nesting as deep as JAX flattens works); an instance met again
-    inside itself shows as ``...``.
-    """
+    anything else by ``repr``. An instance met again inside itself shows as ``...``."""
     out: list[str] = []
     inside: set[int] = set()
     stack: list[Any] = [value]
@@ -200,7 +351,7 @@ def summarise(value: Any) -> str:
 
 def _expand(value: Any, inside: set[int]) -> list[Any]:
     """``value`` as text and values still to summarise, in order."""
-    if _is_array(value):
+    if looks_like_array(value):
         return [_Text(f"{_dtype_name(value.dtype)}[{','.join(str(d) for d in value.shape)}]")]
     if type(value) is list:
         return [_Text("["), *_joined(value), _Text("]")]
@@ -211,14 +362,14 @@ def _expand(value: Any, inside: set[int]) -> list[Any]:
         return [_Text("{"), *_joined(items, flat=True), _Text("}")]
     if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
         return [_Text(f"<function {value.__qualname__}>")]
-    names = _repr_fields_of(value)
-    if names is None:
+    owner: type | None = getattr(type(value).__repr__, "__pytreekit_owner__", None)
+    if owner is None:
         return [_Text(repr(value))]
     if id(value) in inside:
         return [_Text("...")]
     inside.add(id(value))
     parts = []
-    for name in names:
+    for name in _names(owner, value, "shown"):
         try:
             parts.append([_Text(f"{name}="), getattr(value, name)])
         except AttributeError:
@@ -243,63 +394,45 @@ def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
     return result
 
 
-@reprlib.recursive_repr()
-def pytree_repr(self: object) -> str:
-    return summarise(self)
+# -- copy and pickle ----------------------------------------------------------------------------
 
 
-def eq_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
-    """``__eq__`` over the fields with ``compare=True``, arrays compared as arrays."""
-    pairs = "".join(f"(self.{f.name}, other.{f.name}), " for f in fields if f.compare)
-    body = [
-        "if other.__class__ is self.__class__:",
-        f"    return __pytreekit_all_equal__(({pairs}))",
-        "return NotImplemented",
-    ]
-    helpers = {"__pytreekit_all_equal__": _all_equal}
-    method = method_for(cls, "__eq__", "self, other", body, helpers, {"other": object})
-    # Lets a comparison of nested instances walk them instead of recursing into __eq__.
-    method.__pytreekit_compare__ = tuple(f.name for f in fields if f.compare)  # type: ignore[attr-defined]
-    return method
-
-
-def hash_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
-    """``__hash__`` of the values of the fields dataclasses would hash; an unhashable value is
-    reported by field name."""
-    names = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
-    values = "".join(f"self.{name}, " for name in names)
-    body = [
-        "try:",
-        f"    return __pytreekit_hash__(({values}))",
-        "except TypeError:",
-        f"    __pytreekit_unhashable__(self, {tuple(names)!r})",
-        "    raise",
-    ]
-    helpers = {"__pytreekit_hash__": hash, "__pytreekit_unhashable__": _unhashable}
-    return method_for(cls, "__hash__", "self", body, helpers, {"return": int})
-
-
-def repr_for(cls: type, fields: Sequence[dataclasses.Field[Any]]) -> types.FunctionType:
-    """``__repr__`` with arrays summarised (``f32[3,2]``), recursion-safe like dataclasses'."""
-    names = tuple(f.name for f in fields if f.repr)
-    helpers = {"__pytreekit_summarise__": summarise}
-    method = method_for(cls, "__repr__", "self", ["return __pytreekit_summarise__(self)"], helpers)
-    method.__annotations__ = {"return": str}
-    guarded: Any = reprlib.recursive_repr()(method)
-    guarded.__pytreekit_repr__ = names
-    return guarded  # type: ignore[no-any-return]
-
-
-def _unhashable(obj: object, names: tuple[str, ...]) -> None:
-    for name in names:
-        value = getattr(obj, name)
+def pytree_getstate(self: object) -> dict[str, Any]:
+    """The fields, by name, and the layout they form (names and static flags)."""
+    spec = own_spec(type(self))
+    assert spec is not None
+    layout = spec.layout_of(self)
+    state = {}
+    for name in layout.names:
         try:
-            hash(value)
-        except TypeError:
-            raise TypeError(
-                f"{type(obj).__qualname__} instances are hashable only when the fields they "
-                f"compare are, but field {name!r} holds {_describe(value)}, which is not. To "
-                f"compile with an instance, pass it to the jitted function as an argument (not as "
-                f"the function or a static argument); to hash by the other fields, declare this "
-                f"one with field(hash=False)."
-            ) from None
+            state[name] = picklable(getattr(self, name))
+        except AttributeError:
+            continue  # an unset field stays unset
+    state[STATE_LAYOUT] = (layout.names, layout.static)
+    return state
+
+
+def pytree_setstate(self: object, state: Any) -> None:
+    """Write the fields to storage directly: no ``__init__``, no ``__setattr__``."""
+    dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
+    layout_state = None
+    for name, value in {**(dict_state or {}), **(slot_state or {})}.items():
+        if name == STATE_LAYOUT:
+            layout_state = value
+        elif name != LAYOUT_ATTR:
+            object.__setattr__(self, name, value.resolve() if type(value) is Reference else value)
+    spec = own_spec(type(self))
+    assert spec is not None
+    table = spec.layouts
+    if layout_state is not None:
+        layout = table.intern(tuple(layout_state[0]), tuple(layout_state[1]))
+    elif isinstance((dict_state or {}).get(LAYOUT_ATTR), Layout):  # pickled by pytreekit 0.2.0
+        layout = dict_state[LAYOUT_ATTR]
+    else:
+        return
+    if not table.declared:
+        table.note(self, layout)
+
+
+pytree_getstate.__pytreekit_state__ = True  # type: ignore[attr-defined]
+pytree_setstate.__pytreekit_state__ = True  # type: ignore[attr-defined]

@@ -1,27 +1,33 @@
 """Aux data as bytes, for the registries that write treedefs to disk: ``jax.export`` (registered
 automatically with the jax backend) and ``torch.export`` (the torch backend's dumpable context).
 
-A class's aux data holds its static values (and, without annotations, the instance's layout), so
-a serialized treedef stores them: pickled, which stores functions and classes by reference
-(module and name). Reading such an artifact back unpickles it, so load only artifacts you trust,
-as with any pickle.
+A class's aux data holds its layout and static values, so a serialized treedef stores the field
+names, the static names and the static values, pickled. Pickle stores functions and classes by
+reference (module and name), and pytreekit stores the functions pickle cannot (``jnp.tanh``,
+``jax.nn.relu``) by reference too. Reading such an artifact back unpickles it, so load only
+artifacts you trust, as with any pickle.
 
 Each class is registered under ``"<module>:<qualname>"`` for ``jax.export`` and
 ``"<module>.<qualname>"`` for torch (torch's own convention), so a fresh process that imports the
-defining module finds it. Defining a class again under the same name (a notebook cell run twice)
-points the name at the newest class: artifacts read afterwards produce instances of it.
+defining module finds it. The name is registered for reading when the class is decorated; the
+class is registered for writing when it is first used, unless a registration made by hand with
+``jax.export.register_pytree_node_serialization`` (JAX's documented route) came first: that one
+stands. Defining a class again under the same name (a notebook cell run twice) points the name at
+the newest class: artifacts read afterwards produce instances of it.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import pickle
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._nodes import NodeFunctions
+from ._compat import HAS_EXPORT_SERIALIZATION, export_registries, jax_from_children
+from ._fields import findable_name, import_by_name
+from ._nodes import NodeFunctions
 
 _FORMAT = 1  # bump when the layout of the pickled tuple changes
 _lock = threading.Lock()
@@ -32,29 +38,32 @@ def export_name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _static_names(nodes: NodeFunctions, aux: Any) -> tuple[str, ...]:
-    if nodes.annotated:
-        assert nodes.primary is not None
-        return nodes.primary.static_names
-    return tuple(aux[0].static_names)
+class _Pickler(pickle.Pickler):
+    """Pickle, with objects found by name (``jnp.tanh``) stored by reference."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        name = findable_name(obj)
+        return NotImplemented if name is None else (import_by_name, name)
 
 
 def dump_aux(nodes: NodeFunctions, aux: Any, what: str) -> bytes:
-    """``aux`` as bytes: format, field names (``None`` when annotated), static names, values.
+    """``aux`` as bytes: format, field names, static names, static values.
 
     ``what`` names the consumer in the error for a value pickle cannot store.
     """
     names, statics = nodes.aux_state(aux)
-    static_names = _static_names(nodes, aux)
+    static_names = nodes.layout_in(aux).static_names
+    buffer = io.BytesIO()
     try:
-        return pickle.dumps((_FORMAT, names, static_names, statics), protocol=4)
+        _Pickler(buffer, protocol=4).dump((_FORMAT, names, static_names, statics))
     except Exception as error:
-        raise _unpicklable(nodes, static_names, statics, what, error) from error
+        raise _unpicklable(nodes.cls, static_names, statics, what, error) from error
+    return buffer.getvalue()
 
 
 def load_aux(nodes: NodeFunctions, data: bytes | bytearray) -> Any:
     """The aux data ``dump_aux`` wrote, checked against the class as it is now."""
-    cls = nodes.spec.cls
+    cls = nodes.cls
     state = pickle.loads(bytes(data))
     if not (isinstance(state, tuple) and len(state) == 4 and state[0] == _FORMAT):
         written = state[0] if isinstance(state, tuple) and state else None
@@ -64,8 +73,10 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray) -> Any:
             f"{_FORMAT})."
         )
     _, names, static_names, statics = state
-    if nodes.annotated:
-        expected = _static_names(nodes, None)
+    table = nodes.table
+    if table.declared and names is None:
+        assert table.primary is not None
+        expected = table.primary.static_names
         if tuple(static_names) != expected:
             raise TypeError(
                 f"cannot read the serialized treedef of {cls.__qualname__}: it was written when "
@@ -76,13 +87,8 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray) -> Any:
 
 
 def _unpicklable(
-    nodes: NodeFunctions,
-    static_names: tuple[str, ...],
-    statics: tuple[Any, ...],
-    what: str,
-    error: Exception,
+    cls: type, static_names: tuple[str, ...], statics: tuple[Any, ...], what: str, error: Exception
 ) -> TypeError:
-    cls = nodes.spec.cls
     culprits = [
         (name, value, value_error)
         for name, value in zip(static_names, statics, strict=True)
@@ -90,9 +96,11 @@ def _unpicklable(
     ]
     # Pickle failing on the tuple but on no value alone is not expected; name them all then.
     name, value, error = culprits[0] if culprits else (", ".join(static_names), statics, error)
+    text = repr(value)
+    text = text if len(text) <= 80 else text[:77] + "..."
     return TypeError(
         f"{what} stores the static fields of {cls.__qualname__} with pickle, but "
-        f"{cls.__qualname__}.{name} holds {_short(value)}, which pickle cannot store "
+        f"{cls.__qualname__}.{name} holds {text}, which pickle cannot store "
         f"({type(error).__name__}: {error}). Use a value defined at module level (functions "
         f"and classes are stored by reference: a lambda or a function defined inside another "
         f"function cannot be), or make {name} a non-static field."
@@ -101,24 +109,20 @@ def _unpicklable(
 
 def _pickle_error(value: Any) -> Exception | None:
     try:
-        pickle.dumps(value, protocol=4)
+        _Pickler(io.BytesIO(), protocol=4).dump(value)
     except Exception as error:
         return error
     return None
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- jax.export ---------------------------------------------------------------------------------
 
 
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
-    """Let ``jax.export`` serialize treedefs holding ``cls`` (called once per class, after its
-    ``jax.tree_util`` registration)."""
-    from jax import export
+    """Let ``jax.export`` read artifacts naming ``cls`` now, and write them from the class's first
+    use (called once per class, after its ``jax.tree_util`` registration)."""
+    if not HAS_EXPORT_SERIALIZATION:
+        return  # this jax cannot serialize custom pytree nodes at all
 
     name = export_name(cls)
 
@@ -129,56 +133,30 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
         return load_aux(nodes, data)
 
     serialize_auxdata.__pytreekit_class__ = cls  # type: ignore[attr-defined]
+    deserialize_auxdata.__pytreekit_class__ = cls  # type: ignore[attr-defined]
+    by_type, by_name = export_registries()
     with _lock:
-        try:
-            export.register_pytree_node_serialization(
-                cls,
-                serialized_name=name,
-                serialize_auxdata=serialize_auxdata,
-                deserialize_auxdata=deserialize_auxdata,
+        previous = by_name.get(name)
+        if previous is None or getattr(previous[1], "__pytreekit_class__", None) is previous[0]:
+            # Free, or ours for a class of the same name defined earlier (re-pointed).
+            by_name[name] = (cls, deserialize_auxdata, jax_from_children(cls))
+        elif previous[0] is not cls:
+            warnings.warn(
+                f"{cls.__qualname__} was not registered for jax.export serialization: the name "
+                f"{name!r} is already registered for {previous[0]!r}. Exporting a function whose "
+                f"signature holds {cls.__qualname__} will fail at serialize(); register it by "
+                f"hand with jax.export.register_pytree_node_serialization under another name.",
+                RuntimeWarning,
+                stacklevel=2,
             )
-        except ValueError:
-            _register_again(cls, name, serialize_auxdata, deserialize_auxdata)
+            return
 
+    def register_for_writing() -> None:
+        with _lock:
+            if cls not in by_type:  # a registration by hand, made before, stands
+                by_type[cls] = (name, serialize_auxdata)
 
-def _jax_registries() -> tuple[dict[type, Any], dict[str, Any], dict[type, Any]]:
-    """jax.export's registries by type and by name, and jax.tree_util's (private: jax offers no
-    way to point a registered name at another class). Empty if a jax moved them."""
-    try:
-        from jax._src.export import _export as registry
-        from jax._src.tree_util import _registry as tree_registry
-
-        return registry.serialization_registry, registry.deserialization_registry, tree_registry
-    except (ImportError, AttributeError):
-        return {}, {}, {}
-
-
-def _register_again(cls: type, name: str, serialize: Any, deserialize: Any) -> None:
-    """``jax.export`` refuses a second registration of a type or of a name; decide which."""
-    by_type, by_name, tree_registry = _jax_registries()
-    if cls in by_type:
-        return  # registered by hand already: the user's registration stands
-    previous = by_name.get(name)
-    previous_cls = previous[0] if previous is not None else None
-    if (
-        previous_cls is not None
-        and getattr(by_type.get(previous_cls, (None, None))[1], "__pytreekit_class__", None)
-        is previous_cls
-        and cls in tree_registry
-    ):
-        # The same module:qualname defined again (a notebook cell run twice): artifacts read from
-        # now on produce the newest class; instances of the older one still serialize.
-        by_type[cls] = (name, serialize)
-        by_name[name] = (cls, deserialize, tree_registry[cls].from_iter)
-        return
-    warnings.warn(
-        f"{cls.__qualname__} was not registered for jax.export serialization: the name {name!r} "
-        f"is already registered for {previous_cls!r}. Exporting a function whose signature "
-        f"holds {cls.__qualname__} will fail at serialize(); register it by hand with "
-        f"jax.export.register_pytree_node_serialization under another name.",
-        RuntimeWarning,
-        stacklevel=2,
-    )
+    nodes.add_first_use_hook(register_for_writing)
 
 
 # -- torch --------------------------------------------------------------------------------------

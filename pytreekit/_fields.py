@@ -1,16 +1,26 @@
-"""Field declarations: ``field()`` and ``Field``, the standard library's field with two additions.
+"""Field declarations (``field()``, ``Field``, ``MISSING``) and checks of the values fields hold.
 
-Annotated pytree classes are dataclasses, so their fields are ``dataclasses.Field`` objects;
-pytreekit's ``Field`` subclass adds ``static`` and ``converter``. ``dataclasses.field(...)`` works
-as a specifier too: its fields are converted, taking ``static`` from ``metadata`` (Equinox's
-``{"static": True}`` or flax's ``{"pytree_node": False}``) or from ``pytree_class(static=...)``.
+Annotated pytree classes are dataclasses, so their fields are ``dataclasses.Field`` objects.
+Whether a field is static, and its converter, live in the field's ``metadata`` (Equinox's,
+flax's and ``jax.tree_util.register_dataclass``'s convention), so ``field(static=True)``,
+``dataclasses.field(metadata={"static": True})`` and flax's ``{"pytree_node": False}`` all say the
+same thing in the same place. ``Field`` is the standard field with two read-only views of that.
+
+The one describer of a bad value (``describe``), the one test of "is it an array" these messages
+and the dunder methods share (``looks_like_array``), and the one explanation of an unhashable
+value (``unhashable_error``) live here too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
+import importlib
 import inspect
-from collections.abc import Callable, Mapping
+import sys
+import types
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
@@ -21,24 +31,22 @@ MISSING: Any = dataclasses.MISSING
 
 # Field.__init__'s parameters differ between Python versions (3.14 added ``doc``).
 _FIELD_PARAMETERS = tuple(inspect.signature(dataclasses.Field.__init__).parameters)[1:]
+_FIELD_SLOTS = dataclasses.Field.__slots__
 
 
 class Field(dataclasses.Field[Any]):
-    """A field of a pytree class: a ``dataclasses.Field`` that also knows whether it is
-    ``static`` (part of the treedef, not a leaf) and its ``converter``.
+    """A field of a pytree class: a ``dataclasses.Field`` that also says whether it is ``static``
+    (part of the treedef, not a leaf) and what its ``converter`` is, both read from its
+    ``metadata``.
 
     >>> import dataclasses
     >>> from pytreekit import Field, field
-    >>> isinstance(field(static=True), dataclasses.Field)
-    True
+    >>> f = field(static=True)
+    >>> isinstance(f, dataclasses.Field), f.static, dict(f.metadata)
+    (True, True, {'static': True})
     """
 
-    __slots__ = ("converter", "static")
-
-    static: bool
-    """Whether the field is part of the treedef (compared, hashed, never a leaf)."""
-    converter: Callable[[Any], Any] | None
-    """Applied by ``__init__`` to the value passed (or defaulted), or ``None``."""
+    __slots__ = ()  # the standard field's layout, so a dataclasses.Field can become one in place
 
     def __init__(
         self,
@@ -58,13 +66,76 @@ class Field(dataclasses.Field[Any]):
             "kw_only": MISSING,
         }
         values.update(dataclass_field)
+        values["metadata"] = with_pytree_metadata(values["metadata"], static, converter)
         super().__init__(**{k: v for k, v in values.items() if k in _FIELD_PARAMETERS})
-        self.static = static
-        self.converter = converter
+
+    @property
+    def static(self) -> bool:
+        """Whether the field is part of the treedef (compared, hashed, never a leaf)."""
+        return static_in_metadata(self.metadata)
+
+    @property
+    def converter(self) -> Callable[[Any], Any] | None:
+        """Applied by the generated ``__init__`` to the value passed (or defaulted), or ``None``."""
+        converter: Callable[[Any], Any] | None = _get(self.metadata, "converter", None)
+        return converter
 
     def __repr__(self) -> str:
         extra = f",static={self.static!r},converter={self.converter!r})"
         return "pytreekit." + super().__repr__()[:-1] + extra
+
+
+def static_in_metadata(metadata: Mapping[str, Any]) -> bool:
+    """Whether a field's metadata marks it static, in Equinox's or flax's convention."""
+    return bool(_get(metadata, "static", False)) or _get(metadata, "pytree_node", True) is False
+
+
+def _get(metadata: Mapping[str, Any], key: str, default: Any) -> Any:
+    # Not .get(): dataclasses.field takes any object with __getitem__ as metadata.
+    try:
+        return metadata[key]
+    except LookupError:
+        return default
+
+
+def with_pytree_metadata(
+    metadata: Any, static: bool, converter: Callable[[Any], Any] | None
+) -> Any:
+    """``metadata`` with ``static`` and ``converter`` recorded in it (unchanged without them)."""
+    if not static and converter is None:
+        return metadata
+    try:
+        merged = dict(metadata or {})
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"field(metadata=...) is combined with static= or converter= by copying it into a "
+            f"dict, which {metadata!r} does not allow; pass metadata as a dict."
+        ) from None
+    if static:
+        merged["static"] = True
+    if converter is not None:
+        merged["converter"] = converter
+    return merged
+
+
+def as_pytree_field(f: dataclasses.Field[Any], *, static: bool, owned: bool) -> Field:
+    """``f`` as a pytreekit ``Field`` with ``static`` recorded. ``owned``: ``f`` belongs to the
+    class being decorated only, so it may be changed in place (dataclasses made it for this class);
+    otherwise a copy is made."""
+    if type(f) is Field and f.static == static:
+        return f
+    if type(f) in (Field, dataclasses.Field) and owned:
+        f.__class__ = Field
+        new = f
+    else:  # a base's field, or another library's Field subclass: copy the standard attributes
+        new = Field.__new__(Field)
+        for slot in _FIELD_SLOTS:
+            if hasattr(f, slot):
+                object.__setattr__(new, slot, getattr(f, slot))
+    assert isinstance(new, Field)
+    if new.static != static:
+        new.metadata = types.MappingProxyType(with_pytree_metadata(new.metadata, static, None))
+    return new
 
 
 def named_field(name: str, static: bool) -> Field:
@@ -72,29 +143,6 @@ def named_field(name: str, static: bool) -> Field:
     f = Field(static=static)
     f.name = name
     return f
-
-
-def static_in_metadata(metadata: Mapping[str, Any]) -> bool:
-    """Whether a field's metadata marks it static, in Equinox's or flax's convention."""
-    return bool(metadata.get("static", False)) or metadata.get("pytree_node", True) is False
-
-
-def as_pytree_field(f: dataclasses.Field[Any], static: bool) -> Field:
-    """``f`` as a pytreekit ``Field`` (a copy; ``f`` may belong to another class too)."""
-    converted = _copy(f)
-    if not isinstance(f, Field):
-        converted.converter = None
-    converted.static = static
-    return converted
-
-
-def _copy(f: dataclasses.Field[Any]) -> Field:
-    new = Field.__new__(Field)
-    for klass in type(f).__mro__:
-        for slot in klass.__dict__.get("__slots__", ()):
-            if hasattr(f, slot):
-                object.__setattr__(new, slot, getattr(f, slot))
-    return new
 
 
 # The overloads tell type checkers (through dataclass_transform) the field's type and whether it
@@ -168,22 +216,27 @@ def field(
 ) -> Any:
     """Declare a field of a ``@pytree_class``: ``dataclasses.field`` plus two parameters.
 
+    ``static`` and ``converter`` are recorded in the field's ``metadata`` (as ``"static"`` and
+    ``"converter"``), where Equinox and flax keep them too.
+
     Args:
         static: Put the value in the treedef instead of the leaves. It must be hashable, and
             changing it makes ``jax.jit`` retrace. Use it for sizes, flags and functions.
         converter: Applied to the value passed to the generated ``__init__`` (and to the
             default), before ``__post_init__``; never when JAX rebuilds an instance.
         default, default_factory, init, repr, hash, compare, metadata, kw_only: As for
-            ``dataclasses.field``.
+            ``dataclasses.field``. ``metadata`` takes what ``dataclasses.field`` takes (a
+            mapping, or an object with ``__getitem__``); combined with ``static`` or
+            ``converter`` it must convert to a ``dict``.
 
     Returns:
         A ``pytreekit.Field`` (a ``dataclasses.Field``), which the class replaces by the default.
 
     Raises:
         ValueError: Both ``default`` and ``default_factory`` are given.
-        TypeError: ``default_factory`` or ``converter`` is not callable, ``metadata`` is not a
-            mapping, or a flag (``static``, ``init``, ``repr``, ``compare``, ``kw_only``,
-            ``hash``) is not a bool (``hash`` may also be ``None``).
+        TypeError: ``default_factory`` or ``converter`` is not callable, ``metadata`` is neither
+            ``None`` nor mapping-like, or a flag (``static``, ``init``, ``repr``, ``compare``,
+            ``kw_only``, ``hash``) is not a bool (``hash`` may also be ``None``).
 
     >>> import jax
     >>> import jax.numpy as jnp
@@ -210,11 +263,14 @@ def field(
             f"field(converter=...) must be callable (called on the value given to __init__), "
             f"got {converter!r}."
         )
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise TypeError(
-            f"field(metadata=...) takes a mapping (a dict of your own annotations) or None, "
-            f"got {metadata!r}."
-        )
+    if metadata is not None:
+        try:
+            types.MappingProxyType(metadata)  # what dataclasses.field accepts
+        except TypeError:
+            raise TypeError(
+                f"field(metadata=...) takes a mapping (a dict of your own annotations) or None, "
+                f"got {metadata!r}."
+            ) from None
     # dataclasses.field accepts any value for its flags; a wrong one would misconfigure silently.
     flags = {"static": static, "init": init, "repr": repr, "compare": compare}
     if kw_only is not MISSING:
@@ -236,3 +292,165 @@ def field(
         metadata=metadata,
         kw_only=kw_only,
     )
+
+
+# -- the values fields hold ---------------------------------------------------------------------
+
+
+def looks_like_array(value: Any) -> bool:
+    """An array of any library (JAX, NumPy, torch, a tracer): it has a shape and a dtype. Python
+    numbers are not arrays."""
+    return (
+        hasattr(value, "shape")
+        and hasattr(value, "dtype")
+        and not isinstance(value, (int, float, complex, bool))
+    )
+
+
+def describe(value: Any) -> str:
+    """A value as an error message names it: arrays by kind, dtype and shape, others by repr."""
+    kind = type(value).__qualname__
+    if type(value).__module__ != "builtins":
+        kind = f"{type(value).__module__}.{kind}"
+    if looks_like_array(value):
+        return f"an array ({kind} of dtype {value.dtype} and shape {tuple(value.shape)})"
+    return f"a {kind} ({value!r:.60})"
+
+
+def unhashable_error(cls: type, name: str, value: Any, role: str) -> TypeError:
+    """Why ``cls.name``'s value must be hashable and is not. ``role``: ``"static"`` (the value
+    lives in the treedef) or ``"hash"`` (hashing a frozen instance hashes its fields)."""
+    owner = cls.__qualname__
+    if role == "static":
+        why = (
+            f"{owner}.{name} is a static field, so its value must be hashable (it is stored in "
+            f"the treedef that jax.jit hashes), but it holds"
+        )
+        if looks_like_array(value):
+            advice = (
+                "Arrays cannot be static: make the field non-static so it becomes a leaf, or "
+                "store a hashable Python value (a tuple, an int)."
+            )
+        else:
+            advice = (
+                "Use a hashable value (a tuple instead of a list, a frozen pytree class instead "
+                "of a mutable one), or make the field non-static so it becomes part of the "
+                "leaves."
+            )
+    else:
+        why = (
+            f"{owner} instances are hashable only when the fields they compare are, but field "
+            f"{name!r} holds"
+        )
+        advice = (
+            "To compile with an instance, pass it to the jitted function as an argument (not as "
+            "the function or a static argument); to hash by the other fields, declare this one "
+            "with field(hash=False), or define __hash__ on the class."
+        )
+    return TypeError(f"{why} {describe(value)}. {advice}")
+
+
+def check_static_value(cls: type, name: str, value: Any) -> None:
+    """Raise ``TypeError`` naming ``cls.name`` unless ``value`` can live in a treedef."""
+    try:
+        hash(value)
+    except TypeError:
+        raise unhashable_error(cls, name, value, "static") from None
+
+
+# How alike two names must be (difflib's ratio) for one to be taken for a misspelling of the other:
+# loosely to suggest a name in an error raised anyway, strictly to raise an error because of it
+# (``x1`` is no misspelling of ``x10``; ``widht`` is one of ``width``, 0.8 alike).
+SUGGEST = 0.6
+ACCUSE = 0.85
+
+
+def close_match(name: str, candidates: Iterable[str], cutoff: float) -> str | None:
+    """The candidate ``name`` is most likely a misspelling of, if any is ``cutoff`` alike."""
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+# -- values pickle cannot store by itself --------------------------------------------------------
+
+
+class Reference:
+    """An importable object that pickle cannot store (JAX's compiled functions such as
+    ``jnp.tanh``, or ``jax.nn.relu``), stored as its module and qualified name: unpickled, it is
+    the same object again."""
+
+    __slots__ = ("module", "qualname")
+
+    def __init__(self, module: str, qualname: str) -> None:
+        self.module = module
+        self.qualname = qualname
+
+    def __reduce__(self) -> tuple[Callable[[str, str], Any], tuple[str, str]]:
+        return import_by_name, (self.module, self.qualname)
+
+    def resolve(self) -> Any:
+        return import_by_name(self.module, self.qualname)
+
+
+def import_by_name(module: str, qualname: str) -> Any:
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+_NATIVELY_BY_NAME = (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)
+_found_names: dict[Any, tuple[str, str] | None] = {}
+
+
+def findable_name(value: Any) -> tuple[str, str] | None:
+    """``(module, qualname)`` that imports ``value`` again, for a callable pickle would not store
+    by reference itself (it does so for classes and functions); ``None`` otherwise."""
+    if isinstance(value, _NATIVELY_BY_NAME) or not callable(value):
+        return None
+    try:
+        return _found_names[value]
+    except (KeyError, TypeError):  # TypeError: unhashable, so not a module-level object either
+        pass
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    found = None
+    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
+        # The module it says, then the public modules of its package that export it
+        # (jax.nn.relu says jax._src.nn.functions, where another object has that name).
+        package = module.partition(".")[0]
+        public = sorted(
+            (
+                name
+                for name in list(sys.modules)
+                if (name == package or name.startswith(package + "."))
+                and "._" not in name
+                and name != module
+            ),
+            key=len,
+        )
+        for candidate in (module, *public):
+            try:
+                if import_by_name(candidate, qualname) is value:
+                    found = (candidate, qualname)
+                    break
+            except (ImportError, AttributeError):
+                continue
+    with contextlib.suppress(TypeError):  # an unhashable value is looked up every time
+        _found_names[value] = found
+    return found
+
+
+def picklable(value: Any) -> Any:
+    """``value`` with what pickle cannot store, but can find by name, as a ``Reference``
+    (looking inside lists, tuples and dicts; unchanged where there is nothing to replace)."""
+    kind = type(value)
+    if kind in (list, tuple):
+        items = [picklable(item) for item in value]
+        changed = any(new is not old for new, old in zip(items, value, strict=True))
+        return kind(items) if changed else value
+    if kind is dict:
+        entries = {key: picklable(item) for key, item in value.items()}
+        changed = any(entries[key] is not item for key, item in value.items())
+        return entries if changed else value
+    name = findable_name(value)
+    return value if name is None else Reference(*name)

@@ -1,18 +1,20 @@
-"""Frozen instances: assignment raises once ``__init__`` (and ``__post_init__``) have returned.
+"""Frozen instances: the error, the frozen ``__setattr__``/``__delattr__``, and which instances
+are still being initialised (those may assign).
 
-A user's own ``__init__`` in a frozen class may still assign ``self.x = ...``: the instance counts
-as initialising while it runs (see ``_init.wrap_user_init``). Rebuilding (unflatten, ``replace``,
-copy, pickle) writes storage directly and never comes through here.
+A user's own ``__init__`` in a frozen class may assign ``self.x = ...``, and so may
+``__post_init__``: the instance counts as initialising while they run. Rebuilding (unflatten,
+``replace``, copy, pickle) writes storage directly and never comes through here.
 """
 
-from __future__ import annotations
+# No postponed annotations: these functions become methods of user classes, and checkers such as
+# beartype resolve a method's string annotations in the class's module, not in pytreekit.
 
 import dataclasses
 from typing import Any
 
 # ids of instances whose __init__ is running; an id is only reused after its object is freed,
 # and an object cannot be freed while its own __init__ runs.
-initialising: set[int] = set()
+_initialising: set[int] = set()
 
 
 class FrozenInstanceError(dataclasses.FrozenInstanceError):
@@ -33,11 +35,24 @@ class FrozenInstanceError(dataclasses.FrozenInstanceError):
     """
 
 
+# Functions, not the set itself, are what generated methods call: a class pickled by value takes
+# its methods along, and these are found by reference where it arrives.
+def begin_init(obj: object) -> None:
+    _initialising.add(id(obj))
+
+
+def end_init(obj: object) -> None:
+    _initialising.discard(id(obj))
+
+
+def initialising(obj: object) -> bool:
+    return id(obj) in _initialising
+
+
 def frozen_setattr(self: object, name: str, value: Any) -> None:
-    if id(self) not in initialising:
-        cls = type(self).__qualname__
+    if not initialising(self):
         raise FrozenInstanceError(
-            f"cannot assign to field {name!r} of frozen {cls} instance; "
+            f"cannot assign to field {name!r} of frozen {type(self).__qualname__} instance; "
             f"use pytreekit.replace(obj, {name}=...) to get an updated copy."
         )
     object.__setattr__(self, name, value)
@@ -47,13 +62,3 @@ def frozen_delattr(self: object, name: str) -> None:
     raise FrozenInstanceError(
         f"cannot delete field {name!r} of frozen {type(self).__qualname__} instance."
     )
-
-
-def restore_state(self: object, state: Any) -> None:
-    """``__setstate__`` for frozen classes: pickle and copy would otherwise call ``__setattr__``
-    for slot values."""
-    dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
-    if dict_state:
-        self.__dict__.update(dict_state)
-    for name, value in (slot_state or {}).items():
-        object.__setattr__(self, name, value)

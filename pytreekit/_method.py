@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
@@ -98,20 +99,22 @@ class CustomMethod(Generic[S, P, R]):
         result: R = self._custom(arguments_split, dynamic)
         return result
 
+    def with_primal(self, fn: Callable[Concatenate[S, P], R]) -> Self:
+        """This method's rules around ``fn``: an implementation of an abstract custom method."""
+        kept = type(self)(fn, nondiff_self=self.nondiff_self)
+        self._copy_rules(kept)
+        return kept
+
+    def _copy_rules(self, other: Self) -> None:
+        raise NotImplementedError
+
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         """The undecorated computation, on rebuilt arguments (what JAX's custom_* wraps)."""
         function: Callable[..., Any] = self.fn  # rebuilt arguments are untyped
         return function(*arguments_split.rebuild(dynamic))
 
     def _named_primal(self) -> Callable[..., Any]:
-        """``_primal`` under the user's method name, which JAX shows in jaxprs and messages."""
-
-        def primal(arguments_split: Split, dynamic: list[Any]) -> Any:
-            return self._primal(arguments_split, dynamic)
-
-        primal.__name__ = getattr(self.fn, "__name__", "primal")
-        primal.__qualname__ = getattr(self.fn, "__qualname__", primal.__name__)
-        return with_signature(primal)
+        return named_after(self.fn, self._primal)
 
     def _resolve(self, arguments: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         if not kwargs and len(arguments) == self._exact_arity:
@@ -129,6 +132,43 @@ def with_signature(function: F) -> F:
     it wraps on every call (to describe them in messages), which dominates a cheap eager call."""
     function.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
     return function
+
+
+def named_after(user_function: Any, call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` under the name of the user's function, which JAX shows in jaxprs and messages."""
+
+    def named(*arguments: Any) -> Any:
+        return call(*arguments)
+
+    named.__name__ = getattr(user_function, "__name__", call.__name__)
+    named.__qualname__ = getattr(user_function, "__qualname__", named.__name__)
+    return with_signature(named)
+
+
+def inherit_rules(cls: type) -> None:
+    """A plain method overriding a custom method of a base: an override of an abstract one is
+    its implementation and keeps its rules (as tjax does); an override of a concrete one replaces
+    the method, rules included, as Python overriding does, and a warning says so."""
+    for name, value in list(vars(cls).items()):
+        if not isinstance(value, types.FunctionType):
+            continue
+        inherited = next((vars(b)[name] for b in cls.__mro__[1:] if name in vars(b)), None)
+        if not isinstance(inherited, CustomMethod):
+            continue
+        if getattr(inherited, "__isabstractmethod__", False):
+            kept = inherited.with_primal(value)
+            kept.__set_name__(cls, name)
+            setattr(cls, name, kept)
+            continue
+        warnings.warn(
+            f"{cls.__qualname__}.{name} overrides {inherited.name}, a {inherited.kind}, with a "
+            f"plain method: {cls.__qualname__}.{name} has no custom rule, and JAX "
+            f"differentiates its body. To keep a rule, decorate the override with "
+            f"@{inherited.kind} and give it its rule, or make {inherited.name} abstract "
+            f"(@abc.abstractmethod) so that implementations keep its rule.",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def describe_non_pair(result: Any) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ._spec import SPEC_ATTR, spec_of
+from ._codegen import SPEC_ATTR
+from ._spec import ClassSpec, spec_of
 
 T = TypeVar("T")
 
@@ -25,8 +26,9 @@ def replace(obj: T, /, **changes: Any) -> T:
         The new instance; ``obj`` is unchanged.
 
     Raises:
-        TypeError: ``obj`` is not a pytree class instance, a name is not one of its fields, or a
-            static value is unhashable. The message names the class and the field.
+        TypeError: ``obj`` is not a pytree class instance (a pytree class itself included), a
+            name is not one of its fields, or a static value is unhashable. The message names
+            the class and the field.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import pytree_class, replace
@@ -36,9 +38,12 @@ def replace(obj: T, /, **changes: Any) -> T:
     >>> replace(Linear(jnp.ones(2)), weights=jnp.zeros(2)).weights
     Array([0., 0.], dtype=float32)
     """
-    cls = type(obj)
-    nodes = getattr(getattr(cls, SPEC_ATTR, None), "nodes", None)
-    if nodes is None or nodes.spec.cls is not cls:  # not a pytree class (its own spec) at all
-        nodes = spec_of(obj, "replace()").nodes
-    new: T = nodes.replace(obj, changes)
+    spec = type(obj).__dict__.get(SPEC_ATTR)
+    if not isinstance(spec, ClassSpec):
+        spec = spec_of(obj, "replace()")  # raises, naming what it got
+        raise TypeError(
+            f"replace() takes an instance of a pytree class, got the class "
+            f"{spec.cls.__qualname__} itself; pass an instance: replace(obj, name=value)."
+        )
+    new: T = spec.nodes.replace(obj, changes)  # type: ignore[assignment]
     return new

@@ -1,17 +1,26 @@
-"""Per-class metadata (``ClassSpec``, kept in one class attribute) and the queries built on it:
-``fields`` and ``is_pytree_class``."""
+"""What decoration decided about a class (``Options``, ``ClassSpec``, kept in one class attribute)
+and the public queries on it: ``fields`` and ``is_pytree_class``.
+
+A ``ClassSpec`` is complete and immutable when built; the decorator puts it on the class last,
+once every registry accepted the class. What a class learns later (its layouts) lives in its
+``LayoutTable``; the spec holds the table through the class's node functions.
+"""
 
 from __future__ import annotations
 
-import inspect
-from typing import TYPE_CHECKING, Any, NamedTuple
+import dataclasses
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
+from ._codegen import SPEC_ATTR
 from ._fields import Field, named_field
+from ._layouts import Layout, LayoutTable, Storage
+from ._nodes import NodeFunctions
 
-if TYPE_CHECKING:
-    from ._nodes import NodeFunctions
-
-SPEC_ATTR = "__pytreekit_spec__"
+# Decorating a class and registering it happen one class at a time: a class decorated from several
+# threads at once is decorated once, and every thread sees it complete.
+decoration_lock = threading.RLock()
 
 
 class Options(NamedTuple):
@@ -25,107 +34,52 @@ class Options(NamedTuple):
     backends: tuple[str, ...] = ("jax",)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
 class ClassSpec:
-    """Everything pytreekit knows about one class, decided once at decoration time.
+    """Everything pytreekit knows about one class, decided once when it is decorated.
 
     ``fields`` is ``None`` for classes without field annotations: their fields are the attributes
-    each instance's own ``__init__`` set, discovered from the instance.
+    each instance's own ``__init__`` set, found on the instance (see ``_layouts``).
     """
 
-    def __init__(
-        self,
-        cls: type,
-        options: Options,
-        fields: tuple[Field, ...] | None,
-        static_names: frozenset[str],
-    ) -> None:
-        self.cls = cls
-        self.options = options
-        self.fields = fields
-        self.static_names = static_names
-        self.backends: list[str] = []
-        self.nodes: NodeFunctions
-        # Fields whose class attribute is a data descriptor (dataclasses' descriptor-typed
-        # fields, slots): the descriptor keeps the value where it likes, under a name of its own.
-        self.declared_names = frozenset(f.name for f in fields or ())
-        self.descriptor_fields = frozenset(
-            f.name
-            for f in fields or ()
-            if hasattr(type(inspect.getattr_static(cls, f.name, None)), "__set__")
-        )
-        # The class's namespace as the user wrote it, before any decoration changed it.
-        self.as_written: dict[str, Any] = {}
-        # Name-mangled attributes (``self.__cache`` is stored as ``_Linear__cache``) are private.
-        self._private_prefixes = tuple(
-            f"_{klass.__name__.lstrip('_')}__" for klass in cls.__mro__ if klass is not object
-        )
+    cls: type
+    options: Options
+    fields: tuple[Field, ...] | None
+    static_names: frozenset[str]
+    storage: Storage
+    nodes: NodeFunctions
+    # Run when the outermost __init__ a user wrote returns (see _codegen.init_wrapper).
+    after_init: Callable[[object], None]
+    backends: tuple[str, ...]
+    # The class's namespace as the user wrote it, before any decoration changed it.
+    as_written: Mapping[str, Any]
+    # Annotated classes: the fields __eq__ compares, __hash__ hashes and __repr__ shows.
+    compared: tuple[str, ...] | None = None
+    hashed: tuple[str, ...] | None = None
+    shown: tuple[str, ...] | None = None
 
-    def is_private(self, name: str) -> bool:
-        return name.startswith("__") or name.startswith(self._private_prefixes)
+    @property
+    def layouts(self) -> LayoutTable:
+        return self.nodes.table
 
-    def attribute_names(self, obj: object) -> tuple[str, ...]:
-        """Field names of an instance of an unannotated class: its attributes, in the order set."""
-        names: list[str] = []
-        for klass in reversed(type(obj).__mro__):
-            for slot in own_slots(klass):
-                if not self.is_private(slot) and hasattr(obj, slot):
-                    names.append(slot)
-        instance_dict = getattr(obj, "__dict__", None)
-        if instance_dict is not None:
-            names.extend(name for name in instance_dict if not self.is_private(name))
-        return tuple(names)
+    def layout_of(self, obj: object) -> Layout:
+        return self.nodes.table.layout_of(obj)
 
-    def field_names(self, obj: object) -> tuple[str, ...]:
-        """The field names of ``obj``, as flatten sees them (see ``_layouts`` for the rule)."""
-        if self.fields is not None:
-            return tuple(f.name for f in self.fields)
-        return self.nodes.layout_of(obj).names
+    def names(self, obj: object, role: str) -> tuple[str, ...]:
+        """The fields of ``obj`` that ``role`` (``compared``, ``hashed``, ``shown``) covers."""
+        names: tuple[str, ...] | None = getattr(self, role)
+        if names is None:
+            return self.nodes.table.layout_of(obj).names
+        return names
 
     def instance_fields(self, obj: object) -> tuple[Field, ...]:
         if self.fields is not None:
             return self.fields
-        layout = self.nodes.layout_of(obj)
+        layout = self.nodes.table.layout_of(obj)
         return tuple(
             named_field(name, static)
             for name, static in zip(layout.names, layout.static, strict=True)
         )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Only a class pickled by value (cloudpickle, as Ray, Dask and loky send classes defined
-        # in a notebook or a function) carries its spec: the receiving process rebuilds the node
-        # functions and registers the class there. Locks and generated code stay behind.
-        state = {
-            k: v for k, v in self.__dict__.items() if k not in ("nodes", "backends", "as_written")
-        }
-        return restore_spec, (type(self), state)
-
-
-def restore_spec(spec_type: type[ClassSpec], state: dict[str, Any]) -> ClassSpec:
-    """Unpickle a spec: the class is registered with its backends in this process (once, also
-    when the same class arrives again)."""
-    from ._backends import register_with
-    from ._nodes import NodeFunctions
-
-    cls = state["cls"]
-    existing = own_spec(cls)
-    if existing is not None and hasattr(existing, "nodes"):
-        return existing
-    spec = object.__new__(spec_type)
-    spec.__dict__.update(state)
-    spec.backends = []
-    spec.as_written = {}
-    # Set at once: the rest of the class's state (a layout) may need it while being unpickled.
-    setattr(cls, SPEC_ATTR, spec)
-    spec.nodes = NodeFunctions(spec)
-    register_with(spec, spec.options.backends)
-    return spec
-
-
-def own_slots(klass: type) -> tuple[str, ...]:
-    slots = klass.__dict__.get("__slots__", ())
-    if isinstance(slots, str):
-        slots = (slots,)
-    return tuple(s for s in slots if s not in ("__dict__", "__weakref__"))
 
 
 def own_spec(cls: type) -> ClassSpec | None:

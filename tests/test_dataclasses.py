@@ -337,7 +337,9 @@ def test_array_fields_compare_without_ambiguity():
         (
             lambda: pytree_class(
                 jax.tree_util.register_dataclass(
-                    dataclasses.dataclass(type("R", (), {"__annotations__": {"x": int}}))
+                    dataclasses.dataclass(type("R", (), {"__annotations__": {"x": int}})),
+                    data_fields=["x"],
+                    meta_fields=[],
                 )
             ),
             r"R: it is already registered with jax.tree_util",
@@ -598,7 +600,7 @@ def test_a_non_default_field_after_a_default_one_is_named_with_advice():
             b: int
 
     assert str(error.value).endswith(
-        "Bad: non-default argument 'b' follows default argument. Give it a default, move it "
+        "Bad: non-default argument 'b' follows default argument 'a'. Give it a default, move it "
         "before the fields with defaults, or make it keyword-only (field(kw_only=True), a "
         "`_: KW_ONLY` marker, or @pytree_class(kw_only=True))."
     )

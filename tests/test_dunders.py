@@ -245,10 +245,11 @@ def test_hash_without_annotations_hashes_the_attribute_values():
     assert len({hash(FrozenAttrs(x, 0)) for x in range(5)}) == 5  # the values make the hash
     with pytest.raises(TypeError) as error:
         hash(FrozenAttrs(1, [2]))
-    assert str(error.value) == (
-        "FrozenAttrs instances are hashable only when every field is, but field 'y' holds a "
-        "list ([2]). Define __hash__ on the class to hash by identity or by selected fields."
+    assert str(error.value).startswith(
+        "FrozenAttrs instances are hashable only when the fields they compare are, but field 'y' "
+        "holds a list ([2])."
     )
+    assert "define __hash__ on the class" in str(error.value)
 
 
 def test_hash_passes_on_a_type_error_no_field_reproduces():

@@ -4,6 +4,7 @@ store the class, and (below) third-party decorators and introspection on generat
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import subprocess
 import sys
@@ -205,12 +206,41 @@ def test_registration_by_hand_stands():
     assert export.deserialize(serialized).call(ByHand(jnp.ones(2), 7)).n == 7
 
 
-def test_a_jax_without_the_registries_where_they_were_means_a_warning_not_a_failure(monkeypatch):
-    from pytreekit._export import _jax_registries
-
-    assert all(_jax_registries())
-    monkeypatch.setitem(sys.modules, "jax._src.tree_util", None)
-    assert _jax_registries() == ({}, {}, {})
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("jax._src.export._export", "serialization_registry"),
+        ("jax._src.export._export", "deserialization_registry"),
+        ("jax._src.tree_util", "_registry"),
+        ("dataclasses", "_FIELD_INITVAR"),
+    ],
+)
+def test_a_private_api_that_moved_is_a_clear_error_at_import_not_a_silent_fallback(module, name):
+    # The module as a later version might have it: the same, but for that one name.
+    script = (
+        f"import sys, types, jax, {module} as real\n"
+        f"class Moved(types.ModuleType):\n"
+        f"    def __getattr__(self, attr):\n"
+        f"        if attr == {name!r}:\n"
+        f"            raise AttributeError(attr)\n"
+        f"        return getattr(real, attr)\n"
+        f"sys.modules[{module!r}] = Moved({module!r})\n"
+        f"parent, _, child = {module!r}.rpartition('.')\n"
+        f"if parent:\n"
+        f"    setattr(sys.modules[parent], child, sys.modules[{module!r}])\n"
+        f"import pytreekit\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        timeout=120,
+    )
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("pytreekit._compat.PrivateAPIMoved: pytreekit needs ")
+    assert f"{module}.{name}" in last and "Please report it" in last
 
 
 def test_pickled_aux_data_is_not_a_lossy_format():

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _versions import needs_from_node_data_and_children
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.tree_util import GetAttrKey
@@ -247,6 +248,7 @@ def test_names_flatten_of_an_instance_of_a_second_layout():
     assert nodes.unflatten(aux, children) == obj
 
 
+@needs_from_node_data_and_children
 def test_unflatten_refuses_aux_data_of_another_class():
     Varied, plain, _ = _varied()
     _, other, _ = _varied()
@@ -373,14 +375,14 @@ def test_threads_first_using_an_annotated_class_together_generate_its_code_once(
         w: jax.Array
 
     obj = Fresh(jnp.ones(2))
-    nodes = Fresh.__pytreekit_spec__.nodes
+    table = Fresh.__pytreekit_spec__.layouts
     generated = []
-    original = nodes._generate
-    monkeypatch.setattr(nodes, "_generate", lambda: generated.append(1) or original())
+    original = table.on_change
+    monkeypatch.setattr(table, "on_change", lambda: generated.append(1) or original())
 
     def waiting_in_first_use(thread):
         frame = sys._current_frames().get(thread.ident)
-        while frame is not None and frame.f_code.co_name != "_first_use":
+        while frame is not None and frame.f_code.co_name != "first_use":
             frame = frame.f_back
         return frame is not None
 
@@ -389,7 +391,7 @@ def test_threads_first_using_an_annotated_class_together_generate_its_code_once(
         threading.Thread(target=lambda: results.append(jax.tree_util.tree_leaves(obj)))
         for _ in range(3)
     ]
-    with nodes.layouts.lock:  # every thread reaches the first-use stub before any passes it
+    with table.lock:  # every thread reaches the first use before any passes it
         for thread in threads:
             thread.start()
         while not all(waiting_in_first_use(thread) for thread in threads):
@@ -437,7 +439,7 @@ def test_failed_decoration_again_leaves_existing_instances_as_they_were():
 def test_unflatten_refuses_aux_data_that_is_not_a_tuple():
     Varied, _, second = _varied()
     nodes = Varied.__pytreekit_spec__.nodes
-    aux = [nodes.layout_of(second), "t"]  # the right contents, in a list
+    aux = [nodes.table.layout_of(second), "t"]  # the right contents, in a list
     with pytest.raises(TypeError) as error:
         nodes.unflatten(aux, [jnp.ones(1), jnp.ones(2), jnp.ones(3)])
     assert str(error.value) == (
@@ -469,6 +471,6 @@ def test_an_annotated_class_decorated_again_flattens_and_replaces():
         pytree_class(Used, static=("n",))
     assert str(error.value) == (
         f"{Used.__qualname__} has already been flattened or unflattened as a pytree with fields "
-        "('w', 'n') (static: ()); decorating it again with fields ('w', 'n') would make existing "
-        "treedefs unreadable. Decorate the class once, with all its options."
+        "('w', 'n') (static: ()); decorating it again with fields ('w', 'n') (static: ('n',)) "
+        "would make existing treedefs unreadable. Decorate the class once, with all its options."
     )

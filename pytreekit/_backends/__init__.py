@@ -1,16 +1,24 @@
-"""Which pytree registries a class is registered with, and ``register_backend``.
+"""The pytree registries a class is registered with, and ``register_backend``.
 
-Each registry has a thin adapter module beside this one; an adapter is imported only when a class
-asks for its backend, so ``import pytreekit`` never imports optree or torch.
+Each registry has a thin adapter module beside this one (``register``, ``unregister``, and
+``KEY``, the type of a child's key in key paths); an adapter is imported only when a class asks
+for its backend, so ``import pytreekit`` never imports optree or torch.
+
+Registration is all or nothing: the registries that can undo a registration (optree, torch) go
+first and are undone if a later one refuses; JAX, which cannot, goes last.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Iterable
 from types import ModuleType
 
-from .._spec import ClassSpec, spec_of
+from .._codegen import SPEC_ATTR
+from .._layouts import KeyFactory
+from .._nodes import NodeFunctions
+from .._spec import decoration_lock, spec_of
 
 # backend name -> (the library it needs, its adapter module, how to install it). pytreekit is
 # installed from its clone, so the advice names the library itself, not an extra of pytreekit.
@@ -23,6 +31,7 @@ _ADAPTERS = {
         "pip install torch (the CPU build: add --index-url https://download.pytorch.org/whl/cpu)",
     ),
 }
+_REGISTRATION_ORDER = ("optree", "torch", "jax")  # the ones that can be undone first
 
 
 class BackendNotInstalledError(ImportError):
@@ -49,18 +58,24 @@ def adapter(backend: str, cls: type) -> ModuleType:
         ) from error
 
 
-def check_backends(backends: Iterable[str], cls: type) -> None:
-    """Fail before the class is changed at all if any backend is unknown or missing."""
-    for backend in backends:
-        adapter(backend, cls)
+def key_factories(backends: Iterable[str], cls: type) -> dict[str, KeyFactory]:
+    """Each backend's key type, checking first that every backend is known and installed."""
+    return {backend: adapter(backend, cls).KEY for backend in backends}
 
 
-def register_with(spec: ClassSpec, backends: Iterable[str]) -> None:
-    for backend in backends:
-        if backend in spec.backends:
-            continue
-        adapter(backend, spec.cls).register(spec.cls, spec.nodes)
-        spec.backends.append(backend)
+def register_all(cls: type, nodes: NodeFunctions, backends: Iterable[str]) -> None:
+    """Register ``cls`` with each backend, or with none (a refusal undoes the ones before)."""
+    order = sorted(backends, key=_REGISTRATION_ORDER.index)
+    done: list[ModuleType] = []
+    try:
+        for backend in order:
+            module = adapter(backend, cls)
+            module.register(cls, nodes)
+            done.append(module)
+    except BaseException:
+        for module in reversed(done):
+            module.unregister(cls)
+        raise
 
 
 def register_backend(cls: type, backend: str, /) -> None:
@@ -94,4 +109,14 @@ def register_backend(cls: type, backend: str, /) -> None:
         raise TypeError(
             f"register_backend() takes a class, got an instance of {type(cls).__qualname__}"
         )
-    register_with(spec, [backend])
+    with decoration_lock:
+        spec = spec_of(cls, "register_backend()")
+        if backend in spec.backends:
+            return
+        (make_key,) = key_factories([backend], cls).values()
+        table = spec.layouts
+        with table.lock:
+            table.add_key_factory(backend, make_key)
+            spec.nodes.regenerate()
+        register_all(cls, spec.nodes, [backend])
+        setattr(cls, SPEC_ATTR, dataclasses.replace(spec, backends=(*spec.backends, backend)))

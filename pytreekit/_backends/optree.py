@@ -7,6 +7,7 @@ import optree
 from .._nodes import NodeFunctions
 
 NAMESPACE = "pytreekit"
+KEY = str  # optree's path entries are the field names themselves
 
 
 def register(cls: type, nodes: NodeFunctions) -> None:
@@ -17,3 +18,7 @@ def register(cls: type, nodes: NodeFunctions) -> None:
         namespace=NAMESPACE,
         path_entry_type=optree.GetAttrEntry,
     )
+
+
+def unregister(cls: type) -> None:
+    optree.unregister_pytree_node(cls, namespace=NAMESPACE)

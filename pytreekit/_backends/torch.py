@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import torch.utils._pytree as torch_pytree
-
+from .._compat import torch_pytree, unregister_from_torch
 from .._export import torch_dumpable
 from .._nodes import NodeFunctions
+
+KEY = torch_pytree().GetAttrKey
 
 
 def register(cls: type, nodes: NodeFunctions) -> None:
@@ -19,12 +20,16 @@ def register(cls: type, nodes: NodeFunctions) -> None:
         return unflatten(context, list(values))
 
     to_dumpable, from_dumpable = torch_dumpable(nodes)
-    torch_pytree.register_pytree_node(
+    torch_pytree().register_pytree_node(
         cls,
         nodes.flatten,
         unflatten_values_first,
         serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
         to_dumpable_context=to_dumpable,
         from_dumpable_context=from_dumpable,
-        flatten_with_keys_fn=nodes.flatten_with_keys("torch", torch_pytree.GetAttrKey),
+        flatten_with_keys_fn=nodes.flatten_with_keys("torch"),
     )
+
+
+def unregister(cls: type) -> None:
+    unregister_from_torch(cls)

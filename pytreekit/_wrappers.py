@@ -1,0 +1,29 @@
+"""``Static``: one value kept in the treedef, so a list of layers can hold a function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, cast
+
+from ._decorator import pytree_class
+from ._fields import field
+
+T = TypeVar("T")
+
+
+@pytree_class(frozen=True)
+class Static(Generic[T]):
+    """A pytree with no leaves that holds ``value`` (hashable) in its treedef; calling it calls
+    ``value``. For a function among layers, where ``field(static=True)`` cannot mark one element:
+
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> layers = [jnp.ones(2), Static(jax.nn.relu)]
+    >>> len(jax.tree_util.tree_leaves(layers)), layers[1](jnp.array([-1.0, 2.0])).tolist()
+    (1, [0.0, 2.0])
+    """
+
+    value: T = field(static=True)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return cast(Callable[..., Any], self.value)(*args, **kwargs)

@@ -1,0 +1,150 @@
+"""Custom methods across subclasses, and the names JAX shows for custom rules."""
+
+import abc
+import warnings
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from pytreekit import custom_jvp_method, custom_vjp_method, pytree_class
+
+
+def _jvp_base(abstract: bool):
+    @pytree_class
+    class Base(abc.ABC):
+        scale: jax.Array
+
+        if abstract:
+
+            @custom_jvp_method
+            @abc.abstractmethod
+            def f(self, x): ...
+
+        else:
+
+            @custom_jvp_method
+            def f(self, x):
+                return self.scale * jnp.sin(x)
+
+        @f.defjvp
+        def _f_jvp(primals, tangents):
+            (self, x), (_, dx) = primals, tangents
+            return self.f(x), 100.0 * dx  # recognisably not the true derivative
+
+    return Base
+
+
+def _vjp_base(abstract: bool):
+    @pytree_class
+    class Base(abc.ABC):
+        scale: jax.Array
+
+        if abstract:
+
+            @custom_vjp_method
+            @abc.abstractmethod
+            def f(self, x): ...
+
+        else:
+
+            @custom_vjp_method
+            def f(self, x):
+                return self.scale * jnp.sin(x)
+
+        def _fwd(self, x):
+            return self.f(x), None
+
+        def _bwd(residuals, g):
+            return None, 100.0 * g
+
+        f.defvjp(_fwd, _bwd)
+
+    return Base
+
+
+@pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
+def test_an_implementation_of_an_abstract_custom_method_keeps_the_rule(make_base):
+    Base = make_base(abstract=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Sub(Base):
+            def f(self, x):
+                return self.scale * x**2
+
+    model = Sub(jnp.array(2.0))
+    assert model.f(3.0) == 18.0  # the subclass's computation
+    assert jax.grad(lambda x: model.f(x))(3.0) == 100.0  # under the base's rule
+    assert jax.jit(jax.grad(lambda m, x: m.f(x), argnums=1))(model, 3.0) == 100.0
+    with pytest.raises(TypeError, match="abstract"):
+        Base(jnp.array(1.0))
+
+
+@pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
+def test_a_plain_override_of_a_concrete_custom_method_is_plain_and_says_so(make_base):
+    Base = make_base(abstract=False)
+    with pytest.warns(UserWarning, match=r"Sub\.f overrides .*Base\.f.* no custom rule"):
+
+        class Sub(Base):
+            def f(self, x):
+                return self.scale * x**2
+
+    model = Sub(jnp.array(2.0))
+    assert jax.grad(lambda x: model.f(x))(3.0) == 12.0  # JAX differentiates the override
+    assert jax.grad(lambda x: Base.f(model, x))(3.0) == 100.0  # the base keeps its rule
+
+
+def test_an_override_decorated_with_its_own_rule_is_not_warned_about():
+    Base = _jvp_base(abstract=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        @pytree_class
+        class Sub(Base):
+            @custom_jvp_method
+            def f(self, x):
+                return self.scale * x**2
+
+            @f.defjvp
+            def _f_jvp(primals, tangents):
+                (self, x), (_, dx) = primals, tangents
+                return self.f(x), 7.0 * dx
+
+    assert jax.grad(lambda x: Sub(jnp.array(1.0)).f(x))(3.0) == 7.0
+
+
+def test_the_jaxpr_of_a_custom_vjp_method_names_the_users_rules():
+    @pytree_class
+    class Clip:
+        bound: float = 1.0
+
+        @custom_vjp_method
+        def __call__(self, x):
+            return x
+
+        def clip_forward(self, x):
+            return x, None
+
+        def clip_backward(residuals, g):
+            return None, jnp.clip(g, -1.0, 1.0)
+
+        __call__.defvjp(clip_forward, clip_backward)
+
+    text = str(jax.make_jaxpr(lambda x: Clip()(x))(2.0))
+    assert "fwd=clip_forward" in text and "bwd=clip_backward" in text
+
+
+def test_an_integer_tangent_for_a_float_output_names_the_method_and_the_rule():
+    @pytree_class
+    class Square:
+        @custom_jvp_method
+        def __call__(self, x):
+            return 2.0
+
+        @__call__.defjvp
+        def square_jvp(primals, tangents):
+            return 2.0, 1
+
+    with pytest.raises(TypeError, match=r"Square\.__call__.*square_jvp.*int"):
+        jax.jvp(lambda x: Square()(x), (1.0,), (1.0,))
