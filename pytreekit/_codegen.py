@@ -91,6 +91,20 @@ def _forwarding(init: Callable[..., Any]) -> tuple[str, str]:
     return str(inspect.Signature(plain))[1:-1], ", ".join(arguments)
 
 
+INITIALISING_HELPERS = {"__pytreekit_begin__": begin_init, "__pytreekit_end__": end_init}
+
+
+def while_initialising(this: str, call: str) -> list[str]:
+    """``call`` with a frozen instance open to assignment (``INITIALISING_HELPERS``)."""
+    return [
+        f"__pytreekit_begin__({this})",
+        "try:",
+        f"    {call}",
+        "finally:",
+        f"    __pytreekit_end__({this})",
+    ]
+
+
 def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.FunctionType:
     """Wrap a user's ``__init__``: it runs unchanged (in a frozen class it may assign), then, when
     the outermost ``__init__`` of a ``super().__init__`` chain returns, the class's ``after_init``
@@ -108,16 +122,9 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
         f"    {call}",
         "    return",
     ]
-    if frozen:
-        lines = [f"__pytreekit_begin__({this})", "try:", f"    {call}", "finally:"]
-        call = "\n".join([*lines, f"    __pytreekit_end__({this})"])
-    body += [*call.splitlines(), f"__pytreekit_owner__.{SPEC_ATTR}.after_init({this})"]
-    helpers = {
-        "__pytreekit_init__": init,
-        "__pytreekit_cls__": cls,
-        "__pytreekit_begin__": begin_init,
-        "__pytreekit_end__": end_init,
-    }
+    body += while_initialising(this, call) if frozen else [call]
+    body.append(f"__pytreekit_owner__.{SPEC_ATTR}.after_init({this})")
+    helpers = {"__pytreekit_init__": init, "__pytreekit_cls__": cls, **INITIALISING_HELPERS}
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)

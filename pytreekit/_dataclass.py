@@ -22,7 +22,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ._codegen import method
+from ._codegen import INITIALISING_HELPERS, method, while_initialising
 from ._compat import is_field, is_init_var, record_dataclass_params
 from ._fields import (
     MISSING,
@@ -33,7 +33,6 @@ from ._fields import (
     close_match,
     static_in_metadata,
 )
-from ._frozen import begin_init, end_init
 from ._layouts import Storage, check_not_bound_to
 from ._spec import Options
 
@@ -195,16 +194,8 @@ def _store(this: str, name: str, value: str, frozen: bool) -> str:
 
 def _post_init(this: str, init_vars: list[str], frozen: bool) -> list[str]:
     call = f"{this}.__post_init__({', '.join(init_vars)})"
-    if not frozen:
-        return [call]
     # The instance may assign its fields while __post_init__ runs.
-    return [
-        f"__pytreekit_begin__({this})",
-        "try:",
-        f"    {call}",
-        "finally:",
-        f"    __pytreekit_end__({this})",
-    ]
+    return while_initialising(this, call) if frozen else [call]
 
 
 def _static_checks(this: str, statics: list[str]) -> list[str]:
@@ -218,62 +209,84 @@ def _static_checks(this: str, statics: list[str]) -> list[str]:
     ]
 
 
+def _parameters(
+    cls: type, all_fields: Sequence[dataclasses.Field[Any]], helpers: dict[str, Any]
+) -> list[str]:
+    """The parameters after ``self``, in dataclasses' order and with its ordering rule."""
+    positional: list[str] = []
+    keyword: list[str] = []
+    seen_default = ""
+    for index, f in enumerate(all_fields):
+        if not f.init:
+            continue
+        parameter = _parameter(f, f"__pytreekit_default_{index}__")
+        if f.default is not MISSING:
+            helpers[f"__pytreekit_default_{index}__"] = f.default
+        if f.kw_only:
+            keyword.append(parameter)
+            continue
+        if "=" in parameter:
+            seen_default = seen_default or f.name
+        elif seen_default:
+            raise TypeError(
+                f"{cls.__qualname__}: non-default argument {f.name!r} follows default "
+                f"argument {seen_default!r}{_advice('non-default argument')}"
+            )
+        positional.append(parameter)
+    return [*positional, *(["*", *keyword] if keyword else [])]
+
+
+def _assignments(
+    this: str, all_fields: Sequence[dataclasses.Field[Any]], helpers: dict[str, Any], frozen: bool
+) -> list[str]:
+    stores = []
+    for index, f in enumerate(all_fields):
+        value = None if is_init_var(f) else _value(f, index, helpers)
+        if value is not None:
+            stores.append(_store(this, f.name, value, frozen))
+    return stores
+
+
+def _checks(
+    this: str,
+    cls: type,
+    all_fields: Sequence[dataclasses.Field[Any]],
+    storage: Storage,
+    helpers: dict[str, Any],
+    frozen: bool,
+) -> list[str]:
+    """What runs after the assignments: ``__post_init__`` and then a check of every field (it
+    may store anything), or else a check of the static values that were passed."""
+    fields = fields_of(all_fields)
+    helpers["__pytreekit_check__"] = _checker(fields, storage, set_defaults=False)
+    if hasattr(cls, "__post_init__"):
+        helpers.update(INITIALISING_HELPERS)
+        init_vars = [f.name for f in all_fields if is_init_var(f)]
+        return [*_post_init(this, init_vars, frozen), f"__pytreekit_check__({this})"]
+    helpers["__pytreekit_hash__"] = hash
+    # A static default is checked once, at decoration (generated_init), not on every call.
+    defaulted = {
+        f.name for f in fields if f.init and f.default is not MISSING and f.converter is None
+    }
+    return _static_checks(this, [f.name for f in fields if f.static and f.name not in defaulted])
+
+
 def generated_init(
     cls: type, all_fields: Sequence[dataclasses.Field[Any]], storage: Storage, frozen: bool
 ) -> Callable[..., None]:
     """``__init__`` for ``cls``; ``all_fields`` are its fields and ``InitVar`` pseudo-fields, in
     dataclasses' order."""
+    for f in fields_of(all_fields):
+        if f.static and f.default is not MISSING and f.converter is None:
+            check_static_value(cls, f.name, f.default)
     this = "__pytreekit_self__" if any(f.name == "self" for f in all_fields) else "self"
     helpers: dict[str, Any] = {
         "__pytreekit_has_factory__": _HAS_FACTORY,
         "__pytreekit_setattr__": object.__setattr__,
     }
-    positional: list[str] = []
-    keyword: list[str] = []
-    body: list[str] = []
-    seen_default = ""
-    for index, f in enumerate(all_fields):
-        if f.init:
-            parameter = _parameter(f, f"__pytreekit_default_{index}__")
-            if f.default is not MISSING:
-                helpers[f"__pytreekit_default_{index}__"] = f.default
-            if f.kw_only:
-                keyword.append(parameter)
-            else:
-                if "=" in parameter:
-                    seen_default = seen_default or f.name
-                elif seen_default:
-                    raise TypeError(
-                        f"{cls.__qualname__}: non-default argument {f.name!r} follows default "
-                        f"argument {seen_default!r}{_advice('non-default argument')}"
-                    )
-                positional.append(parameter)
-        if is_init_var(f):
-            continue
-        value = _value(f, index, helpers)
-        if value is not None:
-            body.append(_store(this, f.name, value, frozen))
-    fields = fields_of(all_fields)
-    for f in fields:  # a static default is checked once, here, not on every call
-        if f.static and f.default is not MISSING and f.converter is None:
-            check_static_value(cls, f.name, f.default)
-    if hasattr(cls, "__post_init__"):
-        helpers.update(__pytreekit_begin__=begin_init, __pytreekit_end__=end_init)
-        init_vars = [f.name for f in all_fields if is_init_var(f)]
-        body += _post_init(this, init_vars, frozen)
-        # __post_init__ may store anything: every field is checked, as an own __init__'s are.
-        helpers["__pytreekit_check__"] = _checker(fields, storage, set_defaults=False)
-        body.append(f"__pytreekit_check__({this})")
-    else:
-        statics = [
-            f.name
-            for f in fields
-            if f.static and not (f.init and f.default is not MISSING and f.converter is None)
-        ]
-        helpers["__pytreekit_hash__"] = hash
-        helpers["__pytreekit_check__"] = _checker(fields, storage, set_defaults=False)
-        body += _static_checks(this, statics)
-    parameters = [this, *positional, *(["*", *keyword] if keyword else [])]
+    parameters = [this, *_parameters(cls, all_fields, helpers)]
+    body = _assignments(this, all_fields, helpers, frozen)
+    body += _checks(this, cls, all_fields, storage, helpers, frozen)
     annotations = {f.name: _accepted(f) for f in all_fields if f.init} | {"return": None}
     init = method(cls, "__init__", ", ".join(parameters), body, helpers, annotations)
     init.__pytreekit_generated__ = True  # type: ignore[attr-defined]
