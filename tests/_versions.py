@@ -1,0 +1,74 @@
+"""What differs between the supported versions of JAX and CPython, for the tests: one place.
+
+- ``message(key, **names)``: a regular expression that matches the message JAX or CPython prints
+  for ``key`` in every supported version, with the names it must contain filled in (escaped).
+  Tests match a third party's message through it only, never verbatim: what a message must name
+  (the field, the argument, the class) is checked, the wording around it is each version's own.
+- Feature flags for APIs newer than the floor (JAX 0.4.35), so a test that needs one says why it
+  skips instead of failing at the floor.
+
+The supported range and the cells of ``.ci/run`` that test it are in ``docs/versions.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+
+import jax
+import pytest
+
+PYTHON = sys.version_info[:2]
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+JAX = _version(jax.__version__)
+
+# -- feature flags ------------------------------------------------------------------------------
+
+# PyTreeDef.from_node_data_and_children (forging a treedef from node data): not in JAX 0.4.35.
+HAS_FROM_NODE_DATA_AND_CHILDREN = hasattr(jax.tree_util.PyTreeDef, "from_node_data_and_children")
+
+# jax.tree_util.register_dataclass(cls) without data_fields/meta_fields: in JAX 0.4.35 both
+# lists are required positional arguments.
+_DATACLASS_PARAMETERS = inspect.signature(jax.tree_util.register_dataclass).parameters
+REGISTER_DATACLASS_INFERS_FIELDS = (
+    _DATACLASS_PARAMETERS["data_fields"].default is not inspect.Parameter.empty
+)
+
+needs_from_node_data_and_children = pytest.mark.skipif(
+    not HAS_FROM_NODE_DATA_AND_CHILDREN,
+    reason=f"needs PyTreeDef.from_node_data_and_children, which JAX {jax.__version__} lacks",
+)
+needs_register_dataclass_inference = pytest.mark.skipif(
+    not REGISTER_DATACLASS_INFERS_FIELDS,
+    reason=f"needs jax.tree_util.register_dataclass(cls) without field lists, which JAX "
+    f"{jax.__version__} lacks",
+)
+
+# -- messages -----------------------------------------------------------------------------------
+
+# Each entry: the variants, as regular expressions with {name} placeholders for the values a test
+# passes (escaped before substitution). One entry per message a test matches; each variant says
+# which versions print it.
+_MESSAGES: dict[str, tuple[str, ...]] = {
+    # dataclasses: Python 3.11 names the argument only; 3.12 and later name the default before it.
+    "dataclasses.non_default_after_default": (
+        r"non-default argument {field} follows default argument",
+    ),
+}
+
+
+def message(key: str, **names: object) -> str:
+    """A regular expression matching the message ``key`` of every supported version, with
+    ``names`` (each value's ``repr`` when it is a str, as the messages quote them) filled in."""
+    variants = _MESSAGES[key]
+    escaped = {
+        name: re.escape(repr(value) if isinstance(value, str) else str(value))
+        for name, value in names.items()
+    }
+    return "|".join(f"(?:{variant.format(**escaped)})" for variant in variants)
