@@ -47,7 +47,9 @@ def test_key_paths_name_the_attributes(example):
 def test_jit_and_grad_accept_it(example):
     total = jax.jit(lambda t: sum(jnp.sum(x) for x in jax.tree_util.tree_leaves(t)) * 1.0)
     float(total(example))
-    grads = jax.grad(lambda t: total(t))(jax.tree.map(lambda a: a.astype(jnp.float32), example))
+    grads = jax.grad(lambda t: total(t))(
+        jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), example)
+    )
     assert all(jnp.all(g == 1) for g in jax.tree_util.tree_leaves(grads))
 
 
