@@ -50,6 +50,59 @@ needs_register_dataclass_inference = pytest.mark.skipif(
     f"{jax.__version__} lacks",
 )
 
+
+def _plain_custom_rules_jaxprs() -> tuple[str, str]:
+    """The jaxprs of a plain ``jax.custom_jvp`` and a plain ``jax.custom_vjp`` function: what this
+    JAX prints for the functions and rules it is given (the reference for pytreekit's methods)."""
+
+    @jax.custom_jvp
+    def plain_jvp_function(x):
+        return x
+
+    @plain_jvp_function.defjvp
+    def plain_jvp_rule(primals, tangents):
+        return primals[0], tangents[0]
+
+    @jax.custom_vjp
+    def plain_vjp_function(x):
+        return x
+
+    def plain_forward(x):
+        return x, None
+
+    def plain_backward(_, g):
+        return (g,)
+
+    plain_vjp_function.defvjp(plain_forward, plain_backward)
+    return (
+        str(jax.make_jaxpr(plain_jvp_function)(1.0)),
+        str(jax.make_jaxpr(plain_vjp_function)(1.0)),
+    )
+
+
+_JVP_JAXPR, _VJP_JAXPR = _plain_custom_rules_jaxprs()
+# Whether jaxprs name a custom_jvp function ("name=f"; pytreekit's JVP rules are named through
+# the same parameter) and a custom_vjp's rules ("fwd=...", "bwd=..."): JAX 0.4.35 prints neither.
+JAXPR_NAMES_CUSTOM_JVP_FUNCTIONS = "name=plain_jvp_function" in _JVP_JAXPR
+JAXPR_NAMES_CUSTOM_VJP_RULES = (
+    "fwd=plain_forward" in _VJP_JAXPR and "bwd=plain_backward" in _VJP_JAXPR
+)
+
+needs_jaxpr_rule_names = pytest.mark.skipif(
+    not JAXPR_NAMES_CUSTOM_VJP_RULES,
+    reason=f"JAX {jax.__version__} does not name a custom_vjp's rules in jaxprs",
+)
+
+# What JAX raises for an argument that is not a JAX type ("... is not a valid JAX type"): a
+# TypeError in recent JAX; JAX 0.4.35 raises jax._src.interpreters.xla.InvalidInputException.
+try:
+    from jax._src.interpreters.xla import InvalidInputException as _InvalidInput
+except ImportError:  # moved or gone: TypeError alone
+    _InvalidInput = TypeError
+
+INVALID_JAX_TYPE_ERRORS: tuple[type[BaseException], ...] = (TypeError, _InvalidInput)
+
+
 # -- messages -----------------------------------------------------------------------------------
 
 # Each entry: the variants, as regular expressions with {name} placeholders for the values a test

@@ -6,6 +6,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
+from _versions import needs_jaxpr_rule_names
 
 from pytreekit import custom_jvp_method, custom_vjp_method, pytree_class
 
@@ -114,6 +115,7 @@ def test_an_override_decorated_with_its_own_rule_is_not_warned_about():
     assert jax.grad(lambda x: Sub(jnp.array(1.0)).f(x))(3.0) == 7.0
 
 
+@needs_jaxpr_rule_names
 def test_the_jaxpr_of_a_custom_vjp_method_names_the_users_rules():
     @pytree_class
     class Clip:

@@ -216,9 +216,11 @@ def test_registration_by_hand_stands():
     ],
 )
 def test_a_private_api_that_moved_is_a_clear_error_at_import_not_a_silent_fallback(module, name):
-    # The module as a later version might have it: the same, but for that one name.
+    # The module as a later version might have it: the same, but for that one name. JAX's own
+    # modules are imported first (jax.export is not imported by `import jax` in every version,
+    # and importing it reads jax._src.tree_util._registry itself).
     script = (
-        f"import sys, types, jax, {module} as real\n"
+        f"import sys, types, jax, jax.export, {module} as real\n"
         f"class Moved(types.ModuleType):\n"
         f"    def __getattr__(self, attr):\n"
         f"        if attr == {name!r}:\n"

@@ -130,7 +130,8 @@ ROWS_FILTERS = [
         (TREE, np.True_),
         {},
         TypeError,
-        r"partition\(\): filter_spec is np\.True_ \(numpy\.bool_?\), but .* Convert it with "
+        rf"partition\(\): filter_spec is {re.escape(repr(np.True_))} \(numpy\.bool_?\), but .* "
+        r"Convert it with "
         r"bool\(\.\.\.\)\.",
     ),
     Misuse(
