@@ -93,27 +93,31 @@ def tree_operations(constructed: Any) -> dict[str, Callable[[], Any]]:
     }
 
 
-def optax_step(model: Any) -> Callable[[], Any] | None:
+def optax_step(model: Any, style: str) -> Callable[[], Any] | None:
     try:
         import optax
     except ImportError:
         return None
+    # The step works on {style: model}, so no two styles' trees are equal. JAX's treedef equality
+    # does not compare the classes of two register_dataclass-style nodes with the same fields
+    # (DataclassMLP and flax.struct's FlaxMLP compare equal, with different hashes), and optax's
+    # inner jitted functions are shared between styles: a lookup in their caches could then return
+    # one style's output structure for another's input ("pytree structure error ... FlaxMLP ...
+    # DataclassMLP", depending on the hashes of the run).
+    tree = {style: model}
     optimizer = optax.adam(1e-3)
-    state = optimizer.init(model)
+    state = optimizer.init(tree)
 
-    # A loss function of its own per style: JAX 0.10.2 treedefs of two register_dataclass-style
-    # classes with the same field names compare equal, so a loss shared between styles can get
-    # one style's cached output structure for another's input.
-    def _loss(model: Any) -> jax.Array:
-        return sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(model))  # type: ignore[return-value]
+    def _loss(tree: Any) -> jax.Array:
+        return sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(tree))  # type: ignore[return-value]
 
     @jax.jit
-    def step(model: Any, state: Any) -> Any:
-        updates, state = optimizer.update(jax.grad(_loss)(model), state, model)
-        return optax.apply_updates(model, updates), state
+    def step(tree: Any, state: Any) -> Any:
+        updates, state = optimizer.update(jax.grad(_loss)(tree), state, tree)
+        return optax.apply_updates(tree, updates), state
 
-    jax.block_until_ready(step(model, state))
-    return lambda: jax.block_until_ready(step(model, state))
+    jax.block_until_ready(step(tree, state))
+    return lambda: jax.block_until_ready(step(tree, state))
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -206,7 +210,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for operation in operations:
             cases = {name: per_style[name][operation] for name in styles}
             results["tree"].setdefault(operation, {})[size] = compare(cases, repeats, budget)
-        steps = {name: optax_step(model) for name, model in models.items()}
+        steps = {name: optax_step(model, name) for name, model in models.items()}
         step_cases = {name: fn for name, fn in steps.items() if fn is not None}
         if step_cases:
             results["optax"][size] = compare(step_cases, repeats, budget * 3)
