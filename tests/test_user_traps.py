@@ -327,3 +327,53 @@ def test_a_converter_fields_parameter_is_annotated_with_what_the_converter_takes
     assert model.w.tolist() == [1.0, 2.0] and model.n == 3.0
     with pytest.raises(Exception, match=r"Model\.__init__\(\) parameter n"):
         Model([1.0], "three")
+
+
+# -- torch.export and torch.compile of classes without annotations -----------------------------
+
+
+def _torch():
+    return pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
+
+
+try:
+    import torch as _torch_installed  # noqa: F401
+except ImportError:  # the tests below skip, saying so
+    pass
+else:
+
+    @pytree_class(backends=("torch",), static=("scale",))
+    class TorchPair:  # module level: torch.export.load finds it by name
+        def __init__(self, a, b, scale=2):
+            self.a = a
+            self.b = b
+            self.scale = scale
+
+
+def test_torch_export_load_needs_only_the_class_in_safe_globals():
+    torch = _torch()
+    import io
+
+    class Double(torch.nn.Module):
+        def forward(self, pair):
+            return TorchPair(pair.a * pair.scale, pair.b + 1, pair.scale)
+
+    exported = torch.export.export(Double(), (TorchPair(torch.ones(2), torch.zeros(2)),))
+    buffer = io.BytesIO()
+    torch.export.save(exported, buffer)
+    buffer.seek(0)
+    with torch.serialization.safe_globals([TorchPair]):
+        loaded = torch.export.load(buffer)
+    out = loaded.module()(TorchPair(torch.ones(2), torch.zeros(2)))
+    assert out.a.tolist() == [2.0, 2.0] and out.b.tolist() == [1.0, 1.0] and out.scale == 2
+
+
+def test_torch_compile_fullgraph_builds_instances_of_a_class_without_annotations():
+    torch = _torch()
+
+    def build(x):
+        pair = TorchPair(x, x + 1)
+        return pair.a * pair.scale + pair.b
+
+    compiled = torch.compile(build, fullgraph=True)
+    assert compiled(torch.ones(2)).tolist() == build(torch.ones(2)).tolist() == [4.0, 4.0]
