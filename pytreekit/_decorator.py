@@ -215,7 +215,7 @@ def _make_spec(
     """Change ``cls`` into a pytree class (its namespace as written is restored already) and
     describe it; no registry is touched."""
     inherit_rules(cls)
-    factories = _backends.key_factories(options.backends, cls)
+    _backends.key_factories(options.backends, cls)  # unknown or missing ones: before any change
     if parent is not None:
         annotated = parent.fields is not None
     else:
@@ -240,26 +240,48 @@ def _make_spec(
         if not was_dataclass:
             _dataclass.document(cls)
         static_names = frozenset(f.name for f in fields if f.static)
-        declared = (tuple(f.name for f in fields), tuple(f.static for f in fields))
-        after_init: Callable[[object], None] | None = _dataclass.own_init_check(fields, storage)
     else:
         _refuse_unannotated_fields(cls)
         storage = Storage.of(cls, (), options.frozen)
         install(cls, options, as_written, annotated=False)
         static_names = frozenset(options.static) | (parent.static_names if parent else set())
         _dataclass.refuse_properties(cls, sorted(static_names), static_names)
-        declared = None
-        after_init = None  # the layout table's observer, once there is one
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
+    spec = _assemble(cls, options, fields, static_names, storage, as_written, existing=existing)
+    if existing is not None:
+        _refuse_changing_a_used_layout(existing, spec.layouts)
+    return spec
+
+
+def _assemble(
+    cls: type,
+    options: Options,
+    fields: tuple[Field, ...] | None,
+    static_names: frozenset[str],
+    storage: Storage,
+    as_written: Mapping[str, Any],
+    *,
+    existing: ClassSpec | None = None,
+    backends: tuple[str, ...] | None = None,
+) -> ClassSpec:
+    """The spec, with its layout table and node functions (``existing``'s, re-attached: the
+    registries hold them)."""
+    declared = None
+    if fields is not None:
+        declared = (tuple(f.name for f in fields), tuple(f.static for f in fields))
+    backends = options.backends if backends is None else backends
+    factories = _backends.key_factories(backends, cls)
     table = LayoutTable(cls, static_names, storage, declared, factories)
     if existing is None:
         nodes = NodeFunctions(table)
     else:
-        _refuse_changing_a_used_layout(existing, table)
         nodes = existing.nodes
         nodes.attach(table)
+    after_init: Callable[[object], None] = nodes.observe
+    if fields is not None:
+        after_init = _dataclass.own_init_check(fields, storage)
     return ClassSpec(
         cls=cls,
         options=options,
@@ -267,9 +289,9 @@ def _make_spec(
         static_names=static_names,
         storage=storage,
         nodes=nodes,
-        after_init=after_init or nodes.observe,
-        backends=options.backends,
-        as_written=as_written,
+        after_init=after_init,
+        backends=backends,
+        as_written=dict(as_written),
         **_roles(fields),
     )
 
@@ -447,29 +469,9 @@ def _arrive(
         existing = own_spec(cls)
         if existing is not None:
             return existing
-        declared = None
-        if fields is not None:
-            declared = (tuple(f.name for f in fields), tuple(f.static for f in fields))
-        factories = _backends.key_factories(backends, cls)
-        table = LayoutTable(cls, static_names, storage, declared, factories)
-        nodes = NodeFunctions(table)
-        after_init: Callable[[object], None] = nodes.observe
-        if fields is not None:
-            after_init = _dataclass.own_init_check(fields, storage)
-        spec = ClassSpec(
-            cls=cls,
-            options=options,
-            fields=fields,
-            static_names=static_names,
-            storage=storage,
-            nodes=nodes,
-            after_init=after_init,
-            backends=backends,
-            as_written=as_written,
-            **_roles(fields),
-        )
-        _backends.register_all(cls, nodes, backends)
-        publish(table)
+        spec = _assemble(cls, options, fields, static_names, storage, as_written, backends=backends)
+        _backends.register_all(cls, spec.nodes, backends)
+        publish(spec.layouts)
         return spec
 
 

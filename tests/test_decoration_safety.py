@@ -140,8 +140,10 @@ def test_torch_refusing_a_class_leaves_jax_and_a_subclass_as_they_were():
         assert dict(vars(Base)) == namespace and dict(vars(Sub)) == sub_namespace
         _works(Base)
         _works(Sub)
-    finally:
-        torch_pytree._deregister_pytree_node(Base)
+    finally:  # the hand registration, from torch's Python and C++ (optree) registries alike
+        from pytreekit._compat import unregister_from_torch
+
+        unregister_from_torch(Base)
     assert pytree_class(Base, backends=("torch",)) is Base  # now it is accepted
     leaves, _ = torch_pytree.tree_flatten(Base(jnp.ones(2)))
     assert len(leaves) == 2
