@@ -49,7 +49,9 @@ def partition(
 
     Both halves have ``tree``'s structure (its pytree classes and static fields included), so
     ``combine(kept, rest)`` rebuilds ``tree``. The usual use: differentiate, optimise or
-    ``jit`` only the arrays of a model that also holds functions, ints or strings.
+    ``jit`` only the arrays of a model that also holds functions, ints or strings. Under
+    ``jax.jit``, pass ``kept`` and close over ``rest`` (or mark it static): passed as an
+    argument, ``rest``'s functions and strings are leaves that ``jit`` refuses.
 
     Args:
         tree: Any pytree.
@@ -78,6 +80,10 @@ def partition(
     (3, None)
     >>> combine(params, rest)["weights"]
     Array([1., 1.], dtype=float32)
+    >>> import jax
+    >>> step = jax.jit(lambda params: combine(params, rest)["activation"](params["weights"]))
+    >>> step(params)  # rest is closed over, not passed
+    Array([0.7615942, 0.7615942], dtype=float32)
     """
     _check_is_leaf("partition()", is_leaf)
     mask = _mask(tree, filter_spec, is_leaf)
