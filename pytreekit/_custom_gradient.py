@@ -91,6 +91,7 @@ def custom_gradient_method(
     ``vjp_fn(g)`` returns one cotangent per parameter, ``self`` first, with ``None`` for zero (and
     for non-array arguments). Calling the method gives ``out`` alone. As with
     ``jax.custom_gradient``, the arrays ``vjp_fn`` closes over are what the backward pass keeps.
+    Reverse mode only: ``jax.jvp`` and ``jax.linearize`` of the method raise, as JAX's do.
 
     Args:
         fn: The method, returning ``(out, vjp_fn)``; its first parameter is the instance.

@@ -161,6 +161,8 @@ def custom_vjp_method(
     ``(self_cotangent, *arg_cotangents)``. Residuals may hold anything (arrays are saved,
     everything else kept aside). A cotangent of ``None`` means zero; for ``self`` a cotangent is
     most easily ``pytreekit.replace(self, ...)``. Keyword arguments are moved to their positions.
+    Reverse mode only, as with ``jax.custom_vjp``: ``jax.jvp`` and ``jax.linearize`` of the method
+    raise; use ``custom_jvp_method`` where forward mode is needed.
 
     Args:
         fn: The method; its first parameter is the instance. It may be ``__call__``. Positional

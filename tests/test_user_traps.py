@@ -377,3 +377,29 @@ def test_torch_compile_fullgraph_builds_instances_of_a_class_without_annotations
 
     compiled = torch.compile(build, fullgraph=True)
     assert compiled(torch.ones(2)).tolist() == build(torch.ones(2)).tolist() == [4.0, 4.0]
+
+
+# -- forward mode on reverse-only rules ----------------------------------------------------------
+
+
+def test_forward_mode_of_a_custom_vjp_method_fails_as_jax_custom_vjp_does():
+    @pytree_class
+    class Doubler:
+        @pytreekit.custom_vjp_method
+        def __call__(self, x):
+            return 2 * x
+
+        def forward(self, x):
+            return 2 * x, None
+
+        def backward(residuals, g):
+            return None, 2 * g
+
+        __call__.defvjp(forward, backward)
+
+    reference = jax.custom_vjp(lambda x: 2 * x)
+    reference.defvjp(lambda x: (2 * x, None), lambda r, g: (2 * g,))
+    for function in (lambda x: Doubler()(x), reference):
+        with pytest.raises(TypeError, match="forward-mode"):
+            jax.jvp(function, (1.0,), (1.0,))
+    assert jax.grad(lambda x: Doubler()(x))(1.0) == jax.grad(reference)(1.0) == 2.0
