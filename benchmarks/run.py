@@ -34,7 +34,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
-from benchmarks import ad_cases, construction
+from benchmarks import ad_cases, construction, decoration
 from benchmarks.styles import available_styles
 
 HAND = "hand-written (object.__new__)"
@@ -244,6 +244,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             [
                 [name, f"{r['pytreekit']:.0f}", f"{r['reference']:.0f}", f"{r['ratio']:.2f}x"]
                 for name, r in results["construction"].items()
+            ],
+        )
+    )
+
+    results["decoration"] = decoration.run(repeats, 20 if args.quick else 300)
+    report.append("\n## Decorating a class: median µs per class\n")
+    report.append(
+        _table(
+            ["classes", "pytreekit", "reference", "ratio"],
+            [
+                [
+                    name,
+                    f"{r['pytreekit'] / 1e3:.0f}",
+                    f"{r['reference'] / 1e3:.0f}",
+                    f"{r['ratio']:.2f}x",
+                ]
+                for name, r in results["decoration"].items()
             ],
         )
     )
