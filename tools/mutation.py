@@ -41,40 +41,49 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The tests that exercise each module, its own test file first (it kills most mutants fastest).
 SELECTIONS = {
-    "_annotated": [
-        "tests/test_dataclasses.py",
-        "tests/test_decorator.py",
-        "tests/test_dataclasses_reference.py",
-    ],
+    "_codegen": ["tests/test_codegen.py", "tests/test_nodes.py", "tests/test_init.py"],
+    "_compat": ["tests/test_interop.py", "tests/test_backends.py"],
     "_custom_jvp": ["tests/test_custom_jvp.py", "tests/test_custom_reference.py"],
     "_custom_vjp": [
         "tests/test_custom_vjp.py",
         "tests/test_custom_gradient.py",
         "tests/test_custom_reference.py",
     ],
-    "_decorator": ["tests/test_decorator.py", "tests/test_misuse.py", "tests/test_dataclasses.py"],
+    "_dataclass": [
+        "tests/test_dataclasses.py",
+        "tests/test_init.py",
+        "tests/test_dataclasses_reference.py",
+    ],
+    "_decorator": [
+        "tests/test_decorator.py",
+        "tests/test_misuse.py",
+        "tests/test_decoration_safety.py",
+        "tests/test_dataclasses.py",
+    ],
     "_dunders": ["tests/test_dunders.py", "tests/test_frozen.py", "tests/test_dataclasses.py"],
+    "_export": ["tests/test_interop.py", "tests/test_catalogue.py"],
     "_fields": ["tests/test_fields.py", "tests/test_misuse.py", "tests/test_dataclasses.py"],
     "_filters": ["tests/test_filters.py", "tests/test_misuse.py", "tests/test_linearize.py"],
     "_frozen": ["tests/test_frozen.py", "tests/test_dataclasses.py"],
-    "_init": ["tests/test_init.py", "tests/test_dataclasses.py", "tests/test_fields.py"],
-    "_layouts": ["tests/test_layouts.py", "tests/test_nodes.py", "tests/test_replace.py"],
+    "_layouts": ["tests/test_layouts.py", "tests/test_nodes.py", "tests/test_static.py"],
     "_linearize": ["tests/test_linearize.py", "tests/test_misuse.py"],
     "_method": [
         "tests/test_custom_jvp.py",
         "tests/test_custom_vjp.py",
+        "tests/test_custom_overrides.py",
         "tests/test_custom_gradient.py",
         "tests/test_misuse.py",
     ],
-    "_nodes": ["tests/test_nodes.py", "tests/test_layouts.py", "tests/test_init.py"],
+    "_nodes": ["tests/test_nodes.py", "tests/test_layouts.py", "tests/test_replace.py"],
     "_replace": ["tests/test_replace.py", "tests/test_frozen.py"],
+    "_spec": ["tests/test_spec.py", "tests/test_fields.py", "tests/test_decorator.py"],
     "_split": [
         "tests/test_linearize.py",
         "tests/test_custom_jvp.py",
         "tests/test_custom_vjp.py",
         "tests/test_custom_gradient.py",
     ],
-    "_static": ["tests/test_static.py", "tests/test_replace.py", "tests/test_misuse.py"],
+    "_wrappers": ["tests/test_wrappers.py"],
 }
 
 _BINOPS: dict[type[ast.operator], type[ast.operator]] = {
