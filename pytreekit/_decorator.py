@@ -192,8 +192,8 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
             _backends.register_all(cls, spec.nodes, new)
         except Exception as error:
             _restore(cls, before)
-            if existing is not None:
-                existing.nodes.attach(existing.layouts)
+            if existing is not None:  # the functions the registries hold follow the old table
+                existing.nodes.attach(existing.table)
             if automatic:
                 # An explicit @pytree_class(...) on this subclass may still follow and succeed;
                 # until it does, building an instance reports why the automatic set-up failed.
@@ -249,9 +249,10 @@ def _make_spec(
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
+    old_table = existing.layouts if existing is not None else None
     spec = _assemble(cls, options, fields, static_names, storage, as_written, existing=existing)
-    if existing is not None:
-        _refuse_changing_a_used_layout(existing, spec.layouts)
+    if old_table is not None:
+        _refuse_changing_a_used_layout(old_table, spec.layouts)
     return spec
 
 
@@ -288,6 +289,7 @@ def _assemble(
         fields=fields,
         static_names=static_names,
         storage=storage,
+        table=table,
         nodes=nodes,
         after_init=after_init,
         backends=backends,
@@ -307,15 +309,15 @@ def _roles(fields: tuple[Field, ...] | None) -> dict[str, tuple[str, ...] | None
     }
 
 
-def _refuse_changing_a_used_layout(existing: ClassSpec, table: LayoutTable) -> None:
+def _refuse_changing_a_used_layout(old_table: LayoutTable, table: LayoutTable) -> None:
     """An annotated class's treedefs hold its one layout; decorating it again with other fields
     or static flags after it was used as a pytree would leave them unreadable."""
-    old, new = existing.layouts.primary, table.primary
-    if not (existing.layouts.used and table.declared) or old is None or new is None:
+    old, new = old_table.primary, table.primary
+    if not (old_table.used and table.declared) or old is None or new is None:
         return
     if (old.names, old.static) != (new.names, new.static):
         raise TypeError(
-            f"{existing.cls.__qualname__} has already been flattened or unflattened as a "
+            f"{table.cls.__qualname__} has already been flattened or unflattened as a "
             f"pytree with fields {old.names} (static: {old.static_names}); decorating it "
             f"again with fields {new.names} (static: {new.static_names}) would make "
             f"existing treedefs unreadable. Decorate the class once, with all its options."

@@ -47,6 +47,7 @@ class ClassSpec:
     fields: tuple[Field, ...] | None
     static_names: frozenset[str]
     storage: Storage
+    table: LayoutTable  # its layouts; nodes follow it (a failed re-decoration: the old one again)
     nodes: NodeFunctions
     # Run when the outermost __init__ a user wrote returns (see _codegen.init_wrapper).
     after_init: Callable[[object], None]
@@ -60,22 +61,22 @@ class ClassSpec:
 
     @property
     def layouts(self) -> LayoutTable:
-        return self.nodes.table
+        return self.table
 
     def layout_of(self, obj: object) -> Layout:
-        return self.nodes.table.layout_of(obj)
+        return self.table.layout_of(obj)
 
     def names(self, obj: object, role: str) -> tuple[str, ...]:
         """The fields of ``obj`` that ``role`` (``compared``, ``hashed``, ``shown``) covers."""
         names: tuple[str, ...] | None = getattr(self, role)
         if names is None:
-            return self.nodes.table.layout_of(obj).names
+            return self.table.layout_of(obj).names
         return names
 
     def instance_fields(self, obj: object) -> tuple[Field, ...]:
         if self.fields is not None:
             return self.fields
-        layout = self.nodes.table.layout_of(obj)
+        layout = self.table.layout_of(obj)
         return tuple(
             named_field(name, static)
             for name, static in zip(layout.names, layout.static, strict=True)

@@ -18,6 +18,7 @@ class Static(Generic[T]):
 
     >>> import jax
     >>> import jax.numpy as jnp
+    >>> from pytreekit import Static
     >>> layers = [jnp.ones(2), Static(jax.nn.relu)]
     >>> len(jax.tree_util.tree_leaves(layers)), layers[1](jnp.array([-1.0, 2.0])).tolist()
     (1, [0.0, 2.0])
