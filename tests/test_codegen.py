@@ -68,3 +68,17 @@ def test_no_attribute_name_shadows_a_name_the_generated_code_uses(name):
     model = Loose(jnp.ones(2), 3.0)
     doubled = jax.tree.map(lambda a: a * 2, model)
     assert getattr(doubled, name) == 6.0 and doubled.w.tolist() == [2.0, 2.0]
+
+
+def test_the_init_wrapper_takes_the_users_parameters_and_keeps_their_attributes():
+    def init(self, w, size=2, *, scale=1.0):
+        self.w = w * scale
+        self.size = size
+
+    init.marker = "kept"  # what a decorator on __init__ may have set
+    Model = pytree_class(type("Model", (), {"__init__": init}), static=("size",))
+    code = Model.__init__.__code__
+    # Written out, not *args/**kwargs: a call costs one plain call more, no packing.
+    assert code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount] == ("w", "size", "scale")
+    assert Model.__init__.marker == "kept" and Model.__init__.__wrapped__ is init
+    assert Model(jnp.ones(1), scale=3.0).w.tolist() == [3.0]

@@ -42,7 +42,12 @@ REPO = Path(__file__).resolve().parent.parent
 # The tests that exercise each module, its own test file first (it kills most mutants fastest).
 SELECTIONS = {
     "_codegen": ["tests/test_codegen.py", "tests/test_nodes.py", "tests/test_init.py"],
-    "_compat": ["tests/test_interop.py", "tests/test_backends.py"],
+    "_compat": [
+        "tests/test_dataclasses.py",
+        "tests/test_decoration_safety.py",
+        "tests/test_user_traps.py",
+        "tests/test_interop.py",
+    ],
     "_custom_jvp": ["tests/test_custom_jvp.py", "tests/test_custom_reference.py"],
     "_custom_vjp": [
         "tests/test_custom_vjp.py",
