@@ -3,7 +3,8 @@
 Each entry (a ``##`` section) lists error texts in a ```text block, one per line, ``...`` standing
 for what varies. Its ``<!-- pitfalls-test: raises -->`` scripts must each raise one of those
 errors, and together raise all of them; its other ```python blocks (the fixes) must run cleanly.
-Every script runs in a fresh interpreter, as a reader would run it.
+The page's blocks run as every page's do (tests/markdown_blocks.py: found by Sybil, the page in a
+fresh interpreter, each block a script of its own, as a reader would run it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from conftest import ROOT
-from markdown_blocks import Block, code_blocks, run_script
+from markdown_blocks import Block, code_blocks, page_outcomes
 
 from pytreekit import custom_jvp_method, linearize, pytree_class
 
@@ -31,8 +32,9 @@ class Entry:
     fixes: tuple[Block, ...]
 
 
-def entries(text: str) -> list[Entry]:
-    blocks = code_blocks(text, "docs/pitfalls.md")
+def entries(page: Path) -> list[Entry]:
+    text = page.read_text(encoding="utf-8")
+    blocks = code_blocks(page)
     titles = [line[3:].strip() for line in text.splitlines() if line.startswith("## ")]
     found = []
     for title in titles:
@@ -61,7 +63,7 @@ def error_pattern(shown: str) -> re.Pattern[str]:
     return re.compile(".*?".join(re.escape(part) for part in shown.split("...")), re.DOTALL)
 
 
-ENTRIES = entries(PAGE.read_text(encoding="utf-8"))
+ENTRIES = entries(PAGE)
 FIXES = [(entry, block) for entry in ENTRIES for block in entry.fixes]
 
 
@@ -70,13 +72,13 @@ def slug(title: str) -> str:
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[slug(entry.title) for entry in ENTRIES])
-def test_each_error_shown_still_occurs(entry: Entry, tmp_path: Path) -> None:
+def test_each_error_shown_still_occurs(entry: Entry) -> None:
     unmatched = set(entry.errors)
-    for number, block in enumerate(entry.reproductions):
-        outcome = run_script(block.code, tmp_path, f"reproduce_{number}")
-        assert outcome.exception is not None, (
+    for block in entry.reproductions:
+        outcome = page_outcomes(PAGE)[block.line]
+        assert outcome.status == "raised" and outcome.exception is not None, (
             f"docs/pitfalls.md line {block.line} ('{entry.title}') no longer raises: "
-            f"{outcome.report()}"
+            f"{outcome.detail}"
         )
         matching = [
             shown for shown in entry.errors if error_pattern(shown).fullmatch(outcome.exception)
@@ -95,12 +97,12 @@ def test_each_error_shown_still_occurs(entry: Entry, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("entry", "block"), FIXES, ids=[f"{slug(entry.title)}-{block.index}" for entry, block in FIXES]
 )
-def test_each_fix_runs(entry: Entry, block: Block, tmp_path: Path) -> None:
-    outcome = run_script(block.code, tmp_path, "fix")
-    if outcome.returncode != 0:
+def test_each_fix_runs(entry: Entry, block: Block) -> None:
+    outcome = page_outcomes(PAGE)[block.line]
+    if outcome.status != "passed":
         pytest.fail(
             f"docs/pitfalls.md line {block.line} ('{entry.title}'): the fix fails: "
-            f"{outcome.report()}",
+            f"{outcome.detail}",
             pytrace=False,
         )
 
@@ -119,7 +121,7 @@ def test_the_page_covers_the_errors_users_meet_first() -> None:
         "zeros_like requires ndarray or scalar arguments, got <class 'function'>",  # optax.init
         "is not a valid JAX type",  # jax.grad on a function leaf
         "must return a pair (primal_out, tangent_out)",  # a JVP rule returning only the tangent
-        "Can't pickle <function tanh at ...>",  # pickling jnp.tanh
+        "Can't pickle <function <lambda> at ...>",  # pickling a lambda in a static field
         "linearized function called on tangent values inconsistent",  # jax.linearize, int leaf
         "must have the same tree structure",  # None in a tangent given to jax.jvp
         "'list' object has no attribute 'shape'",  # replace does not convert

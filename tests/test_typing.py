@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from markdown_blocks import Block, code_blocks
+from markdown_blocks import Block, missing_libraries, pages, python_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPING = ROOT / "tests" / "typing"
@@ -210,23 +210,49 @@ def test_marks_are_read_per_checker_and_mode(tmp_path: Path) -> None:
             expected_errors(case, "strict")
 
 
-# README examples. Every ```python block is type-checked by each checker: in standard mode, and in
-# strict mode too when it is fully annotated (every function's parameters, self and cls aside, and
-# its return; an unannotated class is ordinary Python that strict modes reject by design). Strict
-# here is the checkers' strict less what third-party stubs trip: pyright's reportUnknown* rules
-# (JAX leaves much of its API unknown to pyright) and missing stubs (optax, orbax), as for
-# pytreekit's own source in pyproject.toml. A block listed in README_NOT_TYPED is expected to fail
-# and says why; once it type-checks, the test asks for it to leave the list.
+# Documentation examples (README.md and every docs/ page: tests/markdown_blocks.py finds them).
+# Every ```python block is type-checked by each checker: in standard mode, and in strict mode too
+# when it is fully annotated (every function's parameters, self and cls aside, and its return; an
+# unannotated class is ordinary Python that strict modes reject by design). A block that continues
+# an earlier one is checked with it. Strict here is the checkers' strict less what third-party
+# stubs trip: pyright's reportUnknown* rules (JAX leaves much of its API unknown to pyright) and
+# missing stubs (optax, orbax), as for pytreekit's own source in pyproject.toml. A block that
+# imports a library which is not installed is skipped (the checkers cannot see its types). A block
+# listed in README_NOT_TYPED is expected to fail and says why; once it type-checks, the test asks
+# for it to leave the list.
+# docs/pitfalls.md is not: its blocks reproduce errors, some of which the checkers see too.
 README_BLOCKS = [
     block
-    for block in code_blocks((ROOT / "README.md").read_text(encoding="utf-8"), "README.md")
-    if block.language == "python"
+    for page in pages()
+    if page.name != "pitfalls.md"
+    for block in python_blocks(page)
+    if block.marker not in ("skip", "raises")
 ]
 README_NOT_TYPED: dict[str, str] = {
     # Third-party typing, not pytreekit's:
-    "other-registries-1": "optree's tree_flatten_with_path is typed for optree's own PyTree",
-    "from-register-dataclass-flax-struct-or-chex-1": "flax.struct.field is untyped (mypy strict)",
-    "optax-parameter-labels-1": "a label tree (strings at array fields) and optax's ArrayTree",
+    "docs/guide/other-registries::other-registries-optree-and-torch-1": (
+        "optree's tree_flatten_with_path is typed for optree's own PyTree"
+    ),
+    "docs/migrating/flax-struct-and-chex::"
+    "migrating-from-flax-struct-register-dataclass-and-chex-1": (
+        "flax.struct.field is untyped (mypy strict)"
+    ),
+    "docs/using/optax::parameter-labels-1": (
+        "a label tree (strings at array fields) and optax's ArrayTree"
+    ),
+    "docs/using/optax::masks-1": "a mask tree (bools at array fields) and optax's ArrayTree",
+    "docs/migrating/flax-linen::migrating-from-flax-linen-and-trainstate-2": (
+        "optax types params as ArrayTree (arrays, sequences, mappings): a class is not one"
+    ),
+    "docs/migrating/flax-struct-and-chex::chex-1": "chex.dataclass is untyped for the checkers",
+    "docs/using/flax::flax-serialization-and-msgpack-checkpoints-1": (
+        "flax.serialization.from_bytes is typed to return a state dict"
+    ),
+    "docs/using/numpyro-and-blackjax::numpyro-1": "numpyro's param and distributions' types",
+    "docs/using/numpyro-and-blackjax::blackjax-1": "blackjax's window_adaptation and states",
+    # Errors on purpose, which the checkers report too:
+    "docs/guide/frozen-and-replace::frozen-classes-and-replace-1": "assigns to a frozen instance",
+    "docs/using/beartype::beartype-and-jaxtyping-1": "passes a str where an array is annotated",
 }
 README_MYPY = ("--ignore-missing-imports",)
 README_PYRIGHT: dict[str, object] = {
@@ -252,20 +278,23 @@ def fully_annotated(code: str) -> bool:
 
 
 def _readme_file(block: Block) -> str:
-    return f"readme_{block.id.replace('-', '_')}.py"
+    return re.sub(r"\W", "_", block.full_id) + ".py"
+
+
+CHECKED_BLOCKS = [block for block in README_BLOCKS if not missing_libraries(block)]
 
 
 @functools.cache
 def readme_problems() -> dict[str, list[str]]:
     """README block id -> what the checkers report on it."""
-    problems: dict[str, list[str]] = {block.id: [] for block in README_BLOCKS}
+    problems: dict[str, list[str]] = {block.full_id: [] for block in CHECKED_BLOCKS}
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
-        for block in README_BLOCKS:
+        for block in CHECKED_BLOCKS:
             path = Path(tmp) / _readme_file(block)
-            path.write_text(block.code, encoding="utf-8")
-            files[block.id] = path
-        strict = [files[b.id] for b in README_BLOCKS if fully_annotated(b.code)]
+            path.write_text(block.program, encoding="utf-8")
+            files[block.full_id] = path
+        strict = [files[b.full_id] for b in CHECKED_BLOCKS if fully_annotated(b.program)]
         for checker in CHECKERS:
             for mode, checked in (("standard", list(files.values())), ("strict", strict)):
                 if not checked:
@@ -274,24 +303,31 @@ def readme_problems() -> dict[str, list[str]]:
                     report = _mypy(mode, checked, README_MYPY)
                 else:
                     report = _pyright(checker, mode, checked, Path(tmp), README_PYRIGHT)
-                for block in README_BLOCKS:
+                for block in CHECKED_BLOCKS:
+                    offset = (
+                        block.line + len(block.code.splitlines()) - len(block.program.splitlines())
+                    )
                     for line, codes in sorted(report.get(_readme_file(block), {}).items()):
-                        code_line = block.code.splitlines()[line - 1].strip()
-                        problems[block.id].append(
-                            f"{checker} ({mode}) README.md line {block.line + line}: "
+                        code_line = block.program.splitlines()[line - 1].strip()
+                        problems[block.full_id].append(
+                            f"{checker} ({mode}) {block.page} line {offset + line}: "
                             f"{sorted(codes)} | {code_line}"
                         )
     return problems
 
 
-@pytest.mark.parametrize("block", README_BLOCKS, ids=[block.id for block in README_BLOCKS])
-def test_readme_block_type_checks(block: Block) -> None:
-    problems = readme_problems()[block.id]
-    if block.id in README_NOT_TYPED:
-        assert problems, f"README block {block.id} type-checks now: remove it from README_NOT_TYPED"
+@pytest.mark.parametrize("block", README_BLOCKS, ids=[block.full_id for block in README_BLOCKS])
+def test_docs_block_type_checks(block: Block) -> None:
+    missing = missing_libraries(block)
+    if missing:
+        named = "; ".join(f"No module named '{name}'" for name in missing)
+        pytest.skip(f"{block.where} needs {', '.join(missing)} ({named}): not checked")
+    problems = readme_problems()[block.full_id]
+    if block.full_id in README_NOT_TYPED:
+        assert problems, f"block {block.full_id} type-checks now: remove it from README_NOT_TYPED"
         return
-    assert not problems, f"README block at line {block.line}:\n" + "\n".join(problems)
+    assert not problems, f"{block.where}:\n" + "\n".join(problems)
 
 
 def test_readme_not_typed_lists_existing_blocks() -> None:
-    assert set(README_NOT_TYPED) <= {block.id for block in README_BLOCKS}
+    assert set(README_NOT_TYPED) <= {block.full_id for block in README_BLOCKS}

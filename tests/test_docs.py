@@ -1,0 +1,192 @@
+"""Every ```python block of every documentation page (README.md and docs/) runs, as written.
+
+The blocks are found and evaluated by Sybil (tests/markdown_blocks.py says how, and which HTML
+comments above a block skip it, continue the previous block, or expect it to raise). Each page
+runs once, in a fresh interpreter; each block is a test of its own here. A block that imports a
+library which is not installed is skipped with that reason; optree and torch are the optional
+backends, whose absence fails in CI (``conftest.require``), as for the backend tests.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, require
+from markdown_blocks import (
+    Block,
+    code_blocks,
+    missing_libraries,
+    page_name,
+    page_outcomes,
+    pages,
+    python_blocks,
+    run_page,
+    undefined_names,
+)
+
+PAGES = pages()
+BLOCKS = [block for page in PAGES for block in python_blocks(page)]
+BACKENDS = {"optree", "torch"}
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[block.full_id for block in BLOCKS])
+def test_block_runs(block: Block) -> None:
+    for library in sorted(set(missing_libraries(block)) & BACKENDS):
+        require(library)  # skips, or fails in CI
+    outcome = page_outcomes(ROOT / block.page)[block.line]
+    if outcome.status == "skipped":
+        pytest.skip(f"{block.page} line {block.line}: {outcome.detail}")
+    if outcome.status == "failed":
+        pytest.fail(f"{block.where} failed:\n{outcome.detail}", pytrace=False)
+    assert outcome.status == ("raised" if block.marker == "raises" else "passed")
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[block.full_id for block in BLOCKS])
+def test_block_names_are_defined(block: Block, tmp_path: Path) -> None:
+    if block.marker == "skip":
+        pytest.skip(f"{block.page} line {block.line}: {block.marker_text}")
+    report = undefined_names(block.program, tmp_path)
+    if report:
+        pytest.fail(f"{block.where} uses names it does not define or import:\n{report}")
+
+
+def test_every_page_is_covered_and_has_few_skips() -> None:
+    names = {page_name(page) for page in PAGES}
+    assert "README.md" in names and "docs/pitfalls.md" in names
+    on_disk = {path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*.md")}
+    assert on_disk <= names
+    skipped = [block for block in BLOCKS if block.marker == "skip"]
+    assert len(BLOCKS) >= 40
+    assert len(skipped) <= len(BLOCKS) // 10, "prefer runnable blocks to skipped ones"
+
+
+def test_block_parser_headings_indices_and_markers(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "\n".join(
+            [
+                "# Title",
+                "```python",
+                "a = 1",
+                "```",
+                "## Section two",
+                "```bash",
+                "# not a heading",
+                "```",
+                "<!-- docs-test: skip (needs a GPU) -->",
+                "```python",
+                "# a comment, not a heading",
+                "b = 2",
+                "```",
+                "<!-- pitfalls-test: raises -->",
+                "```python",
+                "c = 3",
+                "```",
+                "!!! note",
+                "    <!-- docs-test: continue -->",
+                "    ```python",
+                "    d = c",
+                "    ```",
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    blocks = [(b.language, b.id, b.line, b.marker, b.marker_text) for b in code_blocks(page)]
+    assert blocks == [
+        ("python", "title-1", 2, None, None),
+        ("bash", "section-two-1", 6, None, None),
+        ("python", "section-two-1", 10, "skip", "needs a GPU"),
+        ("python", "section-two-2", 15, "raises", None),
+        ("python", "section-two-3", 20, "continue", None),
+    ]
+    assert code_blocks(page)[2].code == "# a comment, not a heading\nb = 2\n"
+    assert code_blocks(page)[4].program == "c = 3\n\nd = c\n"
+
+
+def test_pages_run_blocks_in_order_with_markers(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "\n".join(
+            [
+                "# Page",
+                "```python",
+                "import pickle",
+                "class Point:",
+                "    x = 1",
+                "assert pickle.loads(pickle.dumps(Point())).x == 1  # __main__ is the block",
+                "```",
+                "<!-- docs-test: continue -->",
+                "```python",
+                "assert Point.x == 1",
+                "```",
+                "```python",
+                "Point  # not continued: undefined",
+                "```",
+                "<!-- docs-test: raises -->",
+                "```python",
+                "raise KeyError('k')",
+                "```",
+                "```python",
+                "import a_library_that_is_not_installed",
+                "```",
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    outcomes = run_page(page)
+    assert [outcome.status for outcome in outcomes.values()] == [
+        "passed",
+        "passed",
+        "failed",
+        "raised",
+        "skipped",
+    ]
+    assert outcomes[12].exception == "NameError: name 'Point' is not defined"
+    assert f'{page}", line 13' in outcomes[12].detail  # the traceback names the page's line
+    assert outcomes[16].exception == "KeyError: 'k'"
+    assert outcomes[19].detail == (
+        "needs a_library_that_is_not_installed (not installed: "
+        "No module named 'a_library_that_is_not_installed')"
+    )
+
+
+def test_undefined_names_are_reported(tmp_path: Path) -> None:
+    assert undefined_names("import jax\nx = jax.numpy.ones(2)\n", tmp_path) == ""
+    report = undefined_names("def rule():\n    return jax.jvp\n", tmp_path)
+    assert "F821 Undefined name `jax`" in report
+
+
+def test_docs_link_only_to_existing_pages_and_anchors() -> None:
+    """What `mkdocs build --strict` checks, for readers of the Markdown files themselves (on
+    GitHub): relative links between pages resolve. The strict build checks anchors and
+    references too (below, when mkdocs is installed)."""
+    broken = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", text):
+            if "://" not in target and not (page.parent / target).resolve().exists():
+                broken.append(f"{page_name(page)}: {target}")
+    assert broken == []
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("mkdocstrings") is None,
+    reason="mkdocs and mkdocstrings not installed (the docs extra); .ci/run builds the site",
+)
+def test_site_builds_in_strict_mode(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "site" / "search" / "search_index.json").exists()
