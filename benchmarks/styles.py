@@ -108,8 +108,11 @@ class DataclassMLP:
     layers: list[DataclassLinear]
 
 
-jax.tree_util.register_dataclass(DataclassLinear)
-jax.tree_util.register_dataclass(DataclassMLP)
+# Field lists given: JAX before 0.4.36 has no register_dataclass(cls) that reads the metadata.
+jax.tree_util.register_dataclass(
+    DataclassLinear, ["weights", "biases"], ["in_features", "out_features"]
+)
+jax.tree_util.register_dataclass(DataclassMLP, ["layers"], [])
 
 
 def build_register_dataclass(n: int) -> Any:

@@ -15,7 +15,6 @@ from types import ModuleType
 from typing import Any
 
 import jax
-from jax import export as jax_export
 
 _KNOWN_PYTHON = "3.11 to 3.13"
 
@@ -66,6 +65,7 @@ def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool) -> N
 # -- JAX --------------------------------------------------------------------------------------
 
 from jax._src import tree_util as _jax_tree_util  # noqa: E402 - JAX has no public registry query
+from jax._src.export import _export as _jax_export_module  # noqa: E402 - nor an export one
 
 _JAX_TREE_REGISTRY: dict[type, Any] = _private(
     _jax_tree_util, "_registry", "jax._src.tree_util", "to tell whether a class is registered"
@@ -89,23 +89,15 @@ def jax_from_children(cls: type) -> Callable[..., Any]:
     return from_iter
 
 
-# jax.export's serialization registry arrived in jax 0.4.35; before, exported functions cannot
-# hold custom pytree nodes at all, and pytreekit registers nothing for export.
-HAS_EXPORT_SERIALIZATION = hasattr(jax_export, "register_pytree_node_serialization")
-_export_by_type: dict[type, Any] = {}
-_export_by_name: dict[str, Any] = {}
-if HAS_EXPORT_SERIALIZATION:
-    from jax._src.export import _export as _jax_export_module
-
-    # JAX offers only a call that refuses a second registration; pytreekit writes these to let a
-    # registration by hand stand and to point a name defined again (a notebook cell run twice)
-    # at the newest class.
-    _export_by_type = _private(
-        _jax_export_module, "serialization_registry", "jax._src.export._export", "jax.export"
-    )
-    _export_by_name = _private(
-        _jax_export_module, "deserialization_registry", "jax._src.export._export", "jax.export"
-    )
+# JAX offers only a call that refuses a second registration; pytreekit writes these to let a
+# registration by hand stand and to point a name defined again (a notebook cell run twice) at the
+# newest class. (jax.export's serialization registry arrived in jax 0.4.35, pytreekit's floor.)
+_export_by_type: dict[type, Any] = _private(
+    _jax_export_module, "serialization_registry", "jax._src.export._export", "jax.export"
+)
+_export_by_name: dict[str, Any] = _private(
+    _jax_export_module, "deserialization_registry", "jax._src.export._export", "jax.export"
+)
 
 
 def export_registries() -> tuple[dict[type, Any], dict[str, Any]]:

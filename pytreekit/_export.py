@@ -25,7 +25,7 @@ import threading
 import warnings
 from typing import Any
 
-from ._compat import HAS_EXPORT_SERIALIZATION, export_registries, jax_from_children
+from ._compat import export_registries, jax_from_children
 from ._fields import findable_name, import_by_name
 from ._nodes import NodeFunctions
 
@@ -121,9 +121,6 @@ def _pickle_error(value: Any) -> Exception | None:
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
     """Let ``jax.export`` read artifacts naming ``cls`` now, and write them from the class's first
     use (called once per class, after its ``jax.tree_util`` registration)."""
-    if not HAS_EXPORT_SERIALIZATION:
-        return  # this jax cannot serialize custom pytree nodes at all
-
     name = export_name(cls)
 
     def serialize_auxdata(aux: Any) -> bytes:

@@ -3,11 +3,6 @@
 import json
 
 import pytest
-from _versions import REGISTER_DATACLASS_INFERS_FIELDS, needs_register_dataclass_inference
-
-# benchmarks/styles.py registers its dataclasses without field lists, at import.
-if not REGISTER_DATACLASS_INFERS_FIELDS:
-    pytest.skip(needs_register_dataclass_inference.kwargs["reason"], allow_module_level=True)
 
 from benchmarks import run
 

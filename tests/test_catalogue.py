@@ -84,9 +84,8 @@ def test_pickle_round_trips_through_a_fresh_process(example, tmp_path):
 
 
 def test_jax_export_round_trips(example):
-    export = pytest.importorskip("jax.export")
-    if not hasattr(export, "register_pytree_node_serialization"):
-        pytest.skip("this JAX has no pytree serialization for jax.export (before 0.4.35)")
+    from jax import export
+
     exported = export.export(jax.jit(lambda t: jax.tree.map(lambda a: a + 1, t)))(example)
     restored = export.deserialize(exported.serialize())
     assert same(restored.call(example), jax.tree.map(lambda a: a + 1, example))

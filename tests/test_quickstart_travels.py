@@ -56,9 +56,8 @@ def test_the_model_goes_through_a_spawn_process_pool():
 
 
 def test_the_model_exports_and_runs_in_a_fresh_process(tmp_path):
-    export = pytest.importorskip("jax.export")
-    if not hasattr(export, "register_pytree_node_serialization"):
-        pytest.skip("this JAX has no pytree serialization for jax.export (before 0.4.35)")
+    from jax import export
+
     model, x = _model(), jnp.ones(3)
     step = jax.jit(lambda m, x: (m(x), jax.tree.map(lambda a: a * 2, m)))
     path = tmp_path / "model.bin"

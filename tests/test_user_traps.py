@@ -260,9 +260,8 @@ def test_a_lambda_in_a_static_field_is_refused_by_pickle_with_the_lambda_named()
 
 
 def test_export_of_a_model_holding_jnp_tanh_round_trips():
-    export = pytest.importorskip("jax.export")
-    if not hasattr(export, "register_pytree_node_serialization"):
-        pytest.skip("this JAX has no pytree serialization for jax.export (before 0.4.35)")
+    from jax import export
+
     model = Dense(jnp.ones((2, 2)))
     exported = export.export(jax.jit(lambda m, x: jax.tree.map(lambda a: a * 2, m)))(
         model, jnp.ones(2)
@@ -273,9 +272,7 @@ def test_export_of_a_model_holding_jnp_tanh_round_trips():
 
 
 def test_a_serialization_registered_by_hand_stands():
-    export = pytest.importorskip("jax.export")
-    if not hasattr(export, "register_pytree_node_serialization"):
-        pytest.skip("this JAX has no pytree serialization for jax.export (before 0.4.35)")
+    from jax import export
 
     @pytree_class
     class ByHand:
