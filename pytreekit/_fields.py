@@ -224,10 +224,19 @@ def field(
             changing it makes ``jax.jit`` retrace. Use it for sizes, flags and functions.
         converter: Applied to the value passed to the generated ``__init__`` (and to the
             default), before ``__post_init__``; never when JAX rebuilds an instance.
-        default, default_factory, init, repr, hash, compare, metadata, kw_only: As for
-            ``dataclasses.field``. ``metadata`` takes what ``dataclasses.field`` takes (a
-            mapping, or an object with ``__getitem__``); combined with ``static`` or
-            ``converter`` it must convert to a ``dict``.
+        default: The default value, as for ``dataclasses.field``.
+        default_factory: A function of no arguments giving the default, as for
+            ``dataclasses.field``.
+        init: Whether ``__init__`` takes the field, as for ``dataclasses.field``.
+        repr: Whether ``__repr__`` shows the field, as for ``dataclasses.field``.
+        hash: Whether ``__hash__`` uses the field (``None``: as ``compare``), as for
+            ``dataclasses.field``.
+        compare: Whether ``__eq__`` compares the field, as for ``dataclasses.field``.
+        metadata: What ``dataclasses.field`` takes (a mapping, or an object with
+            ``__getitem__``); combined with ``static`` or ``converter`` it must convert to a
+            ``dict``.
+        kw_only: Whether ``__init__`` takes the field by keyword only, as for
+            ``dataclasses.field``.
 
     Returns:
         A ``pytreekit.Field`` (a ``dataclasses.Field``), which the class replaces by the default.
