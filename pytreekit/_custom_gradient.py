@@ -39,7 +39,7 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
             f"bwd rules."
         )
 
-    def _copy_rules(self, other: CustomVJPMethod[S, P, R]) -> None:
+    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         pass  # the method itself returns its gradient function: there is no rule to copy
 
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:

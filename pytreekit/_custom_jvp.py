@@ -61,7 +61,7 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
     def _named_rule(self, rule: Callable[..., Any] | None) -> Callable[..., Any]:
         return named_after(rule, self._jvp)
 
-    def _copy_rules(self, other: CustomJVPMethod[S, P, R]) -> None:
+    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         if self.rule is not None:
             other.defjvp(self.rule)
 

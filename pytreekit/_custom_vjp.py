@@ -60,7 +60,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         self.bwd = bwd
         self._custom.defvjp(named_after(fwd, self._fwd), named_after(bwd, self._bwd))
 
-    def _copy_rules(self, other: CustomVJPMethod[S, P, R]) -> None:
+    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         if self.fwd is not None and self.bwd is not None:
             other.defvjp(self.fwd, self.bwd)
 

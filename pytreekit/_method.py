@@ -105,7 +105,7 @@ class CustomMethod(Generic[S, P, R]):
         self._copy_rules(kept)
         return kept
 
-    def _copy_rules(self, other: Self) -> None:
+    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         raise NotImplementedError
 
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
