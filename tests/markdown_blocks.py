@@ -14,6 +14,8 @@ An HTML comment right above a block's opening fence (invisible on the site) chan
   page that builds an example up); a block without it must be self-contained.
 - ``<!-- docs-test: raises -->``: must raise; the test of the page decides which error
   (docs/pitfalls.md shows each error's text above its reproduction).
+- ``<!-- docs-test: requires (flax>=0.12) -->``: skipped, with the reason, where the installed
+  release is older (the floor cell of .ci/run installs older clients).
 
 Any ``<!-- word-test: ... -->`` spelling is accepted (``pitfalls-test: raises``). A block that
 imports a library which is not installed (torch, optree, flax, orbax, numpyro...) is skipped with
@@ -45,7 +47,7 @@ DOCS = ROOT / "docs"
 
 # `<!-- docs-test: skip (reason) -->` or `<!-- pitfalls-test: raises -->` right above a fence.
 MARKER = re.compile(r"<!--\s*[\w-]+-test:\s*(?P<word>\w+)\s*(?:\((?P<text>.*)\))?\s*-->")
-MARKERS = ("skip", "continue", "raises")
+MARKERS = ("skip", "continue", "raises", "requires")
 
 
 def pages() -> list[Path]:
@@ -203,6 +205,8 @@ class _PageEvaluator:
     def run(self, block: Block) -> Outcome:
         if block.marker == "skip":
             return Outcome("skipped", block.marker_text or "marked skip")
+        if block.marker == "requires" and (unmet := _unmet(block.marker_text or "")):
+            return Outcome("skipped", unmet)
         if block.previous is not None and self.outcomes[block.previous.line].status != "passed":
             return Outcome("skipped", f"continues the block at line {block.previous.line}")
         missing = missing_libraries(block)
@@ -229,6 +233,22 @@ class _PageEvaluator:
         if block.marker == "raises":
             return Outcome("failed", "the block is marked raises but ran without an exception")
         return Outcome("passed")
+
+
+def _unmet(requirement: str) -> str | None:
+    """Why ``requirement`` (``"flax>=0.12"``) is not met here, or ``None`` where it is."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.requirements import Requirement
+
+    wanted = Requirement(requirement)
+    try:
+        installed = version(wanted.name)
+    except PackageNotFoundError:
+        return f"needs {requirement} (No module named '{wanted.name}')"
+    if wanted.specifier.contains(installed, prereleases=True):
+        return None
+    return f"needs {requirement} (installed: {wanted.name} {installed})"
 
 
 def _run_page_here(page: Path, report: Path) -> None:

@@ -84,6 +84,8 @@ def test_exported_function_of_models_is_called_in_a_fresh_process(tmp_path):
 def test_serialized_names_are_module_and_qualified_name():
     from jax._src.export._export import serialization_registry
 
+    # pytreekit registers a class's serialization at its first use as a pytree.
+    jax.tree_util.tree_flatten((make_model(), Unannotated(3, bias=True)))
     assert serialization_registry[Model][0] == "export_fixtures:Model"
     assert serialization_registry[Unannotated][0] == "export_fixtures:Unannotated"
 

@@ -52,7 +52,6 @@ class FlaxLinear:
         INIT_CALLS.append("flax.struct")
 
 
-@jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class JaxLinear:
     weight: jax.Array
@@ -60,6 +59,10 @@ class JaxLinear:
 
     def __post_init__(self) -> None:
         INIT_CALLS.append("register_dataclass")
+
+
+# Field lists given: JAX before 0.4.36 has no register_dataclass(cls) that reads the metadata.
+jax.tree_util.register_dataclass(JaxLinear, data_fields=["weight"], meta_fields=["name"])
 
 
 @chex.dataclass
