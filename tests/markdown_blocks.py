@@ -205,8 +205,8 @@ class _PageEvaluator:
     def run(self, block: Block) -> Outcome:
         if block.marker == "skip":
             return Outcome("skipped", block.marker_text or "marked skip")
-        if block.marker == "requires" and (unmet := _unmet(block.marker_text or "")):
-            return Outcome("skipped", unmet)
+        if block.marker == "requires" and (why := unmet(block.marker_text or "")):
+            return Outcome("skipped", why)
         if block.previous is not None and self.outcomes[block.previous.line].status != "passed":
             return Outcome("skipped", f"continues the block at line {block.previous.line}")
         missing = missing_libraries(block)
@@ -235,7 +235,7 @@ class _PageEvaluator:
         return Outcome("passed")
 
 
-def _unmet(requirement: str) -> str | None:
+def unmet(requirement: str) -> str | None:
     """Why ``requirement`` (``"flax>=0.12"``) is not met here, or ``None`` where it is."""
     from importlib.metadata import PackageNotFoundError, version
 

@@ -61,7 +61,8 @@ def test_self_closed_over_or_passed_in_checkpoint_and_scan(scaled, x):
     passed = jax.grad(lambda s, x: jnp.sum(s(x)), argnums=1)(scaled, x)
     checkpointed = jax.grad(jax.checkpoint(lambda s, x: jnp.sum(s(x))), argnums=1)(scaled, x)
     np.testing.assert_allclose(closed, passed)
-    np.testing.assert_allclose(checkpointed, passed)
+    # Rematerialisation may reorder float32 sums (JAX 0.5 does): equal up to rounding.
+    np.testing.assert_allclose(checkpointed, passed, rtol=1e-6)
 
     def body(carry, _):
         return carry + jnp.sum(scaled(x)), None

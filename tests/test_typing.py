@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from markdown_blocks import Block, missing_libraries, pages, python_blocks
+from markdown_blocks import Block, missing_libraries, pages, python_blocks, unmet
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPING = ROOT / "tests" / "typing"
@@ -318,6 +318,8 @@ def readme_problems() -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("block", README_BLOCKS, ids=[block.full_id for block in README_BLOCKS])
 def test_docs_block_type_checks(block: Block) -> None:
+    if block.marker == "requires" and (why := unmet(block.marker_text or "")):
+        pytest.skip(f"{block.where}: {why}")
     missing = missing_libraries(block)
     if missing:
         named = "; ".join(f"No module named '{name}'" for name in missing)
