@@ -372,6 +372,9 @@ def test_torch_compile_fullgraph_builds_instances_of_a_class_without_annotations
         pair = TorchPair(x, x + 1)
         return pair.a * pair.scale + pair.b
 
+    # The class learns its layout from its first instance, under a lock dynamo cannot trace:
+    # that one is built outside the compiled function (as a model usually is), later ones inside.
+    TorchPair(torch.zeros(2), torch.zeros(2))
     compiled = torch.compile(build, fullgraph=True)
     assert compiled(torch.ones(2)).tolist() == build(torch.ones(2)).tolist() == [4.0, 4.0]
 
