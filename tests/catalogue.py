@@ -7,7 +7,12 @@ parametrise over ``CATALOGUE``. Module level, so that pickle finds the classes b
 from __future__ import annotations
 
 import dataclasses
+import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -105,3 +110,24 @@ def same(a: Any, b: Any) -> bool:
         and tree_a == tree_b
         and all(jnp.array_equal(x, y) for x, y in zip(leaves_a, leaves_b, strict=True))
     )
+
+
+def unpickled_elsewhere(obj: Any, expression: str, folder: Path) -> str:
+    """Pickle ``obj``, load it as ``obj`` in a fresh interpreter (with ``jax``, ``jnp`` and
+    tests/ importable) and return the ``repr`` of ``expression`` there (for ``eval`` here)."""
+    path = folder / "pickled.bin"
+    path.write_bytes(pickle.dumps(obj))
+    code = (
+        "import pickle, sys; sys.path.insert(0, sys.argv[2]);"
+        "import jax, jax.numpy as jnp;"
+        "obj = pickle.loads(open(sys.argv[1], 'rb').read());"
+        f"print(repr(({expression})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path), os.path.dirname(__file__)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        check=True,
+    )
+    return out.stdout.strip()

@@ -1,14 +1,10 @@
 """pytreekit.Static: a function among the layers of a list (Equinox's Sequential style)."""
 
-import os
-import pickle
-import subprocess
-import sys
-
 import jax
 import jax.numpy as jnp
 import optax
 import pytest
+from catalogue import unpickled_elsewhere
 
 import pytreekit
 from pytreekit import Static, pytree_class
@@ -100,21 +96,9 @@ def test_an_unhashable_value_is_refused_with_the_field_named():
 
 def test_pickled_model_runs_the_same_in_a_fresh_process(tmp_path):
     model, x = make(), jnp.ones(3)
-    path = tmp_path / "model.pkl"
-    path.write_bytes(pickle.dumps(model))
-    code = (
-        "import pickle, sys, jax, jax.numpy as jnp; sys.path.insert(0, sys.argv[2]);"
-        "m = pickle.loads(open(sys.argv[1], 'rb').read());"
-        "assert m.layers[1].value is jax.nn.relu;"
-        "print(m(jnp.ones(3)).tolist())"
+    printed = unpickled_elsewhere(
+        model, "obj.layers[1].value is jax.nn.relu, obj(jnp.ones(3)).tolist()", tmp_path
     )
-    tests_dir = os.path.dirname(__file__)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(path), tests_dir],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    assert eval(out.stdout) == pytest.approx(model(x).tolist())
+    same_relu, values = eval(printed)
+    assert same_relu is True
+    assert values == pytest.approx(model(x).tolist())
