@@ -34,7 +34,7 @@ from ._codegen import SPEC_ATTR
 from ._compat import registered_with_jax
 from ._dunders import install
 from ._fields import Field, field
-from ._layouts import LayoutTable, Storage, publish
+from ._layouts import KeyFactory, LayoutTable, Storage, publish
 from ._method import inherit_rules
 from ._nodes import NodeFunctions
 from ._spec import ClassSpec, Options, decoration_lock, own_spec
@@ -215,7 +215,7 @@ def _make_spec(
     """Change ``cls`` into a pytree class (its namespace as written is restored already) and
     describe it; no registry is touched."""
     inherit_rules(cls)
-    _backends.key_factories(options.backends, cls)  # unknown or missing ones: before any change
+    factories = _backends.key_factories(options.backends, cls)  # refused before any change
     if parent is not None:
         annotated = parent.fields is not None
     else:
@@ -250,7 +250,7 @@ def _make_spec(
     if parent is None:
         _install_subclass_hook(cls)
     old_table = existing.layouts if existing is not None else None
-    spec = _assemble(cls, options, fields, static_names, storage, as_written, existing=existing)
+    spec = _assemble(cls, options, fields, static_names, storage, as_written, factories, existing)
     if old_table is not None:
         _refuse_changing_a_used_layout(old_table, spec.layouts)
     return spec
@@ -263,17 +263,14 @@ def _assemble(
     static_names: frozenset[str],
     storage: Storage,
     as_written: Mapping[str, Any],
-    *,
+    factories: dict[str, KeyFactory],
     existing: ClassSpec | None = None,
-    backends: tuple[str, ...] | None = None,
 ) -> ClassSpec:
     """The spec, with its layout table and node functions (``existing``'s, re-attached: the
-    registries hold them)."""
+    registries hold them); ``factories``: each backend's key type, in the backends' order."""
     declared = None
     if fields is not None:
         declared = (tuple(f.name for f in fields), tuple(f.static for f in fields))
-    backends = options.backends if backends is None else backends
-    factories = _backends.key_factories(backends, cls)
     table = LayoutTable(cls, static_names, storage, declared, factories)
     if existing is None:
         nodes = NodeFunctions(table)
@@ -292,7 +289,7 @@ def _assemble(
         table=table,
         nodes=nodes,
         after_init=after_init,
-        backends=backends,
+        backends=tuple(factories),
         as_written=dict(as_written),
         **_roles(fields),
     )
@@ -471,8 +468,9 @@ def _arrive(
         existing = own_spec(cls)
         if existing is not None:
             return existing
-        spec = _assemble(cls, options, fields, static_names, storage, as_written, backends=backends)
-        _backends.register_all(cls, spec.nodes, backends)
+        factories = _backends.key_factories(backends, cls)
+        spec = _assemble(cls, options, fields, static_names, storage, as_written, factories)
+        _backends.register_all(cls, spec.nodes, spec.backends)
         publish(spec.layouts)
         return spec
 
