@@ -92,7 +92,8 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     def _dynamic_cotangents(self, arguments_split: Split, cotangents: Any) -> tuple[Any, ...]:
         """Lay the user's per-argument cotangents out as JAX wants them: one per array leaf."""
         count = len(arguments_split.treedef.children())
-        names = self._argument_names(count)
+        names = list(self.parameter_names[:count])
+        names += [f"argument {i}" for i in range(len(names), count)]  # through *args
         if not isinstance(cotangents, (tuple, list)) or len(cotangents) != count:
             got = (
                 f"{len(cotangents)} values"
@@ -132,11 +133,6 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
             else:
                 result.append(None)  # zero, or an integer array (no cotangent)
         return tuple(result)
-
-    def _argument_names(self, count: int) -> list[str]:
-        names = list(self.parameter_names[:count])
-        names += [f"argument {i}" for i in range(len(names), count)]  # through *args
-        return names
 
 
 def _inexact(leaf: Any) -> bool:

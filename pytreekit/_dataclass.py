@@ -258,7 +258,7 @@ def _checks(
     """What runs after the assignments: ``__post_init__`` and then a check of every field (it
     may store anything), or else a check of the static values that were passed."""
     fields = fields_of(all_fields)
-    helpers["__pytreekit_check__"] = _checker(fields, storage, set_defaults=False)
+    helpers["__pytreekit_check__"] = value_checker(fields, storage, set_defaults=False)
     if hasattr(cls, "__post_init__"):
         helpers.update(INITIALISING_HELPERS)
         init_vars = [f.name for f in all_fields if is_init_var(f)]
@@ -309,7 +309,7 @@ def _accepted(f: dataclasses.Field[Any]) -> Any:
 # -- a user's own __init__: what it set is checked when it returns -----------------------------
 
 
-def _checker(
+def value_checker(
     fields: tuple[Field, ...], storage: Storage, *, set_defaults: bool
 ) -> Callable[[object], None]:
     """The check run when an ``__init__`` returns: every field set (a ``default_factory``
@@ -353,11 +353,6 @@ def _checker(
                 )
 
     return check_constructed
-
-
-def own_init_check(fields: tuple[Field, ...], storage: Storage) -> Callable[[object], None]:
-    """``after_init`` of an annotated class with its own ``__init__``."""
-    return _checker(fields, storage, set_defaults=True)
 
 
 # -- classes that are dataclasses already, and dataclasses' rules -------------------------------

@@ -32,7 +32,7 @@ from typing_extensions import dataclass_transform
 from . import _backends, _dataclass
 from ._codegen import SPEC_ATTR
 from ._compat import registered_with_jax
-from ._dunders import install
+from ._dunders import install, nearest_init
 from ._fields import Field, field
 from ._layouts import KeyFactory, LayoutTable, Storage, publish
 from ._method import inherit_rules
@@ -200,7 +200,7 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
                 _defer(cls, as_written, error)
                 return cls
             raise
-        publish(spec.layouts)
+        publish(spec.table)
         setattr(cls, SPEC_ATTR, spec)  # the commit point
         return cls
 
@@ -219,7 +219,9 @@ def _make_spec(
     if parent is not None:
         annotated = parent.fields is not None
     else:
-        annotated = _dataclass.has_fields(cls) or _no_user_init(cls)
+        # No __init__ anywhere but object's (or one pytreekit generated): a dataclass too.
+        _, init_kind = nearest_init(cls, cls.__dict__)
+        annotated = _dataclass.has_fields(cls) or init_kind in ("object", "generated")
     fields: tuple[Field, ...] | None = None
     if annotated:
         was_dataclass = "__dataclass_params__" in as_written
@@ -244,15 +246,15 @@ def _make_spec(
         _refuse_unannotated_fields(cls)
         storage = Storage.of(cls, (), options.frozen)
         install(cls, options, as_written, annotated=False)
-        static_names = frozenset(options.static) | (parent.static_names if parent else set())
+        static_names = frozenset(options.static) | (parent.table.static_names if parent else set())
         _dataclass.refuse_properties(cls, sorted(static_names), static_names)
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
-    old_table = existing.layouts if existing is not None else None
+    old_table = existing.table if existing is not None else None
     spec = _assemble(cls, options, fields, static_names, storage, as_written, factories, existing)
     if old_table is not None:
-        _refuse_changing_a_used_layout(old_table, spec.layouts)
+        _refuse_changing_a_used_layout(old_table, spec.table)
     return spec
 
 
@@ -278,14 +280,12 @@ def _assemble(
         nodes = existing.nodes
         nodes.attach(table)
     after_init: Callable[[object], None] = nodes.observe
-    if fields is not None:
-        after_init = _dataclass.own_init_check(fields, storage)
+    if fields is not None:  # an annotated class with its own __init__ checks what it set
+        after_init = _dataclass.value_checker(fields, storage, set_defaults=True)
     return ClassSpec(
         cls=cls,
         options=options,
         fields=fields,
-        static_names=static_names,
-        storage=storage,
         table=table,
         nodes=nodes,
         after_init=after_init,
@@ -408,15 +408,6 @@ def _parent_spec(cls: type) -> ClassSpec | None:
     return None
 
 
-def _no_user_init(cls: type) -> bool:
-    """No ``__init__`` anywhere but ``object``'s (or one pytreekit generated)."""
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is not None:
-            return klass is object or bool(getattr(init, "__pytreekit_generated__", False))
-    return True  # pragma: no cover - object always has __init__
-
-
 def _refuse_unannotated_fields(cls: type) -> None:
     for name, value in cls.__dict__.items():
         if isinstance(value, dataclasses.Field):
@@ -449,7 +440,7 @@ def _reduce_spec(spec: ClassSpec) -> tuple[Callable[..., ClassSpec], tuple[Any, 
     # Only a class pickled by value (cloudpickle, as Ray, Dask and loky send classes defined in a
     # notebook or a function) carries its spec: the receiving process builds the class's node
     # functions and registers it there. Locks and generated code stay behind.
-    data = (spec.cls, spec.options, spec.fields, spec.static_names, spec.storage)
+    data = (spec.cls, spec.options, spec.fields, spec.table.static_names, spec.table.storage)
     return _arrive, (*data, spec.backends, dict(spec.as_written))
 
 
@@ -471,7 +462,7 @@ def _arrive(
         factories = _backends.key_factories(backends, cls)
         spec = _assemble(cls, options, fields, static_names, storage, as_written, factories)
         _backends.register_all(cls, spec.nodes, spec.backends)
-        publish(spec.layouts)
+        publish(spec.table)
         return spec
 
 

@@ -28,7 +28,7 @@ import operator
 import reprlib
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -65,6 +65,8 @@ _HASH = {
 _PICKLING = ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
 # What __getstate__ adds to the field values: the layout's names and static flags.
 STATE_LAYOUT = "__pytreekit_fields__"
+# Who wrote the __init__ a class runs (nearest_init).
+InitKind = Literal["object", "generated", "wrapped", "user"]
 
 
 def install(
@@ -89,10 +91,15 @@ def install(
                     f"needs to own {name} to freeze instances. Remove one of the two."
                 )
     if not dataclass_methods:
-        user_init = _user_init(cls, own, annotated)
-        if user_init is not None:
+        # The __init__ a user wrote is wrapped: the class body's, or (classes without annotations)
+        # one inherited from a class that is not a pytree class. An annotated class gets the
+        # generated one instead of such a base's (a mixin's, a typing.Protocol's), unless the
+        # nearest base __init__ is a user's that a pytree base wraps: a subclass that adds fields
+        # but no __init__ keeps it (where dataclasses would generate one).
+        user_init, kind = nearest_init(cls, own)
+        if kind == "user" and (own.get("__init__") is not None or not annotated):
             setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen))
-        elif init is not None and not _inherits_wrapped_init(cls):
+        elif init is not None and nearest_init(cls)[1] != "wrapped":
             setattr(cls, "__init__", init())
     methods: dict[str, Callable[..., Any]] = {}
     if options.repr and "__repr__" not in own:
@@ -121,30 +128,24 @@ def install(
         setattr(cls, name, method)
 
 
-def _user_init(cls: type, own: Mapping[str, Any], annotated: bool) -> Callable[..., None] | None:
-    """The ``__init__`` a user wrote that ``cls`` runs and that is not wrapped yet; ``None`` for
-    ``object``'s, a generated one, or (annotated classes) one inherited from a class that is not a
-    pytree class (a mixin, a ``typing.Protocol``), which the generated one replaces."""
-    init = own.get("__init__")
-    if init is None and not annotated:
+def nearest_init(
+    cls: type, own: Mapping[str, Any] | None = None
+) -> tuple[Callable[..., Any], InitKind]:
+    """The ``__init__`` that ``cls`` runs: the one in ``own`` (its body as written; ``None``: look
+    in the bases only), else the nearest one its bases define (``object``'s at the latest); and
+    who wrote it: ``"object"``, ``"generated"`` (pytreekit, for an annotated class),
+    ``"wrapped"`` (a user, and a pytree class wraps it already: ``_codegen.init_wrapper``) or
+    ``"user"`` (a user, not wrapped yet)."""
+    init = None if own is None else own.get("__init__")
+    if init is None:
         init = next(k.__dict__["__init__"] for k in cls.__mro__[1:] if "__init__" in k.__dict__)
-    if init is None or init is object.__init__:
-        return None
-    if getattr(init, "__pytreekit_wraps_init__", False) or getattr(
-        init, "__pytreekit_generated__", False
-    ):
-        return None
-    return init  # type: ignore[no-any-return]
-
-
-def _inherits_wrapped_init(cls: type) -> bool:
-    """Whether the nearest base ``__init__`` is a user's, wrapped by a pytree base: a subclass
-    that adds fields but no ``__init__`` keeps it (where dataclasses would generate one)."""
-    for klass in cls.__mro__[1:]:
-        init = klass.__dict__.get("__init__")
-        if init is not None:
-            return bool(getattr(init, "__pytreekit_wraps_init__", False))
-    return False
+    if init is object.__init__:
+        return init, "object"
+    if getattr(init, "__pytreekit_wraps_init__", False):
+        return init, "wrapped"
+    if getattr(init, "__pytreekit_generated__", False):
+        return init, "generated"
+    return init, "user"
 
 
 def _writes(cls: type, own: Mapping[str, Any], names: tuple[str, ...]) -> bool:
@@ -182,7 +183,7 @@ def _names(owner: type, obj: object, role: str) -> tuple[str, ...]:
         return declared
     spec = own_spec(type(obj))
     assert spec is not None
-    return spec.layout_of(obj).names
+    return spec.table.layout_of(obj).names
 
 
 # -- __eq__ -------------------------------------------------------------------------------------
@@ -401,7 +402,7 @@ def pytree_getstate(self: object) -> dict[str, Any]:
     """The fields, by name, and the layout they form (names and static flags)."""
     spec = own_spec(type(self))
     assert spec is not None
-    layout = spec.layout_of(self)
+    layout = spec.table.layout_of(self)
     state = {}
     for name in layout.names:
         try:
@@ -423,7 +424,7 @@ def pytree_setstate(self: object, state: Any) -> None:
             object.__setattr__(self, name, value.resolve() if type(value) is Reference else value)
     spec = own_spec(type(self))
     assert spec is not None
-    table = spec.layouts
+    table = spec.table
     if layout_state is not None:
         layout = table.intern(tuple(layout_state[0]), tuple(layout_state[1]))
     elif isinstance((dict_state or {}).get(LAYOUT_ATTR), Layout):  # pickled by pytreekit 0.2.0

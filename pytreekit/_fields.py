@@ -138,13 +138,6 @@ def as_pytree_field(f: dataclasses.Field[Any], *, static: bool, owned: bool) -> 
     return new
 
 
-def named_field(name: str, static: bool) -> Field:
-    """The record of a field found on an instance (classes without annotations)."""
-    f = Field(static=static)
-    f.name = name
-    return f
-
-
 # The overloads tell type checkers (through dataclass_transform) the field's type and whether it
 # has a default. With a converter, the field holds what the converter returns (T) and __init__
 # takes what it accepts (V), the default too: pyright reads converter= this way (as PEP 712
@@ -316,11 +309,16 @@ def looks_like_array(value: Any) -> bool:
     )
 
 
+def type_name(value: Any) -> str:
+    """The name of ``value``'s type as error messages give it: with its module, unless builtin."""
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
 def describe(value: Any) -> str:
     """A value as an error message names it: arrays by kind, dtype and shape, others by repr."""
-    kind = type(value).__qualname__
-    if type(value).__module__ != "builtins":
-        kind = f"{type(value).__module__}.{kind}"
+    kind = type_name(value)
     if looks_like_array(value):
         return f"an array ({kind} of dtype {value.dtype} and shape {tuple(value.shape)})"
     return f"a {kind} ({value!r:.60})"

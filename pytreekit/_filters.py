@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._fields import type_name
 from ._split import PyTreeDef
 
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
@@ -175,7 +176,7 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
             )
             raise TypeError(
                 f"partition(): filter_spec{jax.tree_util.keystr(path)} is {spec!r} "
-                f"({_type_name(spec)}), but the leaves of filter_spec must be Python bools or "
+                f"({type_name(spec)}), but the leaves of filter_spec must be Python bools or "
                 f"predicates (functions of a leaf returning a bool, such as "
                 f"pytreekit.is_inexact_array).{advice}"
             )
@@ -190,12 +191,6 @@ def _as_bool(predicate: Callable[[Any], Any]) -> Callable[[Any], bool]:
     return lambda leaf: bool(predicate(leaf))
 
 
-def _type_name(value: Any) -> str:
-    kind = type(value)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
-
-
 def _is_none(x: Any) -> bool:
     return x is None
 
@@ -204,7 +199,7 @@ def _check_is_leaf(caller: str, is_leaf: Any) -> None:
     if is_leaf is not None and not callable(is_leaf):
         raise TypeError(
             f"{caller}: is_leaf must be None or a function of a subtree returning a bool, got "
-            f"{is_leaf!r} ({_type_name(is_leaf)})."
+            f"{is_leaf!r} ({type_name(is_leaf)})."
         )
 
 

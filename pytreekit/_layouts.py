@@ -288,16 +288,14 @@ def _nothing() -> None:
     pass
 
 
-def own_slots(klass: type) -> tuple[str, ...]:
-    slots = klass.__dict__.get("__slots__", ())
-    return (slots,) if isinstance(slots, str) else tuple(slots)
-
-
 def all_slots(cls: type) -> tuple[str, ...]:
     """Every slot of ``cls`` that holds a value (not ``__dict__``/``__weakref__``), base first."""
     names: list[str] = []
     for klass in reversed(cls.__mro__):
-        names.extend(s for s in own_slots(klass) if s not in ("__dict__", "__weakref__"))
+        slots = klass.__dict__.get("__slots__", ())
+        if isinstance(slots, str):  # __slots__ = "x": the one slot x
+            slots = (slots,)
+        names.extend(s for s in slots if s not in ("__dict__", "__weakref__"))
     return tuple(dict.fromkeys(names))
 
 

@@ -22,7 +22,6 @@ from ._split import Split, split
 S = TypeVar("S")
 P = ParamSpec("P")
 R = TypeVar("R")
-F = TypeVar("F", bound=Callable[..., Any])
 
 _UNSUPPORTED = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
 
@@ -127,13 +126,6 @@ class CustomMethod(Generic[S, P, R]):
         return bound.args
 
 
-def with_signature(function: F) -> F:
-    """``function`` with its signature computed once: JAX computes the signature of the functions
-    it wraps on every call (to describe them in messages), which dominates a cheap eager call."""
-    function.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
-    return function
-
-
 def named_after(user_function: Any, call: Callable[..., Any]) -> Callable[..., Any]:
     """``call`` under the name of the user's function, which JAX shows in jaxprs and messages."""
 
@@ -142,7 +134,10 @@ def named_after(user_function: Any, call: Callable[..., Any]) -> Callable[..., A
 
     named.__name__ = getattr(user_function, "__name__", call.__name__)
     named.__qualname__ = getattr(user_function, "__qualname__", named.__name__)
-    return with_signature(named)
+    # Its signature computed once: JAX computes the signature of the functions it wraps on every
+    # call (to describe them in messages), which dominates a cheap eager call.
+    named.__signature__ = inspect.signature(named)  # type: ignore[attr-defined]
+    return named
 
 
 def inherit_rules(cls: type) -> None:

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ._codegen import SPEC_ATTR
-from ._fields import Field, named_field
-from ._layouts import Layout, LayoutTable, Storage
+from ._fields import Field
+from ._layouts import LayoutTable
 from ._nodes import NodeFunctions
 
 # Decorating a class and registering it happen one class at a time: a class decorated from several
@@ -45,9 +45,9 @@ class ClassSpec:
     cls: type
     options: Options
     fields: tuple[Field, ...] | None
-    static_names: frozenset[str]
-    storage: Storage
-    table: LayoutTable  # its layouts; nodes follow it (a failed re-decoration: the old one again)
+    # Its layouts, static names and storage; nodes follow it (a failed re-decoration: the old one
+    # again).
+    table: LayoutTable
     nodes: NodeFunctions
     # Run when the outermost __init__ a user wrote returns (see _codegen.init_wrapper).
     after_init: Callable[[object], None]
@@ -58,29 +58,6 @@ class ClassSpec:
     compared: tuple[str, ...] | None = None
     hashed: tuple[str, ...] | None = None
     shown: tuple[str, ...] | None = None
-
-    @property
-    def layouts(self) -> LayoutTable:
-        return self.table
-
-    def layout_of(self, obj: object) -> Layout:
-        return self.table.layout_of(obj)
-
-    def names(self, obj: object, role: str) -> tuple[str, ...]:
-        """The fields of ``obj`` that ``role`` (``compared``, ``hashed``, ``shown``) covers."""
-        names: tuple[str, ...] | None = getattr(self, role)
-        if names is None:
-            return self.table.layout_of(obj).names
-        return names
-
-    def instance_fields(self, obj: object) -> tuple[Field, ...]:
-        if self.fields is not None:
-            return self.fields
-        layout = self.table.layout_of(obj)
-        return tuple(
-            named_field(name, static)
-            for name, static in zip(layout.names, layout.static, strict=True)
-        )
 
 
 def own_spec(cls: type) -> ClassSpec | None:
@@ -149,12 +126,19 @@ def fields(class_or_instance: Any) -> tuple[Field, ...]:
     [('weights', False), ('features', True)]
     """
     spec = spec_of(class_or_instance, "fields()")
-    if isinstance(class_or_instance, type):
-        if spec.fields is None:
-            raise TypeError(
-                f"fields({spec.cls.__qualname__}): this class has no field annotations, so its "
-                f"fields are the attributes each instance sets in __init__; call fields() on an "
-                f"instance instead."
-            )
+    if spec.fields is not None:
         return spec.fields
-    return spec.instance_fields(class_or_instance)
+    if isinstance(class_or_instance, type):
+        raise TypeError(
+            f"fields({spec.cls.__qualname__}): this class has no field annotations, so its "
+            f"fields are the attributes each instance sets in __init__; call fields() on an "
+            f"instance instead."
+        )
+    # The instance's own fields: a record for each, named and flagged static as its layout says.
+    layout = spec.table.layout_of(class_or_instance)
+    found = []
+    for name, static in zip(layout.names, layout.static, strict=True):
+        f = Field(static=static)
+        f.name = name
+        found.append(f)
+    return tuple(found)

@@ -77,14 +77,12 @@ def leaves_by_position(
     given)`` makes the error for a tree that does not fit.
     """
     by_position: dict[int, Any] = {}
-    for index, (tree, leaf_range, treedef) in enumerate(
-        zip(
-            per_argument,
-            leaves_per_argument(arguments_split),
-            arguments_split.treedef.children(),
-            strict=True,
-        )
+    start = 0  # the leaf position where the argument's leaves begin
+    for index, (tree, treedef) in enumerate(
+        zip(per_argument, arguments_split.treedef.children(), strict=True)
     ):
+        leaf_range = range(start, start + treedef.num_leaves)
+        start += treedef.num_leaves
         if tree is None:
             continue
         try:
@@ -93,13 +91,3 @@ def leaves_by_position(
             raise mismatch(index, treedef, tree) from None
         by_position.update(zip(leaf_range, leaves, strict=True))
     return by_position
-
-
-def leaves_per_argument(tree_split: Split) -> list[range]:
-    """For a split of an argument tuple: the leaf positions each argument occupies."""
-    ranges = []
-    start = 0
-    for child in tree_split.treedef.children():
-        ranges.append(range(start, start + child.num_leaves))
-        start += child.num_leaves
-    return ranges

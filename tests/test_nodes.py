@@ -375,7 +375,7 @@ def test_threads_first_using_an_annotated_class_together_generate_its_code_once(
         w: jax.Array
 
     obj = Fresh(jnp.ones(2))
-    table = Fresh.__pytreekit_spec__.layouts
+    table = Fresh.__pytreekit_spec__.table
     generated = []
     original = table.on_change
     monkeypatch.setattr(table, "on_change", lambda: generated.append(1) or original())

@@ -114,7 +114,7 @@ def register_backend(cls: type, backend: str, /) -> None:
         if backend in spec.backends:
             return
         (make_key,) = key_factories([backend], cls).values()
-        table = spec.layouts
+        table = spec.table
         with table.lock:
             table.add_key_factory(backend, make_key)
             spec.nodes.regenerate()
