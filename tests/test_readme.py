@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 from markdown_blocks import python_blocks
 
@@ -25,13 +26,18 @@ def test_readme_is_a_front_door_with_the_quickstart() -> None:
     assert "mkdocs serve" in text
 
 
-def test_readme_test_command_follows_its_marker() -> None:
-    """.ci/run runs the line two below the marker (after the opening fence): keep that shape."""
+@pytest.mark.parametrize(
+    ("marker", "command"),
+    [
+        ("quickstart", "python -m pip install . && python examples/quickstart.py"),
+        ("test", 'python -m pip install ".[test]" && python -m pytest'),
+    ],
+)
+def test_readme_commands_follow_their_markers(marker: str, command: str) -> None:
+    """.ci/run runs the line two below each marker (after the opening fence): keep that shape."""
     lines = README.read_text(encoding="utf-8").splitlines()
-    at = lines.index("<!-- ci: test command -->")
-    assert lines[at + 1] == "```bash"
-    assert lines[at + 2] == 'python -m pip install ".[test]" && python -m pytest'
-    assert lines[at + 3] == "```"
+    at = lines.index(f"<!-- ci: {marker} command -->")
+    assert lines[at + 1 : at + 4] == ["```bash", command, "```"]
 
 
 def test_readme_relative_links_resolve() -> None:
