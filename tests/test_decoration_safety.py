@@ -6,10 +6,15 @@ import threading
 import jax
 import jax.numpy as jnp
 import pytest
+from conftest import require
 
 from pytreekit import is_pytree_class, pytree_class
 
-optree = pytest.importorskip("optree")  # conftest makes a missing backend fail where required
+
+@pytest.fixture
+def optree():
+    # Only the tests of optree refusing a class need it; the thread tests run without it.
+    return require("optree")  # skips, or fails where PYTREEKIT_REQUIRE_BACKENDS names it
 
 
 def _annotated():
@@ -75,16 +80,16 @@ def test_eight_threads_decorating_one_class_end_with_one_working_class(make, fas
         _works(cls, static=True)
 
 
-def _refused_by_optree(cls):
+def _refused_by_optree(cls, optree):
     optree.register_pytree_node(
         cls, lambda o: ((), None), lambda aux, children: cls.__new__(cls), namespace="pytreekit"
     )
 
 
 @pytest.mark.parametrize("make", [_annotated, _unannotated])
-def test_optree_refusing_a_new_class_leaves_jax_and_the_class_as_they_were(make):
+def test_optree_refusing_a_new_class_leaves_jax_and_the_class_as_they_were(make, optree):
     cls = make()
-    _refused_by_optree(cls)
+    _refused_by_optree(cls, optree)
     namespace = dict(vars(cls))
     with pytest.raises(ValueError, match=cls.__qualname__):
         pytree_class(cls, backends=("jax", "optree"))
@@ -97,7 +102,7 @@ def test_optree_refusing_a_new_class_leaves_jax_and_the_class_as_they_were(make)
 
 
 @pytest.mark.parametrize("make", [_annotated, _unannotated])
-def test_jax_refusing_a_class_undoes_optree(make, monkeypatch):
+def test_jax_refusing_a_class_undoes_optree(make, monkeypatch, optree):
     from pytreekit._backends import jax as jax_adapter
 
     def refuse(cls, nodes):
@@ -116,7 +121,7 @@ def test_jax_refusing_a_class_undoes_optree(make, monkeypatch):
     _works(cls)
 
 
-def test_a_class_registered_with_jax_by_hand_is_refused_before_any_registry_is_touched():
+def test_a_class_registered_with_jax_by_hand_is_refused_before_any_registry_is_touched(optree):
     cls = _annotated()
     jax.tree_util.register_pytree_node(cls, lambda o: ((), None), lambda a, c: cls.__new__(cls))
     with pytest.raises(TypeError, match=rf"{cls.__qualname__}.*already registered with jax"):
@@ -126,7 +131,7 @@ def test_a_class_registered_with_jax_by_hand_is_refused_before_any_registry_is_t
 
 
 def test_torch_refusing_a_class_leaves_jax_and_a_subclass_as_they_were():
-    torch_pytree = pytest.importorskip("torch.utils._pytree")
+    torch_pytree = require("torch.utils._pytree")
     Base = pytree_class(_annotated())
 
     class Sub(Base):

@@ -140,11 +140,20 @@ def _pyright(
 
 
 @functools.cache
-def checker_report(checker: str, mode: str) -> Report:
-    if checker == "mypy":
-        return _mypy(mode, [*CHECKED_FILES, JAX_PROBE])
+def pyright_report(checker: str, mode: str) -> Report:
+    """What pyright or basedpyright reports on the cases and the JAX probe."""
     with tempfile.TemporaryDirectory() as tmp:
         return _pyright(checker, mode, [*CHECKED_FILES, JAX_PROBE], Path(tmp))
+
+
+@functools.cache
+def mypy_report(mode: str, blocks: frozenset[str]) -> Report:
+    """What mypy reports on the cases, the JAX probe and the documentation's ``blocks`` (ids),
+    in one run: mypy spends most of a run on what the files import (JAX above all), however few
+    the files. --ignore-missing-imports is for the blocks' untyped libraries; the cases import
+    only JAX and pytreekit. Each block is a module of its own, so none affects another's report."""
+    files = [*CHECKED_FILES, JAX_PROBE, *block_files(blocks, mode)]
+    return _mypy(mode, files, README_MYPY)
 
 
 def test_suite_has_files() -> None:
@@ -153,10 +162,16 @@ def test_suite_has_files() -> None:
         assert {f"{area}_ok.py", f"{area}_errors.py"} <= names, area
 
 
+@pytest.mark.xdist_group("typing")  # one mypy run per mode with the blocks' test: see below
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("checker", CHECKERS)
-def test_checker_reports_exactly_the_marked_lines(checker: str, mode: str) -> None:
-    report = checker_report(checker, mode)
+def test_checker_reports_exactly_the_marked_lines(
+    checker: str, mode: str, request: pytest.FixtureRequest
+) -> None:
+    if checker == "mypy":
+        report = mypy_report(mode, _selected_blocks(request.session))
+    else:
+        report = pyright_report(checker, mode)
     # JAX 0.10 and later type what the probe calls: there a report is a failure, not a skip.
     if JAX_PROBE.name in report and JAX < (0, 10):
         found = {line: sorted(codes) for line, codes in sorted(report[JAX_PROBE.name].items())}
@@ -315,50 +330,70 @@ def _readme_file(block: Block) -> str:
 CHECKED_BLOCKS = [block for block in README_BLOCKS if not missing_libraries(block)]
 
 
-@functools.cache
-def readme_problems() -> dict[str, list[str]]:
-    """README block id -> what the checkers report on it."""
-    problems: dict[str, list[str]] = {block.full_id: [] for block in CHECKED_BLOCKS}
-    with tempfile.TemporaryDirectory() as tmp:
-        files = {}
-        for block in CHECKED_BLOCKS:
-            path = Path(tmp) / _readme_file(block)
+_BLOCK_DIR = tempfile.TemporaryDirectory(prefix="pytreekit-blocks-")  # removed at exit
+
+
+def block_files(selected: frozenset[str], mode: str) -> list[Path]:
+    """A file with each selected block's program, for the blocks checked in ``mode``."""
+    files = []
+    for block in CHECKED_BLOCKS:
+        if block.full_id in selected and (mode == "standard" or fully_annotated(block.program)):
+            path = Path(_BLOCK_DIR.name) / _readme_file(block)
             path.write_text(block.program, encoding="utf-8")
-            files[block.full_id] = path
-        strict = [files[b.full_id] for b in CHECKED_BLOCKS if fully_annotated(b.program)]
-        for checker in CHECKERS:
-            for mode, checked in (("standard", list(files.values())), ("strict", strict)):
-                if not checked:
-                    continue
-                if checker == "mypy":
-                    report = _mypy(mode, checked, README_MYPY)
-                else:
+            files.append(path)
+    return files
+
+
+@functools.cache
+def readme_problems(selected: frozenset[str]) -> dict[str, list[str]]:
+    """Block id -> what the checkers report on it, for the blocks whose ids are ``selected``
+    (each block's file stands alone, so checking fewer changes no block's result)."""
+    blocks = [block for block in CHECKED_BLOCKS if block.full_id in selected]
+    problems: dict[str, list[str]] = {block.full_id: [] for block in blocks}
+    for checker in CHECKERS:
+        for mode in MODES:
+            checked = block_files(selected, mode)
+            if not checked:
+                continue
+            if checker == "mypy":
+                report = mypy_report(mode, selected)
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
                     report = _pyright(checker, mode, checked, Path(tmp), README_PYRIGHT)
-                for block in CHECKED_BLOCKS:
-                    offset = (
-                        block.line + len(block.code.splitlines()) - len(block.program.splitlines())
+            for block in blocks:
+                offset = block.line + len(block.code.splitlines()) - len(block.program.splitlines())
+                for line, codes in sorted(report.get(_readme_file(block), {}).items()):
+                    code_line = block.program.splitlines()[line - 1].strip()
+                    problems[block.full_id].append(
+                        f"{checker} ({mode}) {block.page} line {offset + line}: "
+                        f"{sorted(codes)} | {code_line}"
                     )
-                    for line, codes in sorted(report.get(_readme_file(block), {}).items()):
-                        code_line = block.program.splitlines()[line - 1].strip()
-                        problems[block.full_id].append(
-                            f"{checker} ({mode}) {block.page} line {offset + line}: "
-                            f"{sorted(codes)} | {code_line}"
-                        )
     return problems
 
 
-# One group: every block's test reads the same six checker runs (readme_problems), which each
-# pytest-xdist worker would otherwise make for itself (.ci/run passes --dist loadgroup).
-@pytest.mark.xdist_group("docs-block-typing")
+def _selected_blocks(session: pytest.Session) -> frozenset[str]:
+    """The ids of the blocks this session runs test_docs_block_type_checks on: all of them in a
+    whole run, one or two when a block's test is run alone (the checkers start once either way)."""
+    return frozenset(
+        item.callspec.params["block"].full_id
+        for item in session.items
+        if isinstance(item, pytest.Function) and item.originalname == "test_docs_block_type_checks"
+    )
+
+
+# One group with the cases' test: every block's test reads the same checker runs
+# (readme_problems, and mypy's shared with the cases), which each pytest-xdist worker would
+# otherwise make for itself (.ci/run passes --dist loadgroup).
+@pytest.mark.xdist_group("typing")
 @pytest.mark.parametrize("block", README_BLOCKS, ids=[block.full_id for block in README_BLOCKS])
-def test_docs_block_type_checks(block: Block) -> None:
+def test_docs_block_type_checks(block: Block, request: pytest.FixtureRequest) -> None:
     if block.marker == "requires" and (why := unmet(block.marker_text or "")):
         pytest.skip(f"{block.where}: {why}")
     missing = missing_libraries(block)
     if missing:
         named = "; ".join(f"No module named '{name}'" for name in missing)
         pytest.skip(f"{block.where} needs {', '.join(missing)} ({named}): not checked")
-    problems = readme_problems()[block.full_id]
+    problems = readme_problems(_selected_blocks(request.session))[block.full_id]
     if block.full_id in README_NOT_TYPED:
         assert problems, f"block {block.full_id} type-checks now: remove it from README_NOT_TYPED"
         return

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from catalogue import unpickled_elsewhere
+from conftest import require
 
 import pytreekit
 from pytreekit import field, pytree_class
@@ -314,7 +315,7 @@ def test_a_converter_fields_parameter_is_annotated_with_what_the_converter_takes
 
 
 def _torch():
-    return pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
+    return require("torch")  # skips, or fails where PYTREEKIT_REQUIRE_BACKENDS names it
 
 
 try:
