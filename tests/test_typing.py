@@ -350,9 +350,10 @@ def readme_problems(selected: frozenset[str]) -> dict[str, list[str]]:
     (each block's file stands alone, so checking fewer changes no block's result)."""
     blocks = [block for block in CHECKED_BLOCKS if block.full_id in selected]
     problems: dict[str, list[str]] = {block.full_id: [] for block in blocks}
+    files = {mode: block_files(selected, mode) for mode in MODES}
     for checker in CHECKERS:
         for mode in MODES:
-            checked = block_files(selected, mode)
+            checked = files[mode]
             if not checked:
                 continue
             if checker == "mypy":

@@ -7,6 +7,5 @@ import jax
 
 key = jax.random.key(0)
 w = jax.random.normal(key, (2,))
-activations = [jax.nn.relu, jax.nn.softmax, jax.nn.logsumexp]
 y = jax.nn.relu(w) + jax.nn.softmax(w) + jax.nn.logsumexp(w)
 leaves = jax.tree_util.tree_leaves([w])
