@@ -549,3 +549,22 @@ def test_decorating_again_starts_from_the_field_specifiers_as_written():
     assert str(inspect.signature(Options)) == "(*, x: int = 1) -> None"
     pytree_class(Options)
     assert str(inspect.signature(Options)) == "(x: int = 1) -> None"
+
+
+def test_object_init_assigned_in_the_body_is_decorated_as_no_init():
+    """``__init__ = object.__init__`` in a class body is the class without an ``__init__``: a
+    dataclass with a generated one, alike in fields, repr and tree."""
+
+    @pytree_class
+    class Assigned:
+        __init__ = object.__init__
+
+    @pytree_class
+    class Bare:
+        pass
+
+    for cls in (Assigned, Bare):
+        assert dataclasses.is_dataclass(cls) and dataclasses.fields(cls) == ()
+        assert cls.__init__ is not object.__init__  # generated
+        assert repr(cls()) == f"{cls.__qualname__}()"
+        assert jax.tree_util.tree_leaves(cls()) == []
