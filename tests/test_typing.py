@@ -162,7 +162,6 @@ def test_suite_has_files() -> None:
         assert {f"{area}_ok.py", f"{area}_errors.py"} <= names, area
 
 
-@pytest.mark.xdist_group("typing")  # one mypy run per mode with the blocks' test: see below
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("checker", CHECKERS)
 def test_checker_reports_exactly_the_marked_lines(
@@ -382,10 +381,9 @@ def _selected_blocks(session: pytest.Session) -> frozenset[str]:
     )
 
 
-# One group with the cases' test: every block's test reads the same checker runs
-# (readme_problems, and mypy's shared with the cases), which each pytest-xdist worker would
-# otherwise make for itself (.ci/run passes --dist loadgroup).
-@pytest.mark.xdist_group("typing")
+# Every block's test reads the same checker runs (readme_problems, and mypy's shared with the
+# cases' test): each pytest-xdist worker would make them for itself, so .ci/run keeps a file's
+# tests on one worker (--dist loadfile).
 @pytest.mark.parametrize("block", README_BLOCKS, ids=[block.full_id for block in README_BLOCKS])
 def test_docs_block_type_checks(block: Block, request: pytest.FixtureRequest) -> None:
     if block.marker == "requires" and (why := unmet(block.marker_text or "")):
