@@ -82,3 +82,13 @@ def test_the_init_wrapper_takes_the_users_parameters_and_keeps_their_attributes(
     assert code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount] == ("w", "size", "scale")
     assert Model.__init__.marker == "kept" and Model.__init__.__wrapped__ is init
     assert Model(jnp.ones(1), scale=3.0).w.tolist() == [3.0]
+
+
+def test_an_init_inherited_from_a_builtin_type_is_wrapped_and_still_runs():
+    # Exception.__init__ is a slot wrapper: it has no __dict__, no signature to write out.
+    @pytree_class
+    class Failure(Exception):
+        pass
+
+    assert Failure.__init__.__wrapped__ is Exception.__init__
+    assert Failure("disk full", 28).args == ("disk full", 28)
