@@ -539,6 +539,22 @@ def test_a_class_inheriting_a_plain_bases_init_finds_its_fields_per_instance():
     assert jax.tree_util.tree_leaves(Leafy(1.0)) == [1.0]
 
 
+def test_a_class_without_annotations_on_a_dataclass_base_keeps_the_bases_fields():
+    # The fields are the base's, static marks included, known before any instance exists;
+    # read per instance instead, the static name would become a leaf.
+    @dataclasses.dataclass
+    class Base:
+        w: float
+        name: str = field(static=True, default="base")
+
+    @pytree_class
+    class Child(Base):
+        pass
+
+    assert [(f.name, f.static) for f in pytreekit.fields(Child)] == [("w", False), ("name", True)]
+    assert jax.tree_util.tree_leaves(Child(1.0, "child")) == [1.0]
+
+
 def test_decorating_again_starts_from_the_field_specifiers_as_written():
     @pytree_class
     class Options:
