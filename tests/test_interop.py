@@ -247,6 +247,25 @@ def test_a_private_api_that_moved_is_a_clear_error_at_import_not_a_silent_fallba
     assert f"{module}.{name}" in last and "Please report it" in last
 
 
+@pytest.mark.parametrize(
+    "name", ["_deregister_pytree_node", "_cxx_pytree_pending_imports", "_cxx_pytree_imported"]
+)
+def test_a_torch_private_api_that_moved_is_a_clear_error_when_a_registration_is_undone(
+    name, monkeypatch
+):
+    # torch's registry is read only to undo a registration another registry refused.
+    torch_pytree = require("torch.utils._pytree")
+    from pytreekit._compat import PrivateAPIMoved, unregister_from_torch
+
+    class Refused:  # registered, as pytreekit had registered it before the refusal
+        pass
+
+    torch_pytree.register_pytree_node(Refused, lambda o: ([], None), lambda v, c: Refused())
+    monkeypatch.delattr(torch_pytree, name)
+    with pytest.raises(PrivateAPIMoved, match=rf"torch\.utils\._pytree\.{name} \(to undo a"):
+        unregister_from_torch(Refused)
+
+
 def test_pickled_aux_data_is_not_a_lossy_format():
     """Static values round trip with their types: a tuple stays a tuple, an int an int."""
     from pytreekit._export import dump_aux, load_aux

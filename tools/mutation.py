@@ -63,6 +63,7 @@ SELECTIONS = {
         "tests/test_dataclasses.py",
         "tests/test_init.py",
         "tests/test_dataclasses_reference.py",
+        "tests/test_decorator.py",
     ],
     "_decorator": [
         "tests/test_decorator.py",
