@@ -275,3 +275,31 @@ def test_zero_tangent_outputs_are_jax_arrays_as_in_jax():
     _, tangent = jax.jvp(lambda x: Pair(jnp.asarray(2.0)).both(x), (1.0,), (1.0,))
     assert isinstance(tangent[0], jax.Array) and float(tangent[0]) == 0.0
     assert tangent[1].dtype == jax.dtypes.float0
+
+
+@pytest.mark.parametrize("x", [1.0, np.float32(1.0), jnp.float32(1.0)], ids=type)
+def test_a_python_number_cotangent_is_accepted_as_jax_accepts_it(x):
+    @pytree_class
+    class Scaled:
+        def __init__(self, s):
+            self.s = s
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.s * x
+
+    Scaled.f.defvjp(lambda self, x: (self.f(x), None), lambda residuals, g: (None, 3.0))
+
+    @jax.custom_vjp
+    def reference(s, x):
+        return s * x
+
+    reference.defvjp(lambda s, x: (s * x, None), lambda residuals, g: (None, 3.0))
+
+    def kind(result):
+        return type(result), float(result), getattr(result, "dtype", None)
+
+    for transform in (jax.grad, lambda f: jax.jit(jax.grad(f))):
+        ours = transform(lambda x: Scaled(2.0).f(x))(x)
+        theirs = transform(lambda x: reference(2.0, x))(x)
+        assert kind(ours) == kind(theirs)
