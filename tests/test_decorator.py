@@ -539,6 +539,21 @@ def test_a_class_inheriting_a_plain_bases_init_finds_its_fields_per_instance():
     assert jax.tree_util.tree_leaves(Leafy(1.0)) == [1.0]
 
 
+def test_a_frozen_class_inheriting_a_plain_bases_init_is_built_by_it_then_frozen():
+    class Base:
+        def __init__(self, w):
+            self.w = w
+
+    @pytree_class(frozen=True)
+    class Leafy(Base):
+        pass
+
+    leafy = Leafy(1.0)  # the base's __init__ runs under pytreekit's wrapper, which opens it
+    assert jax.tree_util.tree_leaves(leafy) == [1.0]
+    with pytest.raises(dataclasses.FrozenInstanceError, match=r"field 'w' of frozen .*Leafy "):
+        leafy.w = 2.0
+
+
 def test_a_class_without_annotations_on_a_dataclass_base_keeps_the_bases_fields():
     # The fields are the base's, static marks included, known before any instance exists;
     # read per instance instead, the static name would become a leaf.

@@ -1,5 +1,7 @@
 """__eq__ (array-aware), __hash__ and __repr__."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -230,6 +232,29 @@ def test_eq_without_annotations_compares_the_attributes_each_instance_set():
 
 
 # -- __hash__ ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("own_hash", [False, True], ids=["no __hash__", "own __hash__"])
+@pytest.mark.parametrize("frozen", [False, True], ids=["mutable", "frozen"])
+@pytest.mark.parametrize("eq", [False, True], ids=["eq=False", "eq=True"])
+def test_hash_is_decided_as_dataclasses_decides_it(eq, frozen, own_hash):
+    def make(decorate):
+        body = {"__annotations__": {"x": float}}
+        if own_hash:
+            body["__hash__"] = lambda self: 7
+        return decorate(type("Point", (), body))
+
+    def behaviour(cls):
+        a, b = cls(1.0), cls(1.0)
+        if cls.__hash__ is None:
+            return "unhashable"
+        if hash(a) == 7:
+            return "its own"
+        return "by value" if hash(a) == hash(b) else "by identity"
+
+    reference = make(dataclasses.dataclass(eq=eq, frozen=frozen))
+    ours = make(pytree_class(eq=eq, frozen=frozen))
+    assert behaviour(ours) == behaviour(reference)
 
 
 @pytree_class(frozen=True)

@@ -71,6 +71,7 @@ SELECTIONS = {
         "tests/test_decoration_safety.py",
         "tests/test_user_traps.py",
         "tests/test_dataclasses.py",
+        "tests/test_spec.py",
     ],
     "_dunders": [
         "tests/test_dunders.py",
