@@ -2,6 +2,7 @@
 
 import collections
 import pickle
+import sys
 import types
 import warnings
 
@@ -236,6 +237,29 @@ def test_a_model_holding_a_jax_function_pickles_to_a_fresh_process(tmp_path, act
     assert name == activation.__name__
     again = pickle.loads(pickle.dumps(model))
     assert again.activation is activation
+
+
+def test_a_callable_found_only_through_its_packages_public_module_pickles_inside_a_tuple(
+    monkeypatch,
+):
+    # As jax.nn.relu on some JAX versions: a callable object (a custom_jvp) that pickle cannot
+    # store by value, whose __module__ (a private one) holds another object under its name; the
+    # package's public module exports it.
+    class Rule:  # a local class: pickle cannot store its instances by value
+        def __call__(self, x):
+            return x
+
+    activation = Rule()
+    activation.__module__, activation.__qualname__ = "travelling._impl", "activation"
+    package, private = types.ModuleType("travelling"), types.ModuleType("travelling._impl")
+    private.activation, package.activation = Rule(), activation
+    monkeypatch.setitem(sys.modules, package.__name__, package)
+    monkeypatch.setitem(sys.modules, private.__name__, private)
+
+    with pytest.raises((pickle.PicklingError, AttributeError), match="local"):
+        pickle.dumps(activation)
+    model = Dense(jnp.ones((2, 2)), (activation, jnp.tanh))  # a static tuple of callables
+    assert pickle.loads(pickle.dumps(model)).activation == (activation, jnp.tanh)
 
 
 def test_a_lambda_in_a_static_field_is_refused_by_pickle_with_the_lambda_named():
