@@ -617,3 +617,23 @@ def test_a_pickled_instance_keeps_its_layout_when_the_class_is_decorated_again()
     pytree_class(Repickled, static=("n",))
     assert jax.tree_util.tree_leaves(Repickled(1)) == []
     assert jax.tree_util.tree_leaves(pickle.loads(data)) == [1]
+
+
+def test_instances_pickled_by_pytreekit_020_load_with_their_fields_and_layouts():
+    # tests/pickled_by_020.py says how they were written. A fresh process: the class has seen no
+    # instance before these, of either layout.
+    printed = _run_fresh(
+        """
+        import pickle, sys
+        sys.path.insert(0, sys.argv[1])
+        import jax
+        from pickled_by_020 import PICKLED
+
+        plain, varied = pickle.loads(PICKLED)
+        doubled = jax.tree.map(lambda x: x * 2, varied)
+        print(repr((jax.tree.leaves(plain), jax.tree.leaves(varied), vars(doubled)["extra"],
+                    doubled.mode)))
+        """,
+        ROOT / "tests",
+    )
+    assert eval(printed) == ([1.0], [2.0, 3.0], 6.0, "scaled")

@@ -89,7 +89,12 @@ SELECTIONS = {
     ],
     "_filters": ["tests/test_filters.py", "tests/test_misuse.py", "tests/test_linearize.py"],
     "_frozen": ["tests/test_frozen.py", "tests/test_dataclasses.py"],
-    "_layouts": ["tests/test_layouts.py", "tests/test_nodes.py", "tests/test_static.py"],
+    "_layouts": [
+        "tests/test_layouts.py",
+        "tests/test_nodes.py",
+        "tests/test_static.py",
+        "tests/test_spec.py",
+    ],
     "_linearize": ["tests/test_linearize.py", "tests/test_misuse.py"],
     "_method": [
         "tests/test_custom_jvp.py",
@@ -98,7 +103,12 @@ SELECTIONS = {
         "tests/test_custom_gradient.py",
         "tests/test_misuse.py",
     ],
-    "_nodes": ["tests/test_nodes.py", "tests/test_layouts.py", "tests/test_replace.py"],
+    "_nodes": [
+        "tests/test_nodes.py",
+        "tests/test_layouts.py",
+        "tests/test_replace.py",
+        "tests/test_user_traps.py",  # torch.compile tracing __init__
+    ],
     "_replace": ["tests/test_replace.py", "tests/test_frozen.py"],
     "_spec": ["tests/test_spec.py", "tests/test_fields.py", "tests/test_decorator.py"],
     "_split": [
