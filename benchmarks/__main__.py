@@ -1,28 +1,21 @@
-"""``python -m benchmarks``: run every benchmark (benchmarks/run.py), then draw its charts.
+"""``python -m benchmarks``: run every benchmark (benchmarks/run.py) and print its tables.
 
-The charts go to docs/speed/ (``--charts DIR`` elsewhere); a ``--quick`` run draws none unless
-``--charts`` is given, so a smoke test does not overwrite the Speed page's charts.
+A full run writes its results to docs/speed/results.json: the documentation's Speed page draws
+every table and chart from that file when the site is built (docs/_hooks/speed.py). A ``--quick``
+run (tiny sizes, one repeat: a check that nothing has rotted) writes benchmarks/results.json
+instead, so it never replaces the page's figures; ``--json PATH`` writes elsewhere.
 """
 
 import sys
-from datetime import date
 from pathlib import Path
 
 from benchmarks.run import main
 
+PAGE_RESULTS = Path(__file__).resolve().parent.parent / "docs" / "speed" / "results.json"
+
 argv = sys.argv[1:]
-charts_dir = None
-if "--charts" in argv:
-    at = argv.index("--charts")
-    charts_dir = Path(argv[at + 1])
-    del argv[at : at + 2]
-elif "--quick" not in argv:
-    from benchmarks.charts import DEFAULT_DIR as charts_dir
-
-results = main(argv)
-if charts_dir is not None:
-    from benchmarks.charts import write
-
-    results["machine"].setdefault("date", date.today().isoformat())
-    for path in write(results, charts_dir):
-        print(f"wrote {path}")
+if "--quick" not in argv and "--json" not in argv:
+    argv += ["--json", str(PAGE_RESULTS)]
+main(argv)
+if "--quick" not in argv and argv[argv.index("--json") + 1] == str(PAGE_RESULTS):
+    print(f"\nwrote {PAGE_RESULTS}: the Speed page's tables and charts are drawn from it")

@@ -1,26 +1,34 @@
-"""Charts of a benchmark run (matplotlib, SVG), for the documentation's Speed page.
+"""The Speed page's charts (matplotlib, SVG), drawn from one run's results.
 
-    python -m benchmarks                              # runs, then writes the charts to docs/speed/
-    python -m benchmarks.charts results.json [DIR]    # charts of a saved run
+docs/_hooks/speed.py draws them when the site is built, from docs/speed/results.json, the file
+the page's tables (benchmarks/tables.py) come from too. To look at them without building the
+site:
 
-Written into DIR (docs/speed/ by default):
+    python -m benchmarks.charts docs/speed/results.json DIR   # writes DIR/*.svg
 
-- ``tree-operations.svg``: per-node cost (µs per layer) of flatten, unflatten and round trip
-  against model size, one line per style (log-log);
-- ``construction.svg``: building and replacing an instance, pytreekit against the reference;
-- ``decoration.svg``: decorating a class, when the run measured it (``benchmarks/decoration.py``);
-- ``machine.md``: the run's machine and versions, which the Speed page includes.
+- ``tree-operations.svg``: flatten, unflatten and round trip at the size the page's summary
+  table shows, in µs as in its tables, every style, the ratio to hand-written code at each bar;
+- ``construction.svg``: building and replacing an instance against the reference, in ns as in
+  its table;
+- ``decoration.svg``: decorating a class against the reference, in µs as in its table.
+
+Each is drawn at the width of the page's content column (8.5 inches: 816 CSS pixels), with
+10-point text, so the browser shows it at its own size on a desktop.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "docs" / "speed"
-OPERATIONS = ("tree_flatten", "tree_unflatten", "round trip")
+from benchmarks import tables
+
+WIDTH = 8.5  # inches
+CHART_OPERATIONS = ("tree_flatten", "tree_unflatten", "round trip")
+PYTREEKIT, REFERENCE, OTHER = "#1565c0", "#424242", "#b0bec5"
 
 
 def _pyplot() -> Any:
@@ -29,161 +37,148 @@ def _pyplot() -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams["svg.hashsalt"] = "pytreekit"  # the same run gives the same file
-    plt.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, searchable
+    plt.rcParams.update(
+        {
+            "svg.hashsalt": "pytreekit",  # the same results give the same file
+            "svg.fonttype": "none",  # text stays text: smaller files, searchable
+            "font.size": 10,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
     return plt
 
 
-def _save(figure: Any, path: Path) -> Path:
-    figure.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
-    figure.clf()
-    return path
+def _svg(figure: Any) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None}, facecolor="white")
+    _pyplot().close(figure)
+    return buffer.getvalue()
 
 
-def tree_operations(results: dict[str, Any], path: Path) -> Path:
-    plt = _pyplot()
-    figure, axes = plt.subplots(1, len(OPERATIONS), figsize=(5 * len(OPERATIONS), 4.2), sharey=True)
-    styles = sorted(
-        {style for op in OPERATIONS for by in results["tree"][op].values() for style in by}
-    )
-    for ax, operation in zip(axes, OPERATIONS, strict=True):
-        by_size = {int(size): measured for size, measured in results["tree"][operation].items()}
-        sizes = sorted(by_size)
-        for style in styles:
-            points = [(n, by_size[n][style]["median_us"] / n) for n in sizes if style in by_size[n]]
-            if points:
-                pytreekit = style.startswith("pytreekit")
-                ax.plot(
-                    *zip(*points, strict=True),
-                    marker="o",
-                    label=style,
-                    linewidth=2.5 if pytreekit else 1.2,
-                    linestyle="-" if pytreekit else "--",
-                )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(operation)
-        ax.set_xlabel("layers in the model (N)")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("µs per layer (median)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
-    figure.suptitle("Per-node cost against model size (lower is better)")
-    figure.tight_layout(rect=(0, 0.12, 1, 1))
-    return _save(figure, path)
+def _plain(name: str) -> str:
+    """A style's page name without Markdown (a chart label is plain text)."""
+    return tables.style_name(name).replace("`", "").replace("**", "")
 
 
-def _bars(rows: dict[str, dict[str, float]], title: str, unit: str, path: Path) -> Path:
-    plt = _pyplot()
-    names = list(rows)
-    figure, ax = plt.subplots(figsize=(8, 0.6 * len(names) + 1.5))
-    positions = range(len(names))
-    height = 0.38
-    ax.barh(
-        [p - height / 2 for p in positions],
-        [rows[n]["pytreekit"] for n in names],
-        height,
-        label="pytreekit",
-    )
-    ax.barh(
-        [p + height / 2 for p in positions],
-        [rows[n]["reference"] for n in names],
-        height,
-        label="reference",
-    )
-    for p, name in zip(positions, names, strict=True):
+def _color(style: str) -> str:
+    if style.startswith("pytreekit"):
+        return PYTREEKIT
+    return REFERENCE if style == tables.HAND else OTHER
+
+
+def _bar_labels(ax: Any, bars: Any, labels: list[str]) -> None:
+    for bar, label in zip(bars, labels, strict=True):
         ax.annotate(
-            f"{rows[name]['ratio']:.2f}x",
-            (rows[name]["pytreekit"], p - height / 2),
+            label,
+            (bar.get_width(), bar.get_y() + bar.get_height() / 2),
             xytext=(4, 0),
             textcoords="offset points",
             va="center",
-            fontsize=8,
+            fontsize=9,
         )
+    ax.margins(x=0.25)  # room for the labels at the longest bar
+
+
+def tree_operations(results: dict[str, Any]) -> str:
+    plt = _pyplot()
+    size = tables.middle_size(results)
+    styles = tables.styles(results)
+    operations = [op for op in CHART_OPERATIONS if op in results["tree"]]
+    height = 0.3 * len(styles) + 0.9
+    figure, axes = plt.subplots(
+        len(operations), 1, figsize=(WIDTH, height * len(operations)), layout="constrained"
+    )
+    for ax, operation in zip([axes] if len(operations) == 1 else axes, operations, strict=True):
+        measured = tables.at(results["tree"][operation], size)
+        shown = [style for style in styles if style in measured]
+        values = [measured[style]["median_us"] for style in shown]
+        bars = ax.barh(range(len(shown)), values, color=[_color(s) for s in shown], height=0.7)
+        labels = []
+        for style, value in zip(shown, values, strict=True):
+            ratio = tables.ratio(measured, style)
+            labels.append(f"{value:.1f}" + (f"  ({ratio:.2f}x)" if ratio is not None else ""))
+        _bar_labels(ax, bars, labels)
+        ax.set_yticks(range(len(shown)), [_plain(s) for s in shown])
+        ax.invert_yaxis()
+        ax.set_title(f"{tables.OPERATIONS[operation]}, {size} layers", loc="left")
+        ax.set_xlabel("µs per call, median (lower is better); in brackets: against hand-written")
+        ax.grid(True, axis="x", alpha=0.3)
+    return _svg(figure)
+
+
+def _pairs(rows: dict[str, dict[str, float]], scale: float, unit: str, title: str) -> str:
+    """Two bars per row, pytreekit and the reference; the legend above the bars, so it hides
+    none of them."""
+    plt = _pyplot()
+    names = list(rows)
+    figure, ax = plt.subplots(figsize=(WIDTH, 0.65 * len(names) + 1.4), layout="constrained")
+    positions = range(len(names))
+    height = 0.38
+    ours = ax.barh(
+        [p - height / 2 for p in positions],
+        [rows[n]["pytreekit"] / scale for n in names],
+        height,
+        label="pytreekit",
+        color=PYTREEKIT,
+    )
+    theirs = ax.barh(
+        [p + height / 2 for p in positions],
+        [rows[n]["reference"] / scale for n in names],
+        height,
+        label="reference",
+        color=OTHER,
+    )
+    _bar_labels(
+        ax,
+        ours,
+        [f"{rows[n]['pytreekit'] / scale:.0f}  ({rows[n]['ratio']:.2f}x)" for n in names],
+    )
+    _bar_labels(ax, theirs, [f"{rows[n]['reference'] / scale:.0f}" for n in names])
     ax.set_yticks(list(positions), names)
     ax.invert_yaxis()
-    ax.set_xlabel(unit)
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel(f"{unit}, median (lower is better); in brackets: pytreekit against the reference")
+    ax.set_title(title, loc="left")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, frameon=False, borderaxespad=1.5)
     ax.grid(True, axis="x", alpha=0.3)
-    return _save(figure, path)
+    return _svg(figure)
 
 
-def machine_note(results: dict[str, Any]) -> str:
-    info = results["machine"]
-    versions = ", ".join(f"{name} {version}" for name, version in info["versions"].items())
-    spreads = sorted(
-        m["spread"]
-        for by_size in results["tree"].values()
-        for measured in by_size.values()
-        for m in measured.values()
-    )
-    noise = (
-        f" Spread (slowest/fastest of the repeats of one measurement): median "
-        f"{spreads[len(spreads) // 2]:.2f}x, worst {spreads[-1]:.2f}x."
-        if spreads
-        else ""
-    )
-    date = info.get("date", "a date not recorded")
-    return (
-        f"Charts from one run of `python -m benchmarks` on {date}: "
-        f"{info['cpu']}, {info['cores']} cores, Python {info['python']} on {info['platform']}, "
-        f"JAX backend {info['jax_backend']}; {versions}.{noise}\n"
-    )
+def construction(results: dict[str, Any]) -> str:
+    return _pairs(results["construction"], 1.0, "ns per call", "Building and replacing an instance")
 
 
-def write(results: dict[str, Any], directory: Path = DEFAULT_DIR) -> list[Path]:
-    """Write the charts (and machine.md) of a run into ``directory``; the paths written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = [tree_operations(results, directory / "tree-operations.svg")]
+def decoration(results: dict[str, Any]) -> str:
+    return _pairs(results["decoration"], 1e3, "µs per class", "Decorating a class")
+
+
+def render(results: dict[str, Any]) -> dict[str, str]:
+    """The charts of a run, by file name: SVG text."""
+    charts = {"tree-operations.svg": tree_operations(results)}
     if results.get("construction"):
-        written.append(
-            _bars(
-                {
-                    name: {
-                        "pytreekit": r["pytreekit"],
-                        "reference": r["reference"],
-                        "ratio": r["ratio"],
-                    }
-                    for name, r in results["construction"].items()
-                },
-                "Building and replacing an instance\n"
-                "(median ns; reference: dataclass or undecorated)",
-                "ns per instance",
-                directory / "construction.svg",
-            )
-        )
-    decoration = results.get("decoration")
-    if decoration:
-        first = next(iter(decoration.values()))
-        reference = next((k for k in first if k not in ("pytreekit", "ratio")), None)
-        written.append(
-            _bars(
-                {
-                    name: {
-                        "pytreekit": r["pytreekit"],
-                        "reference": r[reference] if reference else 0.0,
-                        "ratio": r.get("ratio", 0.0),
-                    }
-                    for name, r in decoration.items()
-                },
-                "Decorating a class (median ns per class; reference: the same class\n"
-                "as a @dataclass, or only defined)",
-                "ns per decoration",
-                directory / "decoration.svg",
-            )
-        )
-    note = directory / "machine.md"
-    note.write_text(machine_note(results), encoding="utf-8")
-    return [*written, note]
+        charts["construction.svg"] = construction(results)
+    if results.get("decoration"):
+        charts["decoration.svg"] = decoration(results)
+    return charts
+
+
+def write(results: dict[str, Any], directory: Path) -> list[Path]:
+    """Write the charts of a run into ``directory``; the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, svg in render(results).items():
+        path = directory / name
+        path.write_text(svg, encoding="utf-8")
+        written.append(path)
+    return written
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if not args:
-        sys.exit("usage: python -m benchmarks.charts RESULTS.json [DIRECTORY]")
+    if len(args) != 2:
+        sys.exit("usage: python -m benchmarks.charts RESULTS.json DIRECTORY")
     results = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    for path in write(results, Path(args[1]) if len(args) > 1 else DEFAULT_DIR):
+    for path in write(results, Path(args[1])):
         print(path)
 
 

@@ -1,8 +1,9 @@
 """Building instances: pytreekit classes against the classes they replace, side by side.
 
-Annotated classes against a plain ``@dataclass`` with the same fields (and frozen against
-frozen); a class without annotations against the same class undecorated; ``pytreekit.replace``
-against ``dataclasses.replace`` on the same pairs.
+Annotated classes against a plain ``@dataclass`` with the same fields (frozen against frozen,
+``__post_init__`` against ``__post_init__``); a class with its own ``__init__`` (annotated or not)
+against the same class undecorated; ``pytreekit.replace`` against ``dataclasses.replace``; ``==``
+and ``hash`` of a class without annotations against an annotated one.
 """
 
 from __future__ import annotations
@@ -63,6 +64,48 @@ class KitExistingLinear:
         self.features = features
 
 
+@pytree_class(frozen=True, static=("features",))
+class FrozenKitExistingLinear:
+    def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
+        self.weights = weights
+        self.biases = biases
+        self.features = features
+
+
+@pytree_class
+class KitAnnotatedOwnInit:
+    """Annotated fields and an __init__ of its own (which takes other arguments, typically)."""
+
+    weights: jax.Array
+    biases: jax.Array
+    features: int = field(static=True)
+
+    def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
+        self.weights = weights
+        self.biases = biases
+        self.features = features
+
+
+@dataclasses.dataclass
+class PlainPostInit:
+    weights: jax.Array
+    biases: jax.Array
+    features: int = 3
+
+    def __post_init__(self) -> None:
+        self.features = int(self.features)
+
+
+@pytree_class
+class KitPostInit:
+    weights: jax.Array
+    biases: jax.Array
+    features: int = field(static=True, default=3)
+
+    def __post_init__(self) -> None:
+        self.features = int(self.features)
+
+
 def _best_ns(fn: Callable[[], Any], number: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=3)) / number * 1e9
 
@@ -77,6 +120,8 @@ def run(repeats: int, number: int) -> dict[str, dict[str, float]]:
     pairs = {
         "annotated vs @dataclass": (KitLinear, PlainLinear),
         "frozen annotated vs frozen @dataclass": (FrozenKitLinear, FrozenPlainLinear),
+        "annotated with __post_init__ vs @dataclass": (KitPostInit, PlainPostInit),
+        "annotated with its own __init__ vs undecorated": (KitAnnotatedOwnInit, ExistingLinear),
         "existing class vs undecorated": (KitExistingLinear, ExistingLinear),
     }
     builders = {
@@ -84,7 +129,7 @@ def run(repeats: int, number: int) -> dict[str, dict[str, float]]:
         for name, (ours, theirs) in pairs.items()
     }
     # replace: one array changed, on instances as built (dataclasses.replace calls __init__).
-    kit, plain = KitLinear(w, b), PlainLinear(w, b)
+    kit, plain, existing = KitLinear(w, b), PlainLinear(w, b), KitExistingLinear(w, b)
     frozen_kit, frozen_plain = FrozenKitLinear(w, b), FrozenPlainLinear(w, b)
     builders["replace vs dataclasses.replace"] = (
         lambda: pytreekit.replace(kit, biases=w),
@@ -93,6 +138,23 @@ def run(repeats: int, number: int) -> dict[str, dict[str, float]]:
     builders["frozen replace vs dataclasses.replace"] = (
         lambda: pytreekit.replace(frozen_kit, biases=w),
         lambda: dataclasses.replace(frozen_plain, biases=w),
+    )
+    builders["replace, existing class vs dataclasses.replace"] = (
+        lambda: pytreekit.replace(existing, biases=w),
+        lambda: dataclasses.replace(plain, biases=w),
+    )
+    # ==, and hash on frozen classes: an existing class (its fields found on the instance)
+    # against an annotated one (fields declared), with the same values.
+    other, other_existing = KitLinear(w, b), KitExistingLinear(w, b)
+    builders["==, existing class vs annotated"] = (
+        lambda: existing == other_existing,
+        lambda: kit == other,
+    )
+    # (hashable values: arrays are not)
+    frozen_existing, frozen_values = FrozenKitExistingLinear(1.0, 2.0), FrozenKitLinear(1.0, 2.0)
+    builders["hash, frozen existing class vs frozen annotated"] = (
+        lambda: hash(frozen_existing),
+        lambda: hash(frozen_values),
     )
     results = {}
     for name, (ours, theirs) in builders.items():

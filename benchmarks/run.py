@@ -16,6 +16,7 @@ unannotated class, to check its fields) makes later attribute reads slightly slo
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -34,7 +35,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
-from benchmarks import ad_cases, construction, decoration
+from benchmarks import ad_cases, codec, construction, decoration, migrate
 from benchmarks.styles import available_styles
 
 HAND = "hand-written (object.__new__)"
@@ -139,6 +140,7 @@ def machine() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[package] = "absent"
     return {
+        "date": datetime.date.today().isoformat(),
         "cpu": cpu,
         "cores": os.cpu_count(),
         "python": platform.python_version(),
@@ -273,6 +275,34 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             [
                 [name, f"{r['pytreekit']:.1f}", f"{r['jax']:.1f}", f"{r['ratio']:.2f}x"]
                 for name, r in results["ad"].items()
+            ],
+        )
+    )
+    results["migrate"] = migrate.run(1, *((1_000, 5) if args.quick else (10_000, 50)))
+    report.append("\n## The codemod (python -m pytreekit.migrate --check): seconds\n")
+    m = results["migrate"]
+    row = [m.get("skipped", f"{m['lines']} lines, {m['registrations']} registrations")]
+    report.append(_table(["package", "s"], [[*row, f"{m.get('seconds', 0):.2f}"]]))
+    layers = 2 if args.quick else 64
+    results["artifacts"] = {
+        row: compare(cases, repeats, budget * 3)
+        for row, cases in codec.artifact_cases(layers).items()
+    }
+    report.append(
+        f"\n## Artifacts of a {layers}-layer model: median µs (pickle: the format before, "
+        f"data: static data)\n"
+    )
+    report.append(
+        _table(
+            ["operation", "pickle", "data", "ratio"],
+            [
+                [
+                    row,
+                    f"{m['pickle']['median_us']:.0f}",
+                    f"{m['data']['median_us']:.0f}",
+                    f"{m['data']['median_us'] / m['pickle']['median_us']:.2f}x",
+                ]
+                for row, m in results["artifacts"].items()
             ],
         )
     )

@@ -1,4 +1,4 @@
-"""Scenario 3: a custom VJP method for a stable, memory-light backward pass.
+"""A custom VJP method for a stable, memory-light backward pass.
 
 ClippedLinear clips the incoming gradient to [-clip, clip] before back-propagating it, and its
 forward pass saves only its inputs: the backward pass recomputes what it needs.

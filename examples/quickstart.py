@@ -61,17 +61,21 @@ def sgd_step(model, data, target, learning_rate=0.1):
 
 
 def main():
+    """Train for 300 steps; the loss at each step."""
     key_model, key_data = jax.random.split(jax.random.PRNGKey(0))
     model = Model(key_model, in_features=3, out_features=2)
     data = jax.random.normal(key_data, (64, 3))
     target = jnp.tanh(data @ jnp.array([[1.0, -2.0, 0.5], [0.3, 0.8, -1.0]]).T)
 
     first = compute_loss(model, data, target)
+    losses = []
     for _ in range(300):
         model, loss = sgd_step(model, data, target)
+        losses.append(float(loss))
     print(model)
     print(f"loss {float(first):.4f} -> {float(loss):.4f}")
     assert loss < first / 10, "training did not reduce the loss"
+    return losses
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Scenario 2: linearize a model call once, then push many tangent directions through it.
+"""Linearize a model call once, then push many tangent directions through it.
 
 The model holds non-array leaves (an activation function, an int), which jax.linearize refuses;
 pytreekit.linearize holds them fixed. The function runs once; each direction only evaluates the

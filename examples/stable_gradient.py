@@ -1,4 +1,4 @@
-"""Scenario 3 with custom_gradient_method: backward passes that are stable and memory-light.
+"""custom_gradient_method: backward passes that are stable and memory-light.
 
 ``LogSumExpPool`` pools scores with log-sum-exp; its gradient is a softmax, computed stably even
 where ``exp(x)`` overflows (plain autodiff of the naive formula gives NaN there).

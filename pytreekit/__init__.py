@@ -30,10 +30,12 @@ and ``custom_vjp_method`` put custom derivative rules on their methods; ``linear
 from __future__ import annotations
 
 from ._backends import BackendNotInstalledError, register_backend
+from ._codec import register_static_codec
 from ._custom_gradient import CustomGradientMethod, custom_gradient_method
 from ._custom_jvp import CustomJVPMethod, custom_jvp_method
 from ._custom_vjp import CustomVJPMethod, custom_vjp_method
 from ._decorator import pytree_class
+from ._export import allow_pickled_artifacts, pickle_static_fields
 from ._fields import MISSING, Field, field
 from ._filters import combine, is_array, is_inexact_array, partition
 from ._frozen import FrozenInstanceError
@@ -51,6 +53,7 @@ __all__ = [
     "Field",
     "FrozenInstanceError",
     "Static",
+    "allow_pickled_artifacts",
     "combine",
     "custom_gradient_method",
     "custom_jvp_method",
@@ -62,8 +65,10 @@ __all__ = [
     "is_pytree_class",
     "linearize",
     "partition",
+    "pickle_static_fields",
     "pytree_class",
     "register_backend",
+    "register_static_codec",
     "replace",
 ]
 

@@ -10,13 +10,11 @@ import linecache
 import sys
 import types
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+from ._compat import copy_annotations, signature, static_hash
 from ._frozen import begin_init, end_init
-from ._layouts import LAYOUT_ATTR, Layout, Storage
-
-# The class attribute holding a pytree class's ClassSpec (see _spec); generated code reads it.
-SPEC_ATTR = "__pytreekit_spec__"
+from ._layouts import LAYOUT_ATTR, SPEC_ATTR, Layout, Storage
 
 _serial = itertools.count()
 
@@ -48,7 +46,6 @@ def method(
     params: str,
     body: list[str],
     helpers: Mapping[str, Any],
-    annotations: dict[str, Any] | None = None,
 ) -> types.FunctionType:
     """``def name(params): body`` as a method of ``cls``. The helpers it calls are closed over
     under ``__pytreekit_*__`` names, so neither a field (a parameter) nor a builtin shadows them."""
@@ -62,8 +59,6 @@ def method(
     result: types.FunctionType = made["__pytreekit_make__"](**helpers)
     result.__qualname__ = f"{cls.__qualname__}.{name}"
     result.__module__ = cls.__module__
-    if annotations is not None:
-        result.__annotations__ = annotations
     return result
 
 
@@ -74,7 +69,7 @@ def _forwarding(init: Callable[..., Any]) -> tuple[str, str]:
     if type(init) is not types.FunctionType:
         return generic
     kind = inspect.Parameter
-    every = list(inspect.signature(init, follow_wrapped=False).parameters.values())
+    every = list(signature(init, follow_wrapped=False).parameters.values())
     if not every or every[0].kind not in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD):
         return generic  # a wrapper's (*args, **kwargs): self is not a parameter of its own
     params = every[1:]
@@ -107,10 +102,10 @@ def while_initialising(this: str, call: str) -> list[str]:
 
 def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.FunctionType:
     """Wrap a user's ``__init__``: it runs unchanged (in a frozen class it may assign), then, when
-    the outermost ``__init__`` of a ``super().__init__`` chain returns, the class's ``after_init``
-    checks what it set. The wrapper has ``init``'s signature, so a call costs one plain call more,
-    not the packing of ``*args, **kwargs``; it finds the class through the instance, so a class
-    pickled by value takes a working wrapper along."""
+    the outermost ``__init__`` of a ``super().__init__`` chain returns, the class's ``observe``
+    completes and checks what it set. The wrapper has ``init``'s signature, so a call costs one
+    plain call more, not the packing of ``*args, **kwargs``; it finds the class through the
+    instance, so a class pickled by value takes a working wrapper along."""
     params, arguments = _forwarding(init)
     this = "__pytreekit_self__"
     call = f"__pytreekit_init__({this}, {arguments})"
@@ -123,90 +118,149 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
         "    return",
     ]
     body += while_initialising(this, call) if frozen else [call]
-    body.append(f"__pytreekit_owner__.{SPEC_ATTR}.after_init({this})")
+    body.append(f"__pytreekit_owner__.{SPEC_ATTR}.nodes.observe({this})")
     helpers = {"__pytreekit_init__": init, "__pytreekit_cls__": cls, **INITIALISING_HELPERS}
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)
-    for attribute in ("__doc__", "__annotations__", "__type_params__"):
+    for attribute in ("__doc__", "__type_params__"):
         if hasattr(init, attribute):
             setattr(wrapper, attribute, getattr(init, attribute))
+    copy_annotations(init, wrapper)
     wrapper.__dict__.update(getattr(init, "__dict__", {}))
     wrapper.__wrapped__ = init  # type: ignore[attr-defined]
     wrapper.__pytreekit_wraps_init__ = True  # type: ignore[attr-defined]
     return wrapper
 
 
-# -- node functions: compiled in the class's own namespace, which holds the layout (_P) and the
-# helpers under _-names; fields are only ever attribute names (obj.weights), so none shadows them.
+# -- the check of a new instance, inlined wherever one is built ------------------------------
+
+
+class CheckNames(NamedTuple):
+    """What generated code calls the check's helpers (node functions and methods differ)."""
+
+    hash: str
+    method: str
+    check: str  # _layouts.check(obj, layout), which names the culprit
+    layout: str
+
+
+NODE_NAMES = CheckNames("_hash", "_Method", "_check", "_P")
+METHOD_NAMES = CheckNames(
+    "__pytreekit_hash__", "__pytreekit_method__", "__pytreekit_check__", "__pytreekit_primary__"
+)
+METHOD_HELPERS = {"__pytreekit_hash__": static_hash, "__pytreekit_method__": types.MethodType}
+
+
+def check_lines(
+    statics: list[str], values: list[str], names: CheckNames, on_failure: list[str]
+) -> list[str]:
+    """``_layouts.check`` inline: ``statics`` (expressions) hashable and none of ``values`` a
+    bound method, else ``on_failure`` (which calls the check to name the culprit, or takes the
+    slow path). ``values`` lists what code that held the instance may have set: none where only
+    arguments and defaults were stored, which cannot refer to an instance not yet returned."""
+    body = [f"{names.hash}({value})" for value in statics]
+    if values:
+        bound = " or ".join(f"{value}.__class__ is {names.method}" for value in values)
+        body += [f"if {bound}:", "    raise TypeError"]
+    if not body:
+        return []
+    return ["try:", *indent(body), "except (TypeError, AttributeError):", *indent(on_failure)]
+
+
+# -- node functions: compiled in the class's own namespace, which holds the primary layout (_P)
+# and the helpers under _-names; fields are only ever attribute names (obj.weights), so none
+# shadows them. Each falls back to its generic path for any other instance.
 
 
 def node_functions_source(
-    layout: Layout, storage: Storage, *, declared: bool, varied: bool, traced_init: bool
+    layout: Layout,
+    storage: Storage,
+    *,
+    exact: bool,
+    varied: bool,
+    keyed: tuple[str, ...],
 ) -> str:
-    """``flatten``, ``unflatten`` and (classes without annotations) ``observe`` for a class whose
-    primary layout is ``layout``."""
-    sources = [_flatten(layout, storage, declared, varied), _unflatten(layout, storage, declared)]
-    if not declared:
-        sources.append(_observe(layout, storage, traced_init))
-    return "\n".join(sources)
+    """``flatten``, ``flatten_with_keys_<backend>`` for each of ``keyed``, ``layout_of``,
+    ``unflatten``, ``observe`` and ``replace`` for a class whose primary layout is ``layout``.
+    ``exact``: an instance holding the layout's fields has that layout (``LayoutTable.exact``);
+    ``varied``: instances of other layouts exist, and carry a marker."""
+    aux = f"(_P, {_reads(layout.static_names)})"
+    children = f"({_reads(layout.child_names)}), {aux}"
+    sources = [_flatten("flatten", "obj", children, "_flatten_generic(obj)", exact, varied)]
+    for backend in keyed:  # the default of backend is set on each function object
+        pairs = "".join(f"(_K{backend}{i}, obj.{n}), " for i, n in enumerate(layout.child_names))
+        name, generic = f"flatten_with_keys_{backend}", "_flatten_with_keys_generic(obj, backend)"
+        sources.append(_flatten(name, "obj, backend", f"({pairs}), {aux}", generic, exact, varied))
+    sources.append(_layout_of(layout, exact, varied))
+    sources.append(_unflatten(layout, storage))
+    sources.append(_observe(layout, storage))
+    sources.append(_replace(layout, storage, exact, varied))
+    # Each says what it is, in a traceback or a debugger: "Generated for <layout of ...>."
+    doc = f'    """Generated by pytreekit for {layout!r}."""\n'
+    return "\n".join(source.replace(":\n", ":\n" + doc, 1) for source in sources)
 
 
-def _reads(names: tuple[str, ...]) -> str:
-    return "".join(f"obj.{n}, " for n in names)
+def _reads(names: tuple[str, ...], obj: str = "obj") -> str:
+    return "".join(f"{obj}.{n}, " for n in names)
 
 
-def _flatten(layout: Layout, storage: Storage, declared: bool, varied: bool) -> str:
-    # Without a __dict__ there is no layout marker, so the slots themselves say which are fields:
-    # code for the primary layout is only safe when it covers every slot.
-    if not declared and not storage.has_dict and not set(storage.slots) <= set(layout.names):
-        return function("flatten", "obj", ["return _flatten_generic(obj)"])
-    # Aux data: an annotated class's static values (None without any), whose class fixes the
-    # layout; otherwise the layout, then its static values.
-    if declared:
-        statics = f"({_reads(layout.static_names)})" if layout.static_names else "None"
-    else:
-        statics = f"(_P, {_reads(layout.static_names)})"
-    attempt = [
-        "try:",
-        f"    return ({_reads(layout.child_names)}), {statics}",
-        "except AttributeError:",
-        "    pass",
-    ]
-    if varied:  # instances of other layouts carry a marker; unmarked ones read the class's
-        attempt = [f"if obj.{LAYOUT_ATTR} is _P:", *indent(attempt)]
-    return function("flatten", "obj", [*attempt, "return _flatten_generic(obj)"])
+def _for_primary(lines: list[str], exact: bool, varied: bool) -> list[str]:
+    """``lines``, a fast path for instances of the primary layout, where it is safe: nowhere
+    unless ``exact``; behind the marker test once instances of other layouts exist."""
+    if not exact:
+        return []
+    return [f"if obj.{LAYOUT_ATTR} is _P:", *indent(lines)] if varied else lines
 
 
-def _store(name: str, value: str, storage: Storage) -> str:
+def _flatten(name: str, params: str, result: str, generic: str, exact: bool, varied: bool) -> str:
+    attempt = ["try:", f"    return {result}", "except AttributeError:", "    pass"]
+    return function(name, params, [*_for_primary(attempt, exact, varied), f"return {generic}"])
+
+
+def _layout_of(layout: Layout, exact: bool, varied: bool) -> str:
+    """``layout_of(obj)`` for an instance of the class or of a subclass (whose own layouts the
+    generic path finds)."""
+    attempt = ["try:", f"    {_reads(layout.names) or 'pass'}", "except AttributeError:"]
+    attempt += ["    pass", "else:", "    return _P"]
+    fast = _for_primary(attempt, exact, varied)
+    if fast:
+        fast = ["if obj.__class__ is _cls:", *indent(fast)]
+    return function("layout_of", "obj", [*fast, "return _layout_of_generic(obj)"])
+
+
+def _store(target: str, name: str, value: str, storage: Storage) -> str:
     """Write a field without the class's ``__setattr__`` (a plain store where it has none)."""
     if name in storage.slots or name in storage.descriptor_fields:
-        return f"_setattr(obj, {name!r}, {value})"
+        return f"_setattr({target}, {name!r}, {value})"
     if storage.plain_setattr:
-        return f"obj.{name} = {value}"
+        return f"{target}.{name} = {value}"
     return f"_d[{name!r}] = {value}"  # frozen, or the class's own __setattr__
 
 
-def _unflatten(layout: Layout, storage: Storage, declared: bool) -> str:
-    children = iter(range(len(layout.names)))
-    statics = iter(range(0 if declared else 1, len(layout.names) + 1))
-    stores = [
-        _store(n, f"aux[{next(statics)}]" if s else f"children[{next(children)}]", storage)
-        for n, s in zip(layout.names, layout.static, strict=True)
-    ]
+def _build(target: str, names: tuple[str, ...], values: list[str], storage: Storage) -> list[str]:
+    """A new instance ``target`` holding ``values``, made without ``__init__``."""
+    stores = [_store(target, n, v, storage) for n, v in zip(names, values, strict=True)]
     if any(line.startswith("_d[") for line in stores):
-        stores.insert(0, "_d = obj.__dict__")
-    build = ["obj = _new(_cls)", *stores, "return obj"]
-    if declared:
-        return function("unflatten", "aux, children", build)
+        stores.insert(0, f"_d = {target}.__dict__")
+    return [f"{target} = _new(_cls)", *stores]
+
+
+def _unflatten(layout: Layout, storage: Storage) -> str:
+    children = iter(range(len(layout.names)))
+    statics = iter(range(1, len(layout.names) + 1))
+    values = [
+        f"aux[{next(statics)}]" if s else f"children[{next(children)}]" for s in layout.static
+    ]
+    build = [*_build("obj", layout.names, values, storage), "return obj"]
     body = ["if aux[0] is _P:", *indent(build), "return _unflatten_generic(aux, children)"]
     return function("unflatten", "aux, children", body)
 
 
-def _observe(layout: Layout, storage: Storage, traced_init: bool) -> str:
-    """``observe(obj)``, run when ``__init__`` returns. Its fast path recognises an instance of
-    exactly the primary layout without reading ``obj.__dict__`` (on CPython that turns the
-    instance's compact attribute storage into a real dict, slowing every later flatten): the
+def _observe(layout: Layout, storage: Storage) -> str:
+    """``observe(obj)``, run when a user's ``__init__`` returns. Its fast path recognises an
+    instance of exactly the primary layout without reading ``obj.__dict__`` (on CPython that turns
+    the instance's compact attribute storage into a real dict, slowing every later flatten): the
     garbage collector's referents of such an instance are its attribute values and its class, so
     their count says whether ``__init__`` set other attributes. Elsewhere the general path runs."""
     names = layout.names
@@ -215,28 +269,47 @@ def _observe(layout: Layout, storage: Storage, traced_init: bool) -> str:
         not names
         or not storage.has_dict
         or storage.slots
-        or any(hasattr(layout.cls, n) for n in names)
+        or any(hasattr(layout.cls, n) for n in (*names, "__getattr__"))
     ):
         return function("observe", "obj", slow)  # a slot or class attribute could stand in
-    check = f"if len(refs) == {len(names) + 1}:"
+    count = f"if len(refs) == {len(names) + 1}:"
     if len(names) == 1:  # [dict, class] is also what a materialised __dict__ gives
-        check = "if len(refs) == 2 and refs[0].__class__ is not dict:"
-    values = [f"_v{i}" for i in range(len(names))]
-    hashes = [f"_hash({v})" for v, s in zip(values, layout.static, strict=True) if s]
-    no_method = " and ".join(f"{v}.__class__ is not _Method" for v in values) or "True"
-    body = [
-        "refs = _referents(obj)",
-        check,
+        count = "if len(refs) == 2 and refs[0].__class__ is not dict:"
+    reads = [f"obj.{n}" for n in names]
+    statics = [f"obj.{n}" for n in layout.static_names]
+    checked = check_lines(statics, reads, NODE_NAMES, ["pass"])
+    # torch.compile cannot trace the garbage collector, and may trace the __init__ of any class
+    # (optree is torch's pytree engine; dynamo traces plain classes too). Until torch is imported
+    # the guard costs one dict lookup.
+    guard = ['if "torch" in _modules and _torch_compiling():', "    return _observe_traced(obj)"]
+    refs = ["refs = _referents(obj)", count, *indent([*checked, "else:", "    return"])]
+    return function("observe", "obj", [*guard, *refs, *slow])
+
+
+def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str:
+    """``replace(obj, changes)``: a copy made without ``__init__``, static values checked."""
+    values = [f"_v{i}" for i in range(len(layout.names))]
+    attempt = [
+        "if changes.keys() <= _P.name_set:",
         "    try:",
-        *(f"        {v} = obj.{n}" for v, n in zip(values, names, strict=True)),
-        *indent(hashes, 2),
-        "    except (AttributeError, TypeError):",
+        *(
+            f"        {v} = changes[{n!r}] if {n!r} in changes else obj.{n}"
+            for v, n in zip(values, layout.names, strict=True)
+        ),
+        "    except AttributeError:",
         "        pass",
         "    else:",
-        f"        if {no_method}:",
-        "            return",
-        *slow,
+        *indent(_build("new", layout.names, values, storage), 2),
+        *indent(
+            check_lines(
+                [v for v, s in zip(values, layout.static, strict=True) if s],
+                [],
+                NODE_NAMES,
+                ["_check(new, _P)"],
+            ),
+            2,
+        ),
+        "        return new",
     ]
-    if traced_init:  # torch.compile cannot trace the garbage collector
-        body = ["if _torch_compiling():", "    return _observe_traced(obj)", *body]
-    return function("observe", "obj", body)
+    fast = _for_primary(attempt, exact and bool(layout.names), varied)
+    return function("replace", "obj, changes", [*fast, "return _replace_generic(obj, changes)"])

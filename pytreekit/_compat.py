@@ -1,5 +1,6 @@
-"""Every private API of CPython, JAX and torch that pytreekit touches, and the JAX features that
-differ between the supported versions, reached from here only.
+"""Every private API of CPython, JAX and torch that pytreekit touches, and what differs between
+the supported versions of Python and JAX (annotations, ``Field.doc``, ``==``, varying manual axes
+under ``shard_map``), reached from here only.
 
 Each private name is looked up once, with the versions it is known in; where one has moved, the
 error says which name and what pytreekit needs it for, instead of a silent fallback (a renamed
@@ -8,15 +9,19 @@ error says which name and what pytreekit needs it for, instead of a silent fallb
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 import jax
+import numpy as np
+from jax.core import Tracer
 
-_KNOWN_PYTHON = "3.11 to 3.13"
+_KNOWN_PYTHON = "3.11 to 3.14"
 
 
 class PrivateAPIMoved(ImportError):
@@ -52,6 +57,26 @@ def is_init_var(f: dataclasses.Field[Any]) -> bool:
     return f._field_type is _FIELD_INITVAR  # type: ignore[attr-defined]
 
 
+# Python 3.13's dataclasses compare field by field (`self.x == other.x and ...`), no longer as
+# tuples, whose comparison takes identical items for equal: a field whose value is the same NaN
+# in both instances makes them unequal (an instance still equals itself).
+DATACLASS_EQ_FIELD_BY_FIELD = sys.version_info >= (3, 13)
+
+# copy.replace(obj, **changes) calls obj.__replace__ (Python 3.13). dataclasses gives every
+# dataclass its own __replace__, which builds the copy through __init__; pytreekit gives its
+# classes one that does not, in its place.
+HAS_COPY_REPLACE = hasattr(copy, "replace")
+DATACLASSES_REPLACE: Any = (
+    _private(dataclasses, "_replace", "dataclasses", "to tell the __replace__ it gives classes")
+    if HAS_COPY_REPLACE
+    else None
+)
+
+# Python 3.14 gave dataclasses' fields a docstring: ``Field.doc``, ``dataclasses.field(doc=...)``.
+# Before, pytreekit keeps a field's ``doc`` in its metadata (see ``_fields.Field``).
+FIELD_HAS_DOC = hasattr(dataclasses.Field, "doc")  # a slot
+
+
 def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool) -> None:
     """Make ``cls.__dataclass_params__`` say what the class has: pytreekit asks dataclasses not to
     write ``__init__``, ``__repr__`` and ``__eq__`` (it writes its own), and tools read these
@@ -60,6 +85,180 @@ def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool) -> N
     for flag, value in zip(_PARAMS_FLAGS, (init, repr, eq), strict=True):
         _private(params, flag, "dataclasses._DataclassParams", "to record the class's flags")
         object.__setattr__(params, flag, value)
+
+
+# -- CPython's annotations ----------------------------------------------------------------------
+#
+# Python 3.14 defers annotations (PEP 649 and 749): they are evaluated when read, and a name
+# defined later in the module (a class referring to itself, or to one below it) is an error only
+# if it is read too soon. dataclasses reads a class's annotations in annotationlib's FORWARDREF
+# format (an undefined name stays a ForwardRef), and gives the __init__ it writes an
+# __annotate__ that reads the class's annotations in the format asked. pytreekit reads them as
+# dataclasses does on each Python, so that nothing is evaluated at decoration that dataclasses
+# leaves alone. Before 3.14, annotations are evaluated when the class or function is defined (or
+# are strings, under `from __future__ import annotations`): reading them evaluates nothing.
+
+if sys.version_info >= (3, 14):  # pragma: Python 3.14+
+    import annotationlib
+
+    _FORMATS = (
+        annotationlib.Format.VALUE,
+        annotationlib.Format.FORWARDREF,
+        annotationlib.Format.STRING,
+    )
+
+    def class_annotations(cls: type) -> dict[str, Any]:
+        """The annotations of ``cls``'s own body, as dataclasses reads them (a name not defined
+        yet as an ``annotationlib.ForwardRef``)."""
+        return annotationlib.get_annotations(cls, format=annotationlib.Format.FORWARDREF)
+
+    def signature(
+        function: Callable[..., Any], *, follow_wrapped: bool = True
+    ) -> inspect.Signature:
+        """``inspect.signature`` without evaluating annotations that cannot be yet."""
+        return inspect.signature(
+            function,
+            follow_wrapped=follow_wrapped,
+            annotation_format=annotationlib.Format.FORWARDREF,
+        )
+
+    def copy_annotations(source: object, target: Callable[..., Any]) -> None:
+        """Give ``target`` the annotations of ``source`` (a function it wraps), unevaluated: its
+        ``__annotate__`` (what ``functools.wraps`` copies on 3.14), or the annotations a function
+        without one was given."""
+        annotate = getattr(source, "__annotate__", None)
+        if annotate is not None:
+            target.__annotate__ = annotate
+        elif hasattr(source, "__annotations__"):
+            target.__annotations__ = source.__annotations__
+
+    def annotations_given_since(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
+        """The entries of ``cls.__dict__`` holding annotations the class was given after its
+        namespace was ``namespace`` (3.14's ``make_dataclass`` sets them on the class it
+        created), or ``{}``. Reading annotations leaves entries too (an empty cache, no annotate
+        function): those are not annotations given."""
+        entries = cls.__dict__
+        annotate = entries.get("__annotate_func__")
+        if annotate is not None and annotate is not namespace.get("__annotate_func__"):
+            return {"__annotate_func__": annotate}
+        given = entries.get("__annotations_cache__")  # cls.__annotations__ = {...}
+        if given and "__annotate_func__" not in entries:
+            return (
+                {}
+                if given is namespace.get("__annotations_cache__")
+                else {"__annotations_cache__": given}
+            )
+        return {}
+
+    def travelling(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
+        """``cls``'s namespace as pickle may send it: its annotations as a dict, not as the
+        annotate function, whose closure holds the class's own namespace (a pickler reaching
+        it from the class would pickle the class's spec a second time, before the first is
+        memoized: the class would arrive twice). cloudpickle leaves the function out too."""
+        if "__annotate_func__" not in namespace:
+            return dict(namespace)
+        sent = {k: v for k, v in namespace.items() if k != "__annotate_func__"}
+        try:
+            annotations = annotationlib.get_annotations(cls)
+        except Exception:  # a name still undefined: as text, which dataclasses reads too
+            annotations = annotationlib.get_annotations(cls, format=annotationlib.Format.STRING)
+        sent["__annotations_cache__"] = annotations
+        return sent
+
+    def set_annotations(function: Callable[..., Any], annotations: dict[str, Any]) -> None:
+        """Give ``function`` these (evaluated) annotations through an ``__annotate__``, which
+        ``functools.wraps`` copies on 3.14 (it no longer copies ``__annotations__``)."""
+
+        def __annotate__(format: int, /) -> dict[str, Any]:
+            if format == annotationlib.Format.STRING:
+                return {name: annotationlib.type_repr(value) for name, value in annotations.items()}
+            if format in _FORMATS:
+                return dict(annotations)
+            raise NotImplementedError(format)
+
+        function.__annotate__ = __annotate__
+
+    def annotate_init(
+        init: Callable[..., Any],
+        cls: type,
+        fields: Sequence[tuple[str, Any]],
+        converted: Mapping[str, Callable[[], Any]],
+    ) -> None:
+        """Annotate ``init``, ``cls``'s generated ``__init__``, as dataclasses annotates the
+        ``__init__`` it writes: an ``__annotate__`` that reads, in the format asked, the
+        annotation of each of ``fields`` (its parameters) on ``cls`` or the base declaring it, and
+        ``return: None``. A ``converted`` field is annotated with what its converter accepts (the
+        function given computes it, when the annotations are read)."""
+        names = [name for name, _ in fields]
+
+        def __annotate__(format: int, /) -> dict[str, Any]:
+            if format not in _FORMATS:
+                raise NotImplementedError(format)
+            declared: dict[str, Any] = {}
+            for klass in reversed(cls.__mro__):
+                declared.update(annotationlib.get_annotations(klass, format=format))
+            annotations: dict[str, Any] = {}
+            for name in names:
+                if name in converted:
+                    accepted = converted[name]()
+                    text = format == annotationlib.Format.STRING
+                    annotations[name] = annotationlib.type_repr(accepted) if text else accepted
+                elif name in declared:
+                    annotations[name] = declared[name]
+            annotations["return"] = "None" if format == annotationlib.Format.STRING else None
+            return annotations
+
+        __annotate__.__qualname__ = f"{cls.__qualname__}.__init__.__annotate__"
+        init.__annotate__ = __annotate__
+
+else:
+
+    def class_annotations(cls: type) -> dict[str, Any]:
+        """The annotations of ``cls``'s own body, as dataclasses reads them."""
+        return inspect.get_annotations(cls)
+
+    def signature(
+        function: Callable[..., Any], *, follow_wrapped: bool = True
+    ) -> inspect.Signature:
+        """``inspect.signature`` (annotations were evaluated when the function was defined)."""
+        return inspect.signature(function, follow_wrapped=follow_wrapped)
+
+    def copy_annotations(source: object, target: Callable[..., Any]) -> None:
+        """Give ``target`` the annotations of ``source`` (a function it wraps)."""
+        if hasattr(source, "__annotations__"):
+            target.__annotations__ = source.__annotations__
+
+    def annotations_given_since(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
+        """The entries of ``cls.__dict__`` holding annotations the class was given after its
+        namespace was ``namespace`` (``cls.__annotations__ = {...}``), or ``{}``. Reading a
+        class's annotations leaves an empty dict: that is no annotation given."""
+        given = cls.__dict__.get("__annotations__")  # noqa: RUF063 - the entry, not the annotations
+        if given and given is not namespace.get("__annotations__"):
+            return {"__annotations__": given}
+        return {}
+
+    def travelling(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
+        """``cls``'s namespace as pickle may send it."""
+        return dict(namespace)
+
+    def set_annotations(function: Callable[..., Any], annotations: dict[str, Any]) -> None:
+        """Give ``function`` these annotations."""
+        function.__annotations__ = annotations
+
+    def annotate_init(
+        init: Callable[..., Any],
+        cls: type,
+        fields: Sequence[tuple[str, Any]],
+        converted: Mapping[str, Callable[[], Any]],
+    ) -> None:
+        """Annotate ``init``, ``cls``'s generated ``__init__``, as dataclasses annotates the
+        ``__init__`` it writes: each of ``fields`` (its parameters, with the type dataclasses
+        recorded) and ``return: None``; a ``converted`` field with what its converter accepts."""
+        annotations = {
+            name: converted[name]() if name in converted else annotation
+            for name, annotation in fields
+        }
+        init.__annotations__ = annotations | {"return": None}
 
 
 # -- JAX --------------------------------------------------------------------------------------
@@ -103,6 +302,46 @@ _export_by_name: dict[str, Any] = _private(
 def export_registries() -> tuple[dict[type, Any], dict[str, Any]]:
     """``jax.export``'s registries by type (writing) and by name (reading)."""
     return _export_by_type, _export_by_name
+
+
+def _refusing_tracers(value: Any) -> int:
+    """``hash(value)``, refusing a tracer as newer JAX does: by itself or inside tuples."""
+    if isinstance(value, Tracer):
+        raise TypeError(f"unhashable type: {type(value).__name__!r}")
+    if type(value) is tuple:
+        for item in value:
+            _refusing_tracers(item)
+    return hash(value)
+
+
+# What a static value must pass. Newer JAX refuses to hash a tracer; older releases (the floor,
+# 0.4.35) hash it by identity with a FutureWarning, and would let a traced value become static.
+static_hash: Callable[[Any], int] = hash if Tracer.__hash__ is None else _refusing_tracers
+
+
+# Under shard_map, JAX 0.6 and later type a value with the mesh axes it varies over (its varying
+# manual axes, ``jax.typeof(x).vma``), and a tangent must carry its primal's. jnp.zeros_like keeps
+# them from JAX 0.7 on; JAX 0.6 drops them (jax.lax.pvary puts them back). Older JAX has no such
+# type, nor jax.typeof.
+_typeof: Callable[[Any], Any] | None = getattr(jax, "typeof", None)
+_pvary: Callable[[Any, tuple[str, ...]], Any] | None = getattr(jax.lax, "pvary", None)
+
+
+def zeros_like(x: Any, dtype: Any) -> Any:
+    """Zeros of ``dtype`` shaped like ``x``, with its sharding and varying manual axes: a zero
+    tangent JAX accepts for the primal ``x`` (``jnp.zeros(shape)`` has neither)."""
+    if dtype == jax.dtypes.float0 and not isinstance(x, Tracer):
+        # Outside a trace, float0 zeros are NumPy's, as JAX makes them (jnp.zeros_like drops an
+        # explicit mesh axis's sharding there); a traced value's are jnp.zeros_like's below.
+        return np.zeros(np.shape(x), dtype)
+    zeros = jax.numpy.zeros_like(x, dtype=dtype)
+    if _typeof is not None:
+        axes: frozenset[str] = getattr(_typeof(x), "vma", frozenset())
+        missing = axes - getattr(_typeof(zeros), "vma", frozenset())
+        if missing:  # pragma: no cover - JAX 0.6 only
+            assert _pvary is not None
+            zeros = _pvary(zeros, tuple(sorted(missing)))
+    return zeros
 
 
 # -- torch ------------------------------------------------------------------------------------

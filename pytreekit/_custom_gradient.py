@@ -20,7 +20,17 @@ from ._split import Split
 
 
 class CustomGradientMethod(CustomVJPMethod[S, P, R]):
-    """A method that returns its own gradient function; see ``custom_gradient_method``."""
+    """A method that returns its own gradient function; see ``custom_gradient_method``.
+
+    >>> from pytreekit import CustomGradientMethod, custom_gradient_method, pytree_class
+    >>> @pytree_class
+    ... class Square:
+    ...     @custom_gradient_method
+    ...     def __call__(self, x):
+    ...         return x * x, lambda g: (None, 2 * x * g)
+    >>> isinstance(Square.__call__, CustomGradientMethod), Square()(3.0)
+    (True, 9.0)
+    """
 
     kind = "custom_gradient_method"
 
@@ -41,6 +51,9 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
 
     def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         pass  # the method itself returns its gradient function: there is no rule to copy
+
+    def _bwd_rule(self) -> str:
+        return "its vjp_fn"
 
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         return self._out_and_vjp(arguments_split.rebuild(dynamic))[0]

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr, tree_flatten_with_path
 
+from ._compat import zeros_like
 from ._method import (
     CustomMethod,
     P,
@@ -32,7 +33,17 @@ JVPRule: TypeAlias = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[R, T]]
 
 
 class CustomJVPMethod(CustomMethod[S, P, R]):
-    """A method with a custom JVP rule; see ``custom_jvp_method``."""
+    """A method with a custom JVP rule; see ``custom_jvp_method``.
+
+    >>> from pytreekit import CustomJVPMethod, custom_jvp_method, pytree_class
+    >>> @pytree_class
+    ... class Square:
+    ...     @custom_jvp_method
+    ...     def __call__(self, x):
+    ...         return x * x
+    >>> isinstance(Square.__call__, CustomJVPMethod), Square.__call__.rule is None
+    (True, True)
+    """
 
     kind = "custom_jvp_method"
 
@@ -119,33 +130,59 @@ def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> 
     filled = []
     for (path, primal), tangent in zip(primal_leaves, tangent_leaves, strict=True):
         expected_dtype = _tangent_dtype(primal)
-        if tangent is None:  # float0 zeros only exist as NumPy arrays, as in JAX itself
-            zeros = np.zeros if expected_dtype == jax.dtypes.float0 else jnp.zeros
-            tangent = zeros(np.shape(primal), expected_dtype)
-        elif (
-            hasattr(tangent, "shape")
-            and hasattr(primal, "shape")
-            and (tuple(tangent.shape) != tuple(primal.shape) or tangent.dtype != expected_dtype)
-        ):
-            raise _mismatch(
-                name,
-                rule_name,
-                path,
-                f"has a tangent of shape {tuple(tangent.shape)} and dtype {tangent.dtype}, "
-                f"but the primal output there needs shape {tuple(primal.shape)} and dtype "
-                f"{np.dtype(expected_dtype).name}",
-            )
+        if tangent is None:  # zeros like the primal: its sharding and varying manual axes too
+            tangent = zeros_like(primal, expected_dtype)
         elif isinstance(tangent, int) and expected_dtype != jax.dtypes.float0:
             raise _mismatch(
                 name,
                 rule_name,
                 path,
                 f"has the Python {type(tangent).__name__} {tangent!r} as its tangent, but the "
-                f"primal output there is {np.dtype(expected_dtype).name}: write a float "
+                f"primal output there is {_dtype_name(expected_dtype)}: write a float "
                 f"({float(tangent)!r}) or an array",
             )
+        else:
+            # Compared as JAX compares them: Python scalars and NumPy float64 as JAX types them,
+            # and a Python float output (which has no shape attribute) too.
+            try:
+                shape, dtype = np.shape(tangent), jnp.result_type(tangent)
+            except TypeError:
+                raise _mismatch(
+                    name,
+                    rule_name,
+                    path,
+                    f"has {_cut(tangent)} ({type(tangent).__name__}) as its tangent, which is not "
+                    f"an array",
+                ) from None
+            if shape != np.shape(primal) or dtype != expected_dtype:
+                integer = expected_dtype == jax.dtypes.float0
+                raise _mismatch(
+                    name,
+                    rule_name,
+                    path,
+                    f"has a tangent of shape {shape} and dtype {_dtype_name(dtype)}, but the "
+                    f"primal output there ({_described(primal)}) needs shape "
+                    f"{np.shape(primal)} and dtype {_dtype_name(expected_dtype)}"
+                    + (" (an integer output has no tangent: use None)" if integer else ""),
+                )
         filled.append(tangent)
     return jax.tree_util.tree_unflatten(treedef, filled)
+
+
+def _described(primal: Any) -> str:
+    """A primal output leaf: ``a Python float``, ``a float32 array``."""
+    if isinstance(primal, (bool, int, float, complex)):
+        return f"a Python {type(primal).__name__}"
+    return f"a {_dtype_name(jnp.result_type(primal))} array"
+
+
+def _cut(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _dtype_name(dtype: Any) -> str:
+    return "float0" if dtype == jax.dtypes.float0 else np.dtype(dtype).name
 
 
 def _tangent_dtype(primal: Any) -> Any:
@@ -181,8 +218,9 @@ def custom_jvp_method(
     in) and ``tangents`` of the same structure: ``self``'s tangent is an instance of the class
     whose array fields hold tangents, and everything without a tangent (non-arrays, integer
     arrays) is ``None``. The rule returns ``(primal_out, tangent_out)``; ``None`` anywhere in
-    ``tangent_out`` means zero. It is used by ``jax.jvp``, ``jax.grad`` and everything built on
-    them, under ``jit``, ``vmap``, ``scan`` and ``checkpoint``.
+    ``tangent_out`` means zero (zeros like ``primal_out`` there: its sharding, and under
+    ``shard_map`` the mesh axes it varies over). It is used by ``jax.jvp``, ``jax.grad`` and
+    everything built on them, under ``jit``, ``vmap``, ``scan`` and ``checkpoint``.
 
     Args:
         fn: The method; its first parameter is the instance. It may be ``__call__``. Positional

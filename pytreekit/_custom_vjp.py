@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable
 from typing import Any, Concatenate, TypeVar, cast, overload
 
@@ -25,7 +27,17 @@ Res = TypeVar("Res")
 
 
 class CustomVJPMethod(CustomMethod[S, P, R]):
-    """A method with custom forward and backward rules; see ``custom_vjp_method``."""
+    """A method with custom forward and backward rules; see ``custom_vjp_method``.
+
+    >>> from pytreekit import CustomVJPMethod, custom_vjp_method, pytree_class
+    >>> @pytree_class
+    ... class Square:
+    ...     @custom_vjp_method
+    ...     def __call__(self, x):
+    ...         return x * x
+    >>> isinstance(Square.__call__, CustomVJPMethod), Square.__call__.fwd is None
+    (True, True)
+    """
 
     kind = "custom_vjp_method"
     keeps_shapes = True
@@ -89,6 +101,10 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         cotangents = cast(Callable[[Any, Any], Any], self.bwd)(residuals, cotangent_out)
         return (list(self._dynamic_cotangents(arguments_split, cotangents)),)
 
+    def _bwd_rule(self) -> str:
+        """The rule that gives the cotangents, as messages name it."""
+        return f"the bwd rule {getattr(self.bwd, '__qualname__', repr(self.bwd))}"
+
     def _dynamic_cotangents(self, arguments_split: Split, cotangents: Any) -> tuple[Any, ...]:
         """Lay the user's per-argument cotangents out as JAX wants them: one per array leaf."""
         count = len(arguments_split.treedef.children())
@@ -101,7 +117,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
                 else (f"a {type(cotangents).__name__}")
             )
             raise TypeError(
-                f"{self.name}: the bwd rule must return a tuple of {count} "
+                f"{self.name}: {self._bwd_rule()} must return a tuple of {count} "
                 f"cotangents, one for each of ({', '.join(names)}), with None for zero; it "
                 f"returned {got}."
             )
@@ -111,8 +127,8 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         def mismatch(index: int, expected: PyTreeDef, given: Any) -> TypeError:
             name = names[index]
             return TypeError(
-                f"{self.name}: the bwd rule's cotangent for {name!r} does not have the "
-                f"structure of {name!r}: expected {expected}, got "
+                f"{self.name}: {self._bwd_rule()} returned a cotangent for {name!r} that does "
+                f"not have the structure of {name!r}: expected {expected}, got "
                 f"{jax.tree_util.tree_structure(given)}. Return None for a zero cotangent, or a "
                 f"value shaped like the argument (pytreekit.replace(self, ...) for self)."
             )
@@ -123,16 +139,34 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
             primal = arguments_split.leaves[position]
             cotangent = by_position.get(position)
             if cotangent is not None and _inexact(primal):
-                if tuple(getattr(cotangent, "shape", ())) != tuple(primal.shape):
+                shape = tuple(getattr(cotangent, "shape", ()))
+                if shape != tuple(primal.shape):
+                    where = _leaf_name(arguments_split, position, names)
                     raise TypeError(
-                        f"{self.name}: the bwd rule returned a cotangent of shape "
-                        f"{tuple(getattr(cotangent, 'shape', ()))} for an argument leaf of "
-                        f"shape {tuple(primal.shape)}; cotangents match their primal's shape."
+                        f"{self.name}: {self._bwd_rule()} returned a cotangent of shape {shape} "
+                        f"for {where}, whose shape is {tuple(primal.shape)}; a cotangent has its "
+                        f"primal's shape. Return one of shape {tuple(primal.shape)} for {where} "
+                        f"(or None there for zero)."
                     )
                 result.append(cotangent)
             else:
                 result.append(None)  # zero, or an integer array (no cotangent)
         return tuple(result)
+
+
+def _leaf_name(arguments_split: Split, position: int, names: list[str]) -> str:
+    """The argument leaf at ``position`` as the user writes it: ``self.w``, ``x['scale']``."""
+    arguments = arguments_split.treedef.children()
+    ends = list(itertools.accumulate(treedef.num_leaves for treedef in arguments))
+    index = bisect.bisect_right(ends, position)
+    treedef = arguments[index]
+    try:  # the argument's key paths, read off a copy of it holding its leaves' positions
+        copy = treedef.unflatten(range(treedef.num_leaves))
+        paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(copy)[0]]
+    except Exception:  # a node whose unflatten refuses ints: the argument alone
+        return names[index]
+    path = paths[position - (ends[index] - treedef.num_leaves)]
+    return f"{names[index]}{jax.tree_util.keystr(path)}"
 
 
 def _inexact(leaf: Any) -> bool:

@@ -9,21 +9,36 @@ once, not twice.
 
 The generated ``__init__`` has exactly the signature dataclasses would give the class and does
 what its ``__init__`` does, plus two things: converters run on the values passed in (and on
-defaults) before ``__post_init__``, and static values are checked for hashability once
-``__post_init__`` has returned.
+defaults) before ``__post_init__``, and the layout's check runs once ``__post_init__`` has
+returned (``_layouts.check``, inlined).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ._codegen import INITIALISING_HELPERS, method, while_initialising
-from ._compat import is_field, is_init_var, record_dataclass_params
+from ._codegen import (
+    INITIALISING_HELPERS,
+    METHOD_HELPERS,
+    METHOD_NAMES,
+    check_lines,
+    method,
+    while_initialising,
+)
+from ._compat import (
+    annotate_init,
+    class_annotations,
+    is_field,
+    is_init_var,
+    record_dataclass_params,
+    signature,
+)
 from ._fields import (
     MISSING,
     SUGGEST,
@@ -33,7 +48,7 @@ from ._fields import (
     close_match,
     static_in_metadata,
 )
-from ._layouts import Storage, check_not_bound_to
+from ._layouts import Layout, check
 from ._spec import Options
 
 _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")
@@ -53,7 +68,7 @@ _HAS_FACTORY = _Factory()
 def has_fields(cls: type) -> bool:
     """Whether dataclasses would find fields: annotations (other than ``ClassVar``) in the class
     body, or fields of a dataclass base."""
-    annotations: dict[str, Any] = inspect.get_annotations(cls)
+    annotations = class_annotations(cls)
     for annotation in annotations.values():
         if isinstance(annotation, str):
             if not _CLASSVAR_STRING.match(annotation):
@@ -124,10 +139,10 @@ def document(cls: type) -> None:
     """Give a class without a docstring the one dataclasses would: its name and signature."""
     if not cls.__doc__:
         try:
-            signature = str(inspect.signature(cls)).replace(" -> None", "")
+            text = str(signature(cls)).replace(" -> None", "")
         except (TypeError, ValueError):
-            signature = ""
-        setattr(cls, "__doc__", cls.__name__ + signature)
+            text = ""
+        setattr(cls, "__doc__", cls.__name__ + text)
 
 
 def fields_of(all_fields: Sequence[dataclasses.Field[Any]]) -> tuple[Field, ...]:
@@ -198,17 +213,6 @@ def _post_init(this: str, init_vars: list[str], frozen: bool) -> list[str]:
     return while_initialising(this, call) if frozen else [call]
 
 
-def _static_checks(this: str, statics: list[str]) -> list[str]:
-    if not statics:
-        return []
-    return [
-        "try:",
-        *(f"    __pytreekit_hash__({this}.{name})" for name in statics),
-        "except TypeError:",
-        f"    __pytreekit_check__({this})",
-    ]
-
-
 def _parameters(
     cls: type, all_fields: Sequence[dataclasses.Field[Any]], helpers: dict[str, Any]
 ) -> list[str]:
@@ -251,32 +255,41 @@ def _checks(
     this: str,
     cls: type,
     all_fields: Sequence[dataclasses.Field[Any]],
-    storage: Storage,
+    layout: Layout,
     helpers: dict[str, Any],
     frozen: bool,
 ) -> list[str]:
-    """What runs after the assignments: ``__post_init__`` and then a check of every field (it
-    may store anything), or else a check of the static values that were passed."""
-    fields = fields_of(all_fields)
-    helpers["__pytreekit_check__"] = value_checker(fields, storage, set_defaults=False)
+    """What runs after the assignments: ``__post_init__``, then the layout's check. Without a
+    ``__post_init__`` only arguments and defaults were stored, so only static values can be
+    wrong, and a field left unset (``init=False`` without a default) is not read."""
+    helpers.update(METHOD_HELPERS, __pytreekit_check__=check, __pytreekit_primary__=layout)
+    on_failure = [f"__pytreekit_check__({this}, __pytreekit_primary__)"]
+    fields = {f.name: f for f in fields_of(all_fields)}
     if hasattr(cls, "__post_init__"):
         helpers.update(INITIALISING_HELPERS)
         init_vars = [f.name for f in all_fields if is_init_var(f)]
-        return [*_post_init(this, init_vars, frozen), f"__pytreekit_check__({this})"]
-    helpers["__pytreekit_hash__"] = hash
-    # A static default is checked once, at decoration (generated_init), not on every call.
-    defaulted = {
-        f.name for f in fields if f.init and f.default is not MISSING and f.converter is None
-    }
-    return _static_checks(this, [f.name for f in fields if f.static and f.name not in defaulted])
+        values = [f"{this}.{name}" for name in layout.names]
+        statics = [f"{this}.{name}" for name in layout.static_names]
+        return [
+            *_post_init(this, init_vars, frozen),
+            *check_lines(statics, values, METHOD_NAMES, on_failure),
+        ]
+    statics = [
+        f"{this}.{name}"
+        for name in layout.static_names
+        if fields[name].init
+        or fields[name].default is not MISSING
+        or fields[name].default_factory is not MISSING
+    ]
+    return check_lines(statics, [], METHOD_NAMES, on_failure)
 
 
 def generated_init(
-    cls: type, all_fields: Sequence[dataclasses.Field[Any]], storage: Storage, frozen: bool
+    cls: type, all_fields: Sequence[dataclasses.Field[Any]], layout: Layout, frozen: bool
 ) -> Callable[..., None]:
     """``__init__`` for ``cls``; ``all_fields`` are its fields and ``InitVar`` pseudo-fields, in
-    dataclasses' order."""
-    for f in fields_of(all_fields):
+    dataclasses' order; ``layout`` its fields' layout."""
+    for f in fields_of(all_fields):  # a bad default, named when the class is defined
         if f.static and f.default is not MISSING and f.converter is None:
             check_static_value(cls, f.name, f.default)
     this = "__pytreekit_self__" if any(f.name == "self" for f in all_fields) else "self"
@@ -286,73 +299,27 @@ def generated_init(
     }
     parameters = [this, *_parameters(cls, all_fields, helpers)]
     body = _assignments(this, all_fields, helpers, frozen)
-    body += _checks(this, cls, all_fields, storage, helpers, frozen)
-    annotations = {f.name: _accepted(f) for f in all_fields if f.init} | {"return": None}
-    init = method(cls, "__init__", ", ".join(parameters), body, helpers, annotations)
+    body += _checks(this, cls, all_fields, layout, helpers, frozen)
+    init = method(cls, "__init__", ", ".join(parameters), body, helpers)
+    parameter_fields = [f for f in all_fields if f.init]
+    converted = {
+        f.name: functools.partial(_accepted, f.converter)
+        for f in parameter_fields
+        if isinstance(f, Field) and f.converter is not None
+    }
+    annotate_init(init, cls, [(f.name, f.type) for f in parameter_fields], converted)
     init.__pytreekit_generated__ = True  # type: ignore[attr-defined]
     return init
 
 
-def _accepted(f: dataclasses.Field[Any]) -> Any:
-    """What ``__init__`` accepts for ``f``: a converter's input (as type checkers read it), so
-    that run-time checkers such as beartype take what the converter takes."""
-    converter = f.converter if isinstance(f, Field) else None
-    if converter is None:
-        return f.type
+def _accepted(converter: Callable[[Any], Any]) -> Any:
+    """What ``__init__`` accepts for a converter's field: the converter's input (as type checkers
+    read it), so that run-time checkers such as beartype take what the converter takes."""
     try:
         first = next(iter(inspect.signature(converter, eval_str=True).parameters.values()))
     except Exception:  # no signature, no parameter, or an annotation that does not evaluate
         return Any
     return Any if first.annotation is inspect.Parameter.empty else first.annotation
-
-
-# -- a user's own __init__: what it set is checked when it returns -----------------------------
-
-
-def value_checker(
-    fields: tuple[Field, ...], storage: Storage, *, set_defaults: bool
-) -> Callable[[object], None]:
-    """The check run when an ``__init__`` returns: every field set (a ``default_factory``
-    fills one left unset when ``set_defaults``), nothing set that is not a field, static values
-    hashable, no method bound to the instance itself."""
-    declared = frozenset(f.name for f in fields)
-
-    def check_constructed(obj: object) -> None:
-        cls = type(obj)
-        for f in fields:
-            try:
-                value = getattr(obj, f.name)
-            except AttributeError:
-                if not set_defaults:
-                    continue  # flatten names it if it is still unset then
-                if f.default_factory is MISSING:
-                    raise TypeError(
-                        f"{cls.__qualname__}.__init__ returned without setting field "
-                        f"{f.name!r}, which has no default. Set self.{f.name} in __init__, or "
-                        f"give the field a default in the class body."
-                    ) from None
-                factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
-                value = factory()
-                object.__setattr__(obj, f.name, value)
-            if f.static:
-                check_static_value(cls, f.name, value)
-            check_not_bound_to(obj, f.name, value)
-        if not set_defaults:
-            return
-        instance_dict = getattr(obj, "__dict__", None)
-        if instance_dict:
-            extras = [name for name in instance_dict if name not in declared]
-            # Each descriptor field may store its value under a name that is not a field's.
-            if len(extras) > len(storage.descriptor_fields):
-                extra = extras[-1]
-                raise TypeError(
-                    f"{cls.__qualname__}.__init__ set attribute {extra!r}, which is not a "
-                    f"field, so JAX transformations would drop it. Declare it in the class body "
-                    f"(`{extra}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
-                    f"array), or do not store it on the instance."
-                )
-
-    return check_constructed
 
 
 # -- classes that are dataclasses already, and dataclasses' rules -------------------------------
@@ -371,6 +338,20 @@ def _check_existing_dataclass(cls: type, options: Options) -> None:
                 f"{cls.__qualname__} is already a dataclass, so @pytree_class cannot make it "
                 f"{option}=True: pass {option}=True to @dataclasses.dataclass instead."
             )
+
+
+def later_run(cls: type, left: object) -> dict[str, Any] | None:
+    """The options of a ``@dataclass`` that ran on ``cls`` after pytreekit left ``left`` as its
+    dataclass parameters, as ``dataclasses.dataclass`` takes them; ``None`` if none ran. (Python
+    3.11's parameters do not record ``match_args`` and ``kw_only``; ``slots`` would make a new
+    class, so a slotted dataclass is not run again.)"""
+    params = cls.__dict__.get("__dataclass_params__")
+    if params is None or params is left:
+        return None
+    return {name: getattr(params, name) for name in _REPLAYED if hasattr(params, name)}
+
+
+_REPLAYED = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only")
 
 
 def generated_by_dataclasses(cls: type, name: str) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import copyreg
 import dataclasses
+import keyword
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast, overload
@@ -30,11 +31,18 @@ from typing import Any, TypeVar, cast, overload
 from typing_extensions import dataclass_transform
 
 from . import _backends, _dataclass
-from ._codegen import SPEC_ATTR
-from ._compat import registered_with_jax
+from ._compat import annotations_given_since, registered_with_jax, travelling
 from ._dunders import install, nearest_init
-from ._fields import Field, field
-from ._layouts import KeyFactory, LayoutTable, Storage, publish
+from ._fields import Field, field, flag
+from ._layouts import (
+    SPEC_ATTR,
+    FixedLayouts,
+    KeyFactory,
+    LayoutTable,
+    LearnedLayouts,
+    Storage,
+    publish,
+)
 from ._method import inherit_rules
 from ._nodes import NodeFunctions
 from ._spec import ClassSpec, Options, decoration_lock, own_spec
@@ -54,6 +62,12 @@ def pytree_class(
     repr: bool = True,
     eq: bool = True,
     backends: Iterable[str] = ("jax",),
+    init: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    match_args: bool = True,
+    slots: bool = False,
+    weakref_slot: bool = False,
 ) -> type[T]: ...
 @overload
 def pytree_class(
@@ -66,6 +80,12 @@ def pytree_class(
     repr: bool = True,
     eq: bool = True,
     backends: Iterable[str] = ("jax",),
+    init: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    match_args: bool = True,
+    slots: bool = False,
+    weakref_slot: bool = False,
 ) -> Callable[[type[T]], type[T]]: ...
 def pytree_class(
     cls: type[T] | None = None,
@@ -77,6 +97,12 @@ def pytree_class(
     repr: bool = True,
     eq: bool = True,
     backends: Iterable[str] = ("jax",),
+    init: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    match_args: bool = True,
+    slots: bool = False,
+    weakref_slot: bool = False,
 ) -> type[T] | Callable[[type[T]], type[T]]:
     """Make ``cls`` a pytree: registered with JAX, rebuilt without calling ``__init__``.
 
@@ -95,13 +121,24 @@ def pytree_class(
         repr: Generate ``__repr__`` (arrays shown as ``f32[3,2]``).
         eq: Generate ``__eq__`` (arrays compared as arrays).
         backends: Registries to register with: ``"jax"``, ``"optree"``, ``"torch"``.
+        init: ``dataclasses.dataclass``'s arguments, which ``dataclasses.make_dataclass(...,
+            decorator=pytree_class)`` passes (Python 3.14), accepted at their defaults only:
+            pytreekit writes ``__init__``, ``__eq__`` and ``__hash__`` itself (see ``frozen``),
+            sets ``__match_args__`` as dataclasses does and keeps the ``__slots__`` a class
+            declares.
+        order: See ``init``.
+        unsafe_hash: See ``init``.
+        match_args: See ``init``.
+        slots: See ``init``.
+        weakref_slot: See ``init``.
 
     Returns:
         ``cls`` itself, changed in place (or a decorator doing so).
 
     Raises:
         TypeError: ``cls`` is not a class, or one pytreekit cannot support (a NamedTuple, an
-            Equinox module, a class already registered with JAX); an option has the wrong type;
+            Equinox module, a class already registered with JAX); an option has the wrong type
+            (or a dataclasses argument, ``order`` say, is not its default);
             a ``static`` name is not a field; anything ``dataclasses.dataclass`` refuses. The
             class is left unchanged.
         BackendNotInstalledError: A backend's library is not installed.
@@ -118,15 +155,22 @@ def pytree_class(
     >>> [leaf.shape for leaf in jax.tree_util.tree_leaves(layer)]
     [(3, 2)]
     """
-    for name, flag in (("frozen", frozen), ("kw_only", kw_only), ("repr", repr), ("eq", eq)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"pytree_class({name}=...) takes True or False, got {flag!r}.")
+    if cls is not None and not isinstance(cls, type):
+        raise _not_a_class(cls)
+    _refuse_dataclass_arguments(
+        init=init,
+        order=order,
+        unsafe_hash=unsafe_hash,
+        match_args=match_args,
+        slots=slots,
+        weakref_slot=weakref_slot,
+    )
     options = Options(
-        static=_names(static, "static"),
-        frozen=frozen,
-        kw_only=kw_only,
-        repr=repr,
-        eq=eq,
+        static=_static_names(static),
+        frozen=flag(frozen, "pytree_class(frozen=...)"),
+        kw_only=flag(kw_only, "pytree_class(kw_only=...)"),
+        repr=flag(repr, "pytree_class(repr=...)"),
+        eq=flag(eq, "pytree_class(eq=...)"),
         backends=_names(backends, "backends"),
     )
     if cls is None:
@@ -138,8 +182,68 @@ def pytree_class(
     return _decorate(cls, options)
 
 
+def _not_a_class(cls: object) -> TypeError:
+    what = getattr(cls, "__qualname__", None) or type(cls).__qualname__
+    hint = "Apply it to a class statement or pass a class: pytree_class(MyClass)."
+    if isinstance(cls, (str, tuple, list)):  # static names given positionally
+        hint = f"Static field names go by keyword: @pytree_class(static={_as_names(cls)!r})."
+    return TypeError(
+        f"@pytree_class decorates classes, but got {cls!r:.60} ({type(cls).__qualname__}"
+        f"{'' if what == type(cls).__qualname__ else ' ' + repr(what)}). {hint}"
+    )
+
+
+def _as_names(value: object) -> tuple[str, ...]:
+    """What ``value`` most likely meant as names: ``"n, k"`` -> ``("n", "k")``."""
+    if isinstance(value, str):
+        return tuple(n for n in value.replace(",", " ").split() if n)
+    return tuple(str(n) for n in value) if isinstance(value, (tuple, list)) else ()
+
+
+def _static_names(value: Iterable[str]) -> tuple[str, ...]:
+    """``static=``: an iterable of identifiers. A bare string is refused: ``static="n, k"`` would
+    name no field and leave ``n`` and ``k`` leaves, silently, in a class without annotations."""
+    if isinstance(value, str):
+        raise TypeError(
+            f"pytree_class(static={value!r}) takes an iterable of field names, not a string: "
+            f"write static={_as_names(value)!r}."
+        )
+    names = _names(value, "static")
+    for name in names:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise TypeError(
+                f"pytree_class(static=...): {name!r} is not a Python identifier, so it names no "
+                f"field (fields are attributes, as `self.{name}` would have to be written). Give "
+                f"the names of attributes: static=('n', 'k')."
+            )
+    return names
+
+
+# dataclasses.dataclass's arguments pytree_class takes at their defaults only (make_dataclass
+# passes them all), and what to do instead.
+_DATACLASS_ARGUMENTS = {
+    "init": (True, "pytreekit generates __init__, or wraps the one the class defines"),
+    "order": (False, "define __lt__ and the other comparisons in the class body"),
+    "unsafe_hash": (False, "pass frozen=True (instances hash by value), or define __hash__"),
+    "match_args": (True, "set __match_args__ in the class body"),
+    "slots": (False, "declare __slots__ in the class body"),
+    "weakref_slot": (False, "declare __slots__ with '__weakref__' in the class body"),
+}
+
+
+def _refuse_dataclass_arguments(**given: bool) -> None:
+    for name, value in given.items():
+        default, instead = _DATACLASS_ARGUMENTS[name]
+        if value is not default:
+            raise TypeError(
+                f"pytree_class({name}={value!r}) is not supported: pytreekit accepts "
+                f"dataclasses' {name}= (which make_dataclass passes) only at its default, "
+                f"{default}. Instead, {instead}."
+            )
+
+
 def _names(value: Iterable[str], argument: str) -> tuple[str, ...]:
-    if isinstance(value, str):  # static="n" means the one name, not the letters
+    if isinstance(value, str):  # backends="optree" means the one backend, not its letters
         return (value,)
     try:
         names = tuple(value)
@@ -160,11 +264,7 @@ _ABSENT: Any = object()
 
 def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> type[T]:
     if not isinstance(cls, type):
-        what = getattr(cls, "__qualname__", None) or type(cls).__qualname__
-        raise TypeError(
-            f"@pytree_class decorates classes, but got {what!r} ({type(cls).__qualname__}). "
-            f"Apply it to a class statement or pass a class: pytree_class(MyClass)."
-        )
+        raise _not_a_class(cls)
     with decoration_lock:
         existing = own_spec(cls)  # decorated before (the automatic set-up a subclass gets, say)
         if existing is None:
@@ -176,18 +276,38 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
                 frozen=options.frozen or parent.options.frozen,  # no unfreezing a subclass
                 backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
             )
+        pending: dict[str, Any] | None = cls.__dict__.get(_PENDING_ATTR)  # a failed set-up
+        written = existing.as_written if existing is not None else pending
+        # Annotations set after the class was made, and so after its automatic set-up (3.14's
+        # make_dataclass with a pytree base): the class as written has them.
+        given = annotations_given_since(cls, written) if written is not None else {}
+        # A @dataclass under an explicit @pytree_class on a subclass runs after the automatic
+        # set-up (at class creation); it is run again on the class as written, so that its
+        # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
+        replay = None if existing is None else _dataclass.later_run(cls, existing.dataclass_params)
         if existing is not None:
             options = options._replace(
                 backends=tuple(dict.fromkeys((*existing.backends, *options.backends)))
             )
-            if options == existing.options:
-                return cls  # the same decoration again: nothing to do
+            # The same decoration again: nothing to do (an explicit one after the automatic
+            # set-up decides the dunders as @dataclass would, which may differ).
+            if (
+                options == existing.options
+                and not given
+                and replay is None
+                and automatic >= existing.automatic
+            ):
+                return cls
         before = _snapshot(cls)
-        pending: dict[str, Any] | None = cls.__dict__.get(_PENDING_ATTR)  # a failed set-up
-        as_written = existing.as_written if existing is not None else pending or before
+        as_written = written or before
+        if given:
+            as_written = {**as_written, **given}
         try:
             _restore(cls, as_written)
-            spec = _make_spec(cls, options, parent, as_written, existing)
+            if replay is not None:
+                dataclasses.dataclass(cls, **replay)
+                as_written = _snapshot(cls)
+            spec = _make_spec(cls, options, parent, as_written, existing, automatic)
             new = [b for b in options.backends if existing is None or b not in existing.backends]
             _backends.register_all(cls, spec.nodes, new)
         except Exception as error:
@@ -211,17 +331,23 @@ def _make_spec(
     parent: ClassSpec | None,
     as_written: Mapping[str, Any],
     existing: ClassSpec | None,
+    automatic: bool = False,
 ) -> ClassSpec:
     """Change ``cls`` into a pytree class (its namespace as written is restored already) and
-    describe it; no registry is touched."""
+    describe it; no registry is touched. The one place that tells annotated classes from others."""
     inherit_rules(cls)
     factories = _backends.key_factories(options.backends, cls)  # refused before any change
     if parent is not None:
         annotated = parent.fields is not None
     else:
-        # No __init__ anywhere but object's (or one pytreekit generated): a dataclass too.
+        # A dataclass already (fields or none), or no __init__ anywhere but object's (or one
+        # pytreekit generated): a dataclass too.
         _, init_kind = nearest_init(cls, cls.__dict__)
-        annotated = _dataclass.has_fields(cls) or init_kind in ("object", "generated")
+        annotated = (
+            _dataclass.has_fields(cls)
+            or "__dataclass_params__" in cls.__dict__
+            or init_kind in ("object", "generated")
+        )
     fields: tuple[Field, ...] | None = None
     if annotated:
         was_dataclass = "__dataclass_params__" in as_written
@@ -231,94 +357,72 @@ def _make_spec(
             cls, [f.name for f in fields], [f.name for f in fields if f.static]
         )
         storage = Storage.of(cls, tuple(f.name for f in fields), options.frozen)
+        table = _table(cls, options, fields, storage, factories)
         own = as_written
         if was_dataclass:  # what dataclasses generated is pytreekit's to replace
             own = {k: v for k, v in own.items() if not _dataclass.generated_by_dataclasses(cls, k)}
 
         def generated() -> Callable[..., None]:
-            return _dataclass.generated_init(cls, all_fields, storage, options.frozen)
+            assert table.primary is not None
+            return _dataclass.generated_init(cls, all_fields, table.primary, options.frozen)
 
-        install(cls, options, own, annotated=True, init=generated, dataclass_methods=was_dataclass)
+        install(
+            cls, options, own, init=generated, dataclass_methods=was_dataclass, automatic=automatic
+        )
         if not was_dataclass:
             _dataclass.document(cls)
-        static_names = frozenset(f.name for f in fields if f.static)
     else:
         _refuse_unannotated_fields(cls)
+        _dataclass.refuse_properties(cls, sorted(options.static), options.static)
         storage = Storage.of(cls, (), options.frozen)
-        install(cls, options, as_written, annotated=False)
-        static_names = frozenset(options.static) | (parent.table.static_names if parent else set())
-        _dataclass.refuse_properties(cls, sorted(static_names), static_names)
+        table = _table(cls, options, None, storage, factories)
+        install(cls, options, as_written, automatic=automatic)
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
-    old_table = existing.table if existing is not None else None
-    spec = _assemble(cls, options, fields, static_names, storage, as_written, factories, existing)
-    if old_table is not None:
-        _refuse_changing_a_used_layout(old_table, spec.table)
-    return spec
+    return _assemble(cls, options, fields, table, as_written, existing, automatic)
+
+
+def _table(
+    cls: type,
+    options: Options,
+    fields: tuple[Field, ...] | None,
+    storage: Storage,
+    factories: dict[str, KeyFactory],
+) -> LayoutTable:
+    """An annotated class's one layout, or the layouts a class without annotations learns."""
+    if fields is not None:
+        return FixedLayouts(cls, fields, storage, factories)
+    return LearnedLayouts(cls, frozenset(options.static), storage, factories)
 
 
 def _assemble(
     cls: type,
     options: Options,
     fields: tuple[Field, ...] | None,
-    static_names: frozenset[str],
-    storage: Storage,
+    table: LayoutTable,
     as_written: Mapping[str, Any],
-    factories: dict[str, KeyFactory],
     existing: ClassSpec | None = None,
+    automatic: bool = False,
 ) -> ClassSpec:
-    """The spec, with its layout table and node functions (``existing``'s, re-attached: the
-    registries hold them); ``factories``: each backend's key type, in the backends' order."""
-    declared = None
-    if fields is not None:
-        declared = (tuple(f.name for f in fields), tuple(f.static for f in fields))
-    table = LayoutTable(cls, static_names, storage, declared, factories)
+    """The spec, with node functions following ``table`` (``existing``'s, re-attached: the
+    registries hold them)."""
     if existing is None:
         nodes = NodeFunctions(table)
     else:
         nodes = existing.nodes
         nodes.attach(table)
-    after_init: Callable[[object], None] = nodes.observe
-    if fields is not None:  # an annotated class with its own __init__ checks what it set
-        after_init = _dataclass.value_checker(fields, storage, set_defaults=True)
     return ClassSpec(
         cls=cls,
         options=options,
         fields=fields,
         table=table,
         nodes=nodes,
-        after_init=after_init,
-        backends=tuple(factories),
+        backends=tuple(table.key_factories),
         as_written=dict(as_written),
-        **_roles(fields),
+        dataclass_params=cls.__dict__.get("__dataclass_params__"),
+        automatic=automatic,
     )
-
-
-def _roles(fields: tuple[Field, ...] | None) -> dict[str, tuple[str, ...] | None]:
-    """The fields each generated method covers, as dataclasses chooses them."""
-    if fields is None:
-        return {}
-    return {
-        "compared": tuple(f.name for f in fields if f.compare),
-        "hashed": tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)),
-        "shown": tuple(f.name for f in fields if f.repr),
-    }
-
-
-def _refuse_changing_a_used_layout(old_table: LayoutTable, table: LayoutTable) -> None:
-    """An annotated class's treedefs hold its one layout; decorating it again with other fields
-    or static flags after it was used as a pytree would leave them unreadable."""
-    old, new = old_table.primary, table.primary
-    if not (old_table.used and table.declared) or old is None or new is None:
-        return
-    if (old.names, old.static) != (new.names, new.static):
-        raise TypeError(
-            f"{table.cls.__qualname__} has already been flattened or unflattened as a "
-            f"pytree with fields {old.names} (static: {old.static_names}); decorating it "
-            f"again with fields {new.names} (static: {new.static_names}) would make "
-            f"existing treedefs unreadable. Decorate the class once, with all its options."
-        )
 
 
 def _warn_unreached_post_init(cls: type) -> None:
@@ -440,15 +544,14 @@ def _reduce_spec(spec: ClassSpec) -> tuple[Callable[..., ClassSpec], tuple[Any, 
     # Only a class pickled by value (cloudpickle, as Ray, Dask and loky send classes defined in a
     # notebook or a function) carries its spec: the receiving process builds the class's node
     # functions and registers it there. Locks and generated code stay behind.
-    data = (spec.cls, spec.options, spec.fields, spec.table.static_names, spec.table.storage)
-    return _arrive, (*data, spec.backends, dict(spec.as_written))
+    data = (spec.cls, spec.options, spec.fields, spec.table.storage, spec.backends)
+    return _arrive, (*data, travelling(spec.cls, spec.as_written))
 
 
 def _arrive(
     cls: type,
     options: Options,
     fields: tuple[Field, ...] | None,
-    static_names: frozenset[str],
     storage: Storage,
     backends: tuple[str, ...],
     as_written: dict[str, Any],
@@ -460,7 +563,8 @@ def _arrive(
         if existing is not None:
             return existing
         factories = _backends.key_factories(backends, cls)
-        spec = _assemble(cls, options, fields, static_names, storage, as_written, factories)
+        table = _table(cls, options, fields, storage, factories)
+        spec = _assemble(cls, options, fields, table, as_written)
         _backends.register_all(cls, spec.nodes, spec.backends)
         publish(spec.table)
         return spec

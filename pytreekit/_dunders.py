@@ -1,12 +1,14 @@
 """The methods pytreekit puts on a class, and the one function that puts them there.
 
-The same methods serve classes with and without annotations; they find which fields to use through
-the class's spec (a tuple decided at decoration for annotated classes, the instance's layout
-otherwise):
+The same methods serve every class; the fields they cover are the ``compared``, ``hashed`` and
+``shown`` names of a layout (for an annotated class, its one layout, as dataclasses chooses them;
+otherwise the instance's own):
 
 - ``__eq__``: same class, equal fields, arrays compared as arrays (a Python bool, or a traced one
   under a JAX transformation); nested instances and containers are walked with a stack, so
-  nesting as deep as JAX flattens compares without a ``RecursionError``.
+  nesting as deep as JAX flattens compares without a ``RecursionError``. Fields are compared as
+  the running Python's dataclasses compare them (from 3.13, a value identical in both is
+  compared too: a NaN makes them unequal).
 - ``__hash__``: the hash of the hashed fields' values (as dataclasses hashes), an unhashable one
   named.
 - ``__repr__``: arrays summarised as ``f32[3,2]``, walked with a stack too.
@@ -33,23 +35,32 @@ from typing import Any, Literal
 import numpy as np
 
 from ._codegen import init_wrapper
-from ._fields import Reference, looks_like_array, picklable, unhashable_error
+from ._compat import (
+    DATACLASS_EQ_FIELD_BY_FIELD,
+    DATACLASSES_REPLACE,
+    HAS_COPY_REPLACE,
+    set_annotations,
+)
+from ._fields import looks_like_array, unhashable_error
 from ._frozen import frozen_delattr, frozen_setattr
-from ._layouts import LAYOUT_ATTR, Layout
+from ._layouts import LAYOUT_ATTR, SPEC_ATTR, Layout, LayoutTable
+from ._references import picklable, restored
 from ._spec import Options, own_spec
 
 # -- what install() puts on a class, and when ---------------------------------------------------
 #
 #   method                     installed when                                 as
 #   __init__                   the class has an __init__ a user wrote          the wrapper
-#                              annotated, and the nearest __init__ is not     generated (_dataclass)
-#                                a pytree base's wrapped one
+#                              a generated one is offered (annotated), and    generated (_dataclass)
+#                                the nearest is not a pytree base's wrapped one
 #   __repr__                   repr=True, none in the class body              _repr_method
 #   __eq__                     eq=True, none in the class body                _eq_method
 #   __hash__                   _HASH[eq, frozen, the body defines __hash__]   see _HASH
 #   __setattr__, __delattr__   frozen=True (a body defining them is refused)  frozen_*
 #   __getstate__               no pickling method written in the class line   pytree_getstate
 #   __setstate__               none written, nor __reduce__(_ex)              pytree_setstate
+#   __replace__                Python 3.13+ (copy.replace), none in the       pytree_replace
+#                                class body but dataclasses'
 #
 # __hash__, as dataclasses decides it (eq, frozen, explicitly defined in the body) -> action.
 _HASH = {
@@ -74,15 +85,17 @@ def install(
     options: Options,
     own: Mapping[str, Any],
     *,
-    annotated: bool,
     init: Callable[[], Callable[..., None]] | None = None,
     dataclass_methods: bool = False,
+    automatic: bool = False,
 ) -> None:
     """Put pytreekit's methods on ``cls`` by the table above. ``own``: the class body as the user
-    wrote it. ``init``: makes the generated ``__init__`` of an annotated class, called when the
+    wrote it. ``init``: makes the generated ``__init__`` (an annotated class), called when the
     table says so. ``dataclass_methods``: ``cls`` was a dataclass already, and keeps its
     ``__init__``; of the rest, only what dataclasses generated is replaced (``own`` lists the
-    others)."""
+    others). ``automatic``: a subclass made a pytree class by inheritance, which keeps the eq,
+    repr and hash it inherits from a user's class (a mixin before the pytree base), as any
+    subclass of a dataclass does; ``@pytree_class`` on it decides as ``@dataclass`` does."""
     if options.frozen:
         for name in ("__setattr__", "__delattr__"):
             if name in own:
@@ -97,19 +110,24 @@ def install(
         # nearest base __init__ is a user's that a pytree base wraps: a subclass that adds fields
         # but no __init__ keeps it (where dataclasses would generate one).
         user_init, kind = nearest_init(cls, own)
-        if kind == "user" and (own.get("__init__") is not None or not annotated):
+        if kind == "user" and (own.get("__init__") is not None or init is None):
             setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen))
         elif init is not None and nearest_init(cls)[1] != "wrapped":
             setattr(cls, "__init__", init())
+    kept = {
+        n for n in ("__repr__", "__eq__", "__hash__") if n in own or (automatic and _users(cls, n))
+    }
     methods: dict[str, Callable[..., Any]] = {}
-    if options.repr and "__repr__" not in own:
+    if options.repr and "__repr__" not in kept:
         methods["__repr__"] = _repr_method(cls)
-    if options.eq and "__eq__" not in own:
+    if options.eq and "__eq__" not in kept:
         methods["__eq__"] = _eq_method(cls)
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     action = _HASH[options.eq, options.frozen, explicit_hash]
     if dataclass_methods:  # dataclasses decided; its generated hash becomes pytreekit's
         action = "by value" if "__hash__" not in own and cls.__dict__.get("__hash__") else "keep"
+    if "__hash__" in kept and "__hash__" not in own:  # inherited from a user's class
+        action = "keep"
     if action == "unhashable":
         setattr(cls, "__hash__", None)
     elif action == "by value":
@@ -120,8 +138,12 @@ def install(
         methods["__getstate__"] = _copy(pytree_getstate)
     if not _writes(cls, own, _PICKLING[1:]):  # a state of its own is read by pytreekit's
         methods["__setstate__"] = _copy(pytree_setstate)
+    replace = own.get("__replace__", DATACLASSES_REPLACE)
+    if HAS_COPY_REPLACE and replace is DATACLASSES_REPLACE:  # pragma: Python 3.13+
+        methods["__replace__"] = _copy(pytree_replace)
     for name, method in methods.items():
-        method.__annotations__.pop("self", None)  # as dataclasses' methods: self unannotated
+        # As dataclasses' methods: self unannotated.
+        set_annotations(method, {k: v for k, v in method.__annotations__.items() if k != "self"})
         method.__name__ = name
         method.__qualname__ = f"{cls.__qualname__}.{name}"
         method.__module__ = cls.__module__
@@ -148,6 +170,21 @@ def nearest_init(
     return init, "user"
 
 
+def _users(cls: type, name: str) -> bool:
+    """Whether ``cls`` inherits ``name`` from a user's class (or a dataclass's method), not from
+    pytreekit (which marks its methods, or made a pytree base unhashable) or ``object``."""
+    for klass in cls.__mro__[1:-1]:
+        if name in klass.__dict__:
+            value = klass.__dict__[name]
+            if getattr(value, "__pytreekit_owner__", None) is not None:
+                return False
+            spec = own_spec(klass)
+            return not (
+                value is None and spec is not None and spec.as_written.get(name, 0) is not None
+            )
+    return False
+
+
 def _writes(cls: type, own: Mapping[str, Any], names: tuple[str, ...]) -> bool:
     """Whether the class line (``own`` and the bases) has one of these methods a user wrote."""
     for name in names:
@@ -172,18 +209,12 @@ def _copy(function: Callable[..., Any]) -> Callable[..., Any]:
     return copy
 
 
-def _names(owner: type, obj: object, role: str) -> tuple[str, ...]:
-    """The fields of ``obj`` a method that ``owner`` defines covers: those ``owner`` declares for
-    ``role`` (``compared``, ``hashed``, ``shown``), as dataclasses' methods use the fields of the
-    class that generated them; for a class without annotations, the fields ``obj`` holds."""
-    spec = own_spec(owner)
-    assert spec is not None
-    declared: tuple[str, ...] | None = getattr(spec, role)
-    if declared is not None:
-        return declared
-    spec = own_spec(type(obj))
-    assert spec is not None
-    return spec.table.layout_of(obj).names
+def _layout(owner: type, obj: object) -> Layout:
+    """The layout whose fields a method that ``owner`` defines covers for ``obj``: ``owner``'s
+    own for an annotated class (as dataclasses' methods use the fields of the class that
+    generated them), the one ``obj`` holds otherwise."""
+    layout: Layout = getattr(owner, SPEC_ATTR).nodes.layout_of(obj)
+    return layout
 
 
 # -- __eq__ -------------------------------------------------------------------------------------
@@ -215,45 +246,52 @@ def _truth(result: Any) -> Any:
 
 def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | bool | None:
     """The fields pytreekit's ``__eq__`` compares for ``a == b``; ``False`` when it answers
-    ``False`` at once (instances without annotations holding different fields); ``None`` when it
-    is not pytreekit's ``__eq__`` that decides (another class, a user's)."""
+    ``False`` at once (instances holding different fields); ``None`` when it is not pytreekit's
+    ``__eq__`` that decides (another class, a user's)."""
     if a.__class__ is not b.__class__:
         return None
     owner: type | None = getattr(type(a).__eq__, "__pytreekit_owner__", None)
     if owner is None:
         return None
-    names = _names(owner, a, "compared")
-    if set(_names(owner, b, "compared")) != set(names):
+    layout, other = _layout(owner, a), _layout(owner, b)
+    if layout is not other and set(layout.compared) != set(other.compared):
         return False
-    return names
+    return layout.compared
 
 
-def _all_equal(pairs: Any) -> Any:
-    """Whether every pair is equal: a Python bool, or a traced bool under a JAX transform."""
-    stack = list(pairs)
+def _all_equal(a: Any, b: Any) -> Any:
+    """Whether ``a == b`` as pytreekit compares: a Python bool, or a traced bool under a JAX
+    transform. Each pair on the stack says whether it is two fields' values, which the running
+    Python's dataclasses compare even when identical (``DATACLASS_EQ_FIELD_BY_FIELD``), but
+    for arrays (pytreekit's rule) and instances (equal to themselves)."""
+    stack: list[tuple[Any, Any, bool]] = [(a, b, False)]
     traced = []
     while stack:
-        a, b = stack.pop()
-        if a is b:
+        a, b, fields = stack.pop()
+        if a is b and not fields:
             continue
         if looks_like_array(a) or looks_like_array(b):
+            if a is b:  # pragma: Python 3.13+ (two fields' values: equal, by pytreekit's rule)
+                continue
             result = _arrays_equal(a, b)
         elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
             if type(a) is not type(b) or len(a) != len(b):
                 return False
-            stack.extend(zip(a, b, strict=True))
+            stack.extend((x, y, False) for x, y in zip(a, b, strict=True))
             continue
         elif isinstance(a, dict) and isinstance(b, dict):
             if a.keys() != b.keys():
                 return False
-            stack.extend((a[k], b[k]) for k in a)
+            stack.extend((a[k], b[k], False) for k in a)
             continue
         else:
             names = _compared_fields(a, b)
             if names is False:
                 return False
             if isinstance(names, tuple):
-                stack.extend((getattr(a, n), getattr(b, n)) for n in names)
+                if a is not b:  # an instance equals itself, as a dataclass says
+                    by_field = DATACLASS_EQ_FIELD_BY_FIELD
+                    stack.extend((getattr(a, n), getattr(b, n), by_field) for n in names)
                 continue
             result = a == b
             if not isinstance(result, bool):
@@ -272,7 +310,7 @@ def _eq_method(owner: type) -> Callable[[object, object], Any]:
         """Same type, equal compared fields (arrays compared as arrays)."""
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return _all_equal([(self, other)])
+        return _all_equal(self, other)
 
     __eq__.__pytreekit_owner__ = owner  # type: ignore[attr-defined]
     return __eq__
@@ -284,8 +322,8 @@ def _eq_method(owner: type) -> Callable[[object, object], Any]:
 def _hash_method(owner: type) -> Callable[[object], int]:
     def __hash__(self: object) -> int:
         """The hash of the hashed fields' values; an unhashable one is named."""
-        names = _names(owner, self, "hashed")
-        values = tuple([getattr(self, name) for name in names])
+        layout = _layout(owner, self)
+        names, values = layout.hashed, layout.hashed_values(self)
         try:
             return hash(values)
         except TypeError:
@@ -296,6 +334,7 @@ def _hash_method(owner: type) -> Callable[[object], int]:
                     raise unhashable_error(type(self), name, value, "hash") from None
             raise
 
+    __hash__.__pytreekit_owner__ = owner  # type: ignore[attr-defined]
     return __hash__
 
 
@@ -361,6 +400,10 @@ def _expand(value: Any, inside: set[int]) -> list[Any]:
     if type(value) is dict:
         items = [[_Text(f"{k!r}: "), v] for k, v in value.items()]
         return [_Text("{"), *_joined(items, flat=True), _Text("}")]
+    if type(value) is functools.partial:  # its repr shows the function's memory address
+        keywords = [[_Text(f"{k}="), v] for k, v in value.keywords.items()]
+        arguments = [[item] for item in (value.func, *value.args)] + keywords
+        return [_Text("functools.partial("), *_joined(arguments, flat=True), _Text(")")]
     if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
         return [_Text(f"<function {value.__qualname__}>")]
     owner: type | None = getattr(type(value).__repr__, "__pytreekit_owner__", None)
@@ -370,7 +413,7 @@ def _expand(value: Any, inside: set[int]) -> list[Any]:
         return [_Text("...")]
     inside.add(id(value))
     parts = []
-    for name in _names(owner, value, "shown"):
+    for name in _layout(owner, value).shown:
         try:
             parts.append([_Text(f"{name}="), getattr(value, name)])
         except AttributeError:
@@ -400,9 +443,7 @@ def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
 
 def pytree_getstate(self: object) -> dict[str, Any]:
     """The fields, by name, and the layout they form (names and static flags)."""
-    spec = own_spec(type(self))
-    assert spec is not None
-    layout = spec.table.layout_of(self)
+    layout = getattr(type(self), SPEC_ATTR).nodes.layout_of(self)
     state = {}
     for name in layout.names:
         try:
@@ -421,18 +462,26 @@ def pytree_setstate(self: object, state: Any) -> None:
         if name == STATE_LAYOUT:
             layout_state = value
         elif name != LAYOUT_ATTR:
-            object.__setattr__(self, name, value.resolve() if type(value) is Reference else value)
-    spec = own_spec(type(self))
-    assert spec is not None
-    table = spec.table
+            object.__setattr__(self, name, restored(value))
+    table: LayoutTable = getattr(type(self), SPEC_ATTR).table
     if layout_state is not None:
         layout = table.intern(tuple(layout_state[0]), tuple(layout_state[1]))
     elif isinstance((dict_state or {}).get(LAYOUT_ATTR), Layout):  # pickled by pytreekit 0.2.0
         layout = dict_state[LAYOUT_ATTR]
     else:
         return
-    if not table.declared:
-        table.note(self, layout)
+    table.note(self, layout)
+
+
+# -- copy.replace -------------------------------------------------------------------------------
+
+
+def pytree_replace(self: object, /, **changes: Any) -> object:  # pragma: Python 3.13+
+    """A copy with ``changes`` applied, made as ``pytreekit.replace`` makes it: without
+    ``__init__``, static values checked, an unknown name named (``copy.replace``)."""
+    spec = own_spec(type(self))
+    assert spec is not None
+    return spec.nodes.replace(self, changes)
 
 
 pytree_getstate.__pytreekit_state__ = True  # type: ignore[attr-defined]

@@ -13,15 +13,15 @@ value (``unhashable_error``) live here too.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
-import importlib
 import inspect
-import sys
+import reprlib
 import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
+
+from ._compat import FIELD_HAS_DOC, static_hash
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -64,10 +64,22 @@ class Field(dataclasses.Field[Any]):
             "compare": True,
             "metadata": None,
             "kw_only": MISSING,
+            "doc": None,
         }
         values.update(dataclass_field)
-        values["metadata"] = with_pytree_metadata(values["metadata"], static, converter)
+        # Before Python 3.14 dataclasses' fields have no doc: it is kept in the metadata.
+        doc = None if FIELD_HAS_DOC else values["doc"]
+        values["metadata"] = with_pytree_metadata(values["metadata"], static, converter, doc)
         super().__init__(**{k: v for k, v in values.items() if k in _FIELD_PARAMETERS})
+
+    if not FIELD_HAS_DOC:
+
+        @property
+        def doc(self) -> str | None:
+            """The field's docstring: ``Field.doc`` of Python 3.14, kept in the metadata (under
+            ``"doc"``) before 3.14, so code written for 3.14 runs there too."""
+            doc: str | None = _get(self.metadata, "doc", None)
+            return doc
 
     @property
     def static(self) -> bool:
@@ -80,9 +92,29 @@ class Field(dataclasses.Field[Any]):
         converter: Callable[[Any], Any] | None = _get(self.metadata, "converter", None)
         return converter
 
-    def __repr__(self) -> str:
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:  # a field whose type is the field itself shows type=...
         extra = f",static={self.static!r},converter={self.converter!r})"
+        if not FIELD_HAS_DOC:  # 3.14's repr shows doc among the standard attributes
+            extra = f",doc={self.doc!r}{extra}"
         return "pytreekit." + super().__repr__()[:-1] + extra
+
+
+def flag(value: Any, where: str, takes: str = "True or False") -> bool:
+    """``value`` as a bool, for an option that is a flag. A value equal to its truth (``1``,
+    ``np.True_``, from a config file or argparse) is accepted, as dataclasses accepts it; one
+    that is not (``"no"``, ``None``, a list) could only set the flag by mistake, and is refused."""
+    if value is True or value is False:
+        return value
+    truth = same = False
+    try:
+        truth = bool(value)
+        same = not isinstance(value, (str, bytes)) and bool(value == truth)
+    except Exception:  # an array of several elements, say
+        pass
+    if not same:
+        raise TypeError(f"{where} takes {takes}, got {value!r} ({type(value).__name__}).")
+    return truth
 
 
 def static_in_metadata(metadata: Mapping[str, Any]) -> bool:
@@ -91,30 +123,43 @@ def static_in_metadata(metadata: Mapping[str, Any]) -> bool:
 
 
 def _get(metadata: Mapping[str, Any], key: str, default: Any) -> Any:
-    # Not .get(): dataclasses.field takes any object with __getitem__ as metadata.
+    # dataclasses stores a MappingProxyType; its get raises nothing, unless what it wraps has no
+    # get: dataclasses.field takes any object with __getitem__ as metadata, whose __getitem__ may
+    # say "absent" by any exception (CPython's own tests use one raising AttributeError).
+    try:
+        return metadata.get(key, default)
+    except AttributeError:
+        pass
     try:
         return metadata[key]
-    except LookupError:
+    except Exception:
         return default
 
 
 def with_pytree_metadata(
-    metadata: Any, static: bool, converter: Callable[[Any], Any] | None
+    metadata: Any,
+    static: bool,
+    converter: Callable[[Any], Any] | None,
+    doc: str | None = None,
 ) -> Any:
-    """``metadata`` with ``static`` and ``converter`` recorded in it (unchanged without them)."""
-    if not static and converter is None:
+    """``metadata`` with ``static``, ``converter`` and ``doc`` recorded in it (unchanged without
+    them)."""
+    if not static and converter is None and doc is None:
         return metadata
     try:
         merged = dict(metadata or {})
     except (TypeError, ValueError):
         raise TypeError(
-            f"field(metadata=...) is combined with static= or converter= by copying it into a "
+            f"field(metadata=...) is combined with static=, converter= (or, before Python 3.14, "
+            f"doc=) by copying it into a "
             f"dict, which {metadata!r} does not allow; pass metadata as a dict."
         ) from None
     if static:
         merged["static"] = True
     if converter is not None:
         merged["converter"] = converter
+    if doc is not None:
+        merged["doc"] = doc
     return merged
 
 
@@ -154,6 +199,7 @@ def field(
     compare: bool = True,
     metadata: Mapping[Any, Any] | None = None,
     kw_only: bool = ...,
+    doc: str | None = None,
     converter: Callable[[V], T],
 ) -> T: ...
 @overload
@@ -167,6 +213,7 @@ def field(
     compare: bool = True,
     metadata: Mapping[Any, Any] | None = None,
     kw_only: bool = ...,
+    doc: str | None = None,
     converter: None = None,
 ) -> T: ...
 @overload
@@ -180,6 +227,7 @@ def field(
     compare: bool = True,
     metadata: Mapping[Any, Any] | None = None,
     kw_only: bool = ...,
+    doc: str | None = None,
     converter: None = None,
 ) -> T: ...
 @overload
@@ -192,6 +240,7 @@ def field(
     compare: bool = True,
     metadata: Mapping[Any, Any] | None = None,
     kw_only: bool = ...,
+    doc: str | None = None,
     converter: None = None,
 ) -> Any: ...
 def field(
@@ -205,6 +254,7 @@ def field(
     compare: bool = True,
     metadata: Mapping[Any, Any] | None = None,
     kw_only: Any = MISSING,
+    doc: str | None = None,
     converter: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Declare a field of a ``@pytree_class``: ``dataclasses.field`` plus two parameters.
@@ -230,6 +280,8 @@ def field(
             ``dict``.
         kw_only: Whether ``__init__`` takes the field by keyword only, as for
             ``dataclasses.field``.
+        doc: The field's docstring, ``Field.doc`` (as for ``dataclasses.field`` on Python 3.14;
+            on earlier Pythons it is kept in the metadata, under ``"doc"``).
 
     Returns:
         A ``pytreekit.Field`` (a ``dataclasses.Field``), which the class replaces by the default.
@@ -238,7 +290,9 @@ def field(
         ValueError: Both ``default`` and ``default_factory`` are given.
         TypeError: ``default_factory`` or ``converter`` is not callable, ``metadata`` is neither
             ``None`` nor mapping-like, or a flag (``static``, ``init``, ``repr``, ``compare``,
-            ``kw_only``, ``hash``) is not a bool (``hash`` may also be ``None``).
+            ``kw_only``, ``hash``) is not a bool or a value equal to one such as ``1`` or
+            ``np.True_`` (``hash`` may also be ``None``), or ``doc`` is neither a str nor
+            ``None``.
 
     >>> import jax
     >>> import jax.numpy as jnp
@@ -274,14 +328,21 @@ def field(
                 f"got {metadata!r}."
             ) from None
     # dataclasses.field accepts any value for its flags; a wrong one would misconfigure silently.
-    flags = {"static": static, "init": init, "repr": repr, "compare": compare}
+    static, init, repr, compare = (
+        flag(value, f"field({name}=...)")
+        for name, value in (
+            ("static", static),
+            ("init", init),
+            ("repr", repr),
+            ("compare", compare),
+        )
+    )
     if kw_only is not MISSING:
-        flags["kw_only"] = kw_only
-    for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise TypeError(f"field({name}=...) takes True or False, got {value!r}.")
-    if hash is not None and not isinstance(hash, bool):
-        raise TypeError(f"field(hash=...) takes True, False or None, got {hash!r}.")
+        kw_only = flag(kw_only, "field(kw_only=...)")
+    if hash is not None:
+        hash = flag(hash, "field(hash=...)", "True, False or None")
+    if doc is not None and not isinstance(doc, str):
+        raise TypeError(f"field(doc=...) takes the field's docstring (a str) or None, got {doc!r}.")
     return Field(
         static=static,
         converter=converter,
@@ -293,6 +354,7 @@ def field(
         compare=compare,
         metadata=metadata,
         kw_only=kw_only,
+        doc=doc,
     )
 
 
@@ -360,7 +422,7 @@ def unhashable_error(cls: type, name: str, value: Any, role: str) -> TypeError:
 def check_static_value(cls: type, name: str, value: Any) -> None:
     """Raise ``TypeError`` naming ``cls.name`` unless ``value`` can live in a treedef."""
     try:
-        hash(value)
+        static_hash(value)
     except TypeError:
         raise unhashable_error(cls, name, value, "static") from None
 
@@ -376,88 +438,3 @@ def close_match(name: str, candidates: Iterable[str], cutoff: float) -> str | No
     """The candidate ``name`` is most likely a misspelling of, if any is ``cutoff`` alike."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
     return matches[0] if matches else None
-
-
-# -- values pickle cannot store by itself --------------------------------------------------------
-
-
-class Reference:
-    """An importable object that pickle cannot store (JAX's compiled functions such as
-    ``jnp.tanh``, or ``jax.nn.relu``), stored as its module and qualified name: unpickled, it is
-    the same object again."""
-
-    __slots__ = ("module", "qualname")
-
-    def __init__(self, module: str, qualname: str) -> None:
-        self.module = module
-        self.qualname = qualname
-
-    def __reduce__(self) -> tuple[Callable[[str, str], Any], tuple[str, str]]:
-        return import_by_name, (self.module, self.qualname)
-
-    def resolve(self) -> Any:
-        return import_by_name(self.module, self.qualname)
-
-
-def import_by_name(module: str, qualname: str) -> Any:
-    found: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        found = getattr(found, part)
-    return found
-
-
-_NATIVELY_BY_NAME = (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)
-_found_names: dict[Any, tuple[str, str] | None] = {}
-
-
-def findable_name(value: Any) -> tuple[str, str] | None:
-    """``(module, qualname)`` that imports ``value`` again, for a callable pickle would not store
-    by reference itself (it does so for classes and functions); ``None`` otherwise."""
-    if isinstance(value, _NATIVELY_BY_NAME) or not callable(value):
-        return None
-    try:
-        return _found_names[value]
-    except (KeyError, TypeError):  # TypeError: unhashable, so not a module-level object either
-        pass
-    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
-    found = None
-    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
-        # The module it says, then the public modules of its package that export it
-        # (jax.nn.relu says jax._src.nn.functions, where another object has that name).
-        package = module.partition(".")[0]
-        public = sorted(
-            (
-                name
-                for name in list(sys.modules)
-                if (name == package or name.startswith(package + "."))
-                and "._" not in name
-                and name != module
-            ),
-            key=len,
-        )
-        for candidate in (module, *public):
-            try:
-                if import_by_name(candidate, qualname) is value:
-                    found = (candidate, qualname)
-                    break
-            except (ImportError, AttributeError):
-                continue
-    with contextlib.suppress(TypeError):  # an unhashable value is looked up every time
-        _found_names[value] = found
-    return found
-
-
-def picklable(value: Any) -> Any:
-    """``value`` with what pickle cannot store, but can find by name, as a ``Reference``
-    (looking inside lists, tuples and dicts; unchanged where there is nothing to replace)."""
-    kind = type(value)
-    if kind in (list, tuple):
-        items = [picklable(item) for item in value]
-        changed = any(new is not old for new, old in zip(items, value, strict=True))
-        return kind(items) if changed else value
-    if kind is dict:
-        entries = {key: picklable(item) for key, item in value.items()}
-        changed = any(entries[key] is not item for key, item in value.items())
-        return entries if changed else value
-    name = findable_name(value)
-    return value if name is None else Reference(*name)

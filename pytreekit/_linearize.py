@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._compat import zeros_like
 from ._filters import is_inexact_array
 from ._split import Split, leaves_by_position, split
 
@@ -43,9 +44,10 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     Returns:
         ``(out, jvp_fn)``: ``out`` is ``fn(*primals)``; ``jvp_fn(*tangents)`` takes one tangent per
         primal, each of that primal's structure, with ``None`` (or any value, which is ignored) at
-        held leaves, or ``None`` for a whole argument held fixed. It returns the tangent of
-        ``out``: ``out``'s structure, with ``None`` at its leaves that are not floating-point
-        arrays.
+        held leaves, or ``None`` for a whole argument held fixed (zeros like the primal there,
+        keeping its sharding and, under ``shard_map``, its varying mesh axes). It returns the
+        tangent of ``out``: ``out``'s structure, with ``None`` at its leaves that are not
+        floating-point arrays.
 
     Raises:
         TypeError: ``fn`` is not callable. From ``jvp_fn``: the number of tangents is not the
@@ -79,7 +81,7 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
             f"linearize(): fn must be callable (the function to linearize, called as "
             f"fn(*primals)), got {fn!r} ({type(fn).__name__})."
         )
-    dynamic, primals_split = split(primals, is_inexact_array, keep_shapes=True)
+    dynamic, primals_split = split(primals, is_inexact_array)
     outputs: list[Split] = []
     call_fn: Callable[..., Out] = fn  # called on rebuilt primals, which are untyped
 
@@ -109,11 +111,11 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
 
         by_position = leaves_by_position(primals_split, tangents, mismatch)
         dynamic_tangents: list[Any] = []
-        for position in primals_split.dynamic:
+        for position, primal in zip(primals_split.dynamic, dynamic, strict=True):
             tangent = by_position.get(position)
-            primal = primals_split.leaves[position]
+            # Zeros like the primal itself: its sharding and varying manual axes (shard_map) too.
             dynamic_tangents.append(
-                np.zeros(primal.shape, primal.dtype) if tangent is None else tangent
+                zeros_like(primal, primal.dtype) if tangent is None else tangent
             )
         try:
             tangent_out = linear_fn(*dynamic_tangents)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
+from ._compat import signature
 from ._filters import is_array
 from ._split import Split, split
 
@@ -41,7 +43,7 @@ class CustomMethod(Generic[S, P, R]):
         self.nondiff_self = nondiff_self
         self.name = getattr(fn, "__qualname__", repr(fn))
         try:
-            self._signature = inspect.signature(fn)
+            self._signature = signature(fn)  # for its parameters: annotations stay unevaluated
         except ValueError:
             raise TypeError(
                 f"{self.kind} cannot wrap {fn!r}: Python gives it no signature, so its first "
@@ -155,14 +157,21 @@ def inherit_rules(cls: type) -> None:
             kept.__set_name__(cls, name)
             setattr(cls, name, kept)
             continue
-        warnings.warn(
+        # Shown at the override in the user's class (not in pytreekit), once per place, also
+        # when the class is decorated again (set up as a subclass, then decorated explicitly).
+        code = value.__code__
+        module = sys.modules.get(cls.__module__)
+        warnings.warn_explicit(
             f"{cls.__qualname__}.{name} overrides {inherited.name}, a {inherited.kind}, with a "
             f"plain method: {cls.__qualname__}.{name} has no custom rule, and JAX "
             f"differentiates its body. To keep a rule, decorate the override with "
             f"@{inherited.kind} and give it its rule, or make {inherited.name} abstract "
             f"(@abc.abstractmethod) so that implementations keep its rule.",
             UserWarning,
-            stacklevel=2,
+            code.co_filename,
+            code.co_firstlineno,
+            module=cls.__module__,
+            registry=vars(module).setdefault("__warningregistry__", {}) if module else None,
         )
 
 

@@ -1,35 +1,46 @@
-"""A class's node functions: the flatten and unflatten the registries hold (made once per class),
-the code they run as the class's ``LayoutTable`` learns, and the generic paths behind them,
-``replace`` included."""
+"""A class's node functions: the flatten, unflatten and keyed flattens the registries hold (made
+once per class), ``observe`` and ``replace``, the code they run as the class's layout table learns,
+and the generic paths behind them.
+
+Aux data is ``(layout, *static_values)`` for every class: the layout says which fields the
+children and the static values are, so any treedef can be unflattened, also after the class was
+decorated again and in a process that never built an instance.
+"""
 
 from __future__ import annotations
 
 import builtins
 import gc
+import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._codegen import compile_source, node_functions_source
-from ._compat import torch_compiling
-from ._fields import check_static_value
-from ._layouts import LAYOUT_ATTR, Layout, LayoutTable
+from ._compat import static_hash, torch_compiling
+from ._layouts import Layout, LayoutTable, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.
 _GENERIC: dict[str, types.FunctionType] = {}
 exec(
     "def flatten(obj):\n    return _flatten_generic(obj)\n"
+    "def flatten_with_keys(obj, backend):\n    return _flatten_with_keys_generic(obj, backend)\n"
     "def unflatten(aux, children):\n    return _unflatten_generic(aux, children)\n"
-    "def observe(obj):\n    _observe_slow(obj)\n",
+    "def layout_of(obj):\n    return _layout_of_generic(obj)\n"
+    "def observe(obj):\n    _observe_slow(obj)\n"
+    "def replace(obj, changes):\n    return _replace_generic(obj, changes)\n",
     {},
     _GENERIC,
 )
+# One function object each per class.
+_SINGLE = ("flatten", "unflatten", "layout_of", "observe", "replace")
 
 
 class NodeFunctions:
-    """``flatten``, ``unflatten``, ``observe`` (classes without annotations: run when
-    ``__init__`` returns) and the keyed flattens of one class, following its ``LayoutTable``.
+    """``flatten``, ``unflatten``, the keyed flattens (one per registry that takes them),
+    ``layout_of``, ``observe`` (run when a user's ``__init__`` returns) and ``replace`` of one
+    class, following its layout table.
 
     Each version of their code is correct on its own, so swapping one in is a single store any
     thread may observe: generic until first use; then generated for the primary layout, falling
@@ -42,17 +53,25 @@ class NodeFunctions:
             "__builtins__": builtins,
             "_new": object.__new__,
             "_setattr": object.__setattr__,
-            "_hash": hash,
+            "_hash": static_hash,
             "_Method": types.MethodType,
+            "_check": check,
             "_referents": gc.get_referents,
+            "_modules": sys.modules,
             "_torch_compiling": torch_compiling,
             "_flatten_generic": self.flatten_generic,
+            "_flatten_with_keys_generic": self.flatten_with_keys_generic,
             "_unflatten_generic": self.unflatten_generic,
+            "_replace_generic": self.replace_generic,
             "_observe_traced": self.observe_traced,
         }
-        made = {n: types.FunctionType(f.__code__, self.namespace, n) for n, f in _GENERIC.items()}
-        self.flatten, self.unflatten, self.observe = made.values()
+        made = [types.FunctionType(_GENERIC[n].__code__, self.namespace, n) for n in _SINGLE]
+        self.flatten, self.unflatten, self.layout_of, self.observe, self.replace = made
+        self.keyed: dict[str, types.FunctionType] = {}
         self.first_use_hooks: list[Callable[[], None]] = []
+        # Every code object swapped out, kept alive: without the GIL a thread may still be
+        # running one when it is replaced (a few per class: first use, varied, each backend).
+        self.retired: list[types.CodeType] = []
         self.attach(table)
 
     def attach(self, table: LayoutTable) -> None:
@@ -60,11 +79,32 @@ class NodeFunctions:
         with table.lock:
             self.table = table
             self.cls = table.cls
-            self.namespace.update(_cls=table.cls, _P=None, _observe_slow=table.observe_slow)
+            self.namespace.update(
+                _cls=table.cls,
+                _P=None,
+                _observe_slow=table.observe_slow,
+                _layout_of_generic=table.layout_of,
+            )
             table.on_change = self.regenerate
-            for name, generic in _GENERIC.items():
-                getattr(self, name).__code__ = generic.__code__
+            for name in _SINGLE:
+                self._swap(getattr(self, name), _GENERIC[name].__code__)
+            for function in self.keyed.values():
+                self._swap(function, _GENERIC["flatten_with_keys"].__code__)
             self.regenerate()
+
+    def flatten_with_keys(self, backend: str) -> types.FunctionType:
+        """The keyed flatten for one registry, ``((key, child), ...), aux``: the same function
+        object every time."""
+        with self.table.lock:
+            function = self.keyed.get(backend)
+            if function is None:
+                generic = _GENERIC["flatten_with_keys"]
+                function = types.FunctionType(
+                    generic.__code__, self.namespace, f"flatten_with_keys_{backend}", (backend,)
+                )
+                self.keyed[backend] = function
+                self.regenerate()
+            return function
 
     def add_first_use_hook(self, hook: Callable[[], None]) -> None:
         """Run ``hook`` when the class is first used (at once if it was)."""
@@ -77,97 +117,88 @@ class NodeFunctions:
     def regenerate(self) -> None:
         """Put the code for what the table knows now into the functions (under its lock)."""
         table = self.table
-        if table.primary is None or not table.used:
+        primary = table.primary
+        if primary is None or not table.used:
             return
         while self.first_use_hooks:
             self.first_use_hooks.pop(0)()
+        # A backend whose registration was undone keeps its function, unused, generic.
+        keyed = tuple(backend for backend in self.keyed if backend in table.key_factories)
         source = node_functions_source(
-            table.primary,
+            primary,
             table.storage,
-            declared=table.declared,
+            exact=table.exact(primary),
             varied=table.varied,
-            traced_init="torch" in table.key_factories,
+            keyed=keyed,
         )
-        self.namespace["_P"] = table.primary
+        self.namespace["_P"] = primary
+        for backend in keyed:
+            self.namespace.update(
+                (f"_K{backend}{i}", key) for i, key in enumerate(primary.keys[backend])
+            )
         fresh: dict[str, Any] = {}
         compile_source(source, self.namespace, f"{self.cls.__qualname__} nodes", fresh)
-        for name, function in fresh.items():
-            getattr(self, name).__code__ = function.__code__
+        for function in [*(getattr(self, n) for n in _SINGLE), *(self.keyed[b] for b in keyed)]:
+            self._swap(function, fresh[function.__name__].__code__)
+            function.__doc__ = fresh[function.__name__].__doc__
 
-    def flatten_with_keys(self, backend: str) -> Callable[[Any], Any]:
-        """The keyed flatten for one registry: ``((key, child), ...), aux``."""
-        flatten = self.flatten
-
-        def flatten_with_keys(obj: Any) -> tuple[tuple[tuple[Any, Any], ...], Any]:
-            children, aux = flatten(obj)
-            table = self.table
-            layout = table.primary if table.declared else aux[0]
-            assert layout is not None
-            return tuple(zip(layout.keys[backend], children, strict=True)), aux
-
-        return flatten_with_keys
-
-    def flatten_with_names(self, obj: Any) -> tuple[Any, Any, tuple[str, ...]]:
-        """optree's flatten: ``children, aux, entries`` (the entries are the field names)."""
-        children, aux = self.flatten(obj)
-        return children, aux, self.layout_in(aux).child_names
+    def _swap(self, function: types.FunctionType, code: types.CodeType) -> None:
+        if function.__code__ is not code:
+            self.retired.append(function.__code__)
+            function.__code__ = code
 
     # -- the generic paths ---------------------------------------------------------------------
 
-    def flatten_generic(self, obj: object) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+    def flatten_generic(self, obj: object) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         table = self.table
         table.first_use()
         layout = table.layout_of(obj)
         try:
             children = tuple([getattr(obj, n) for n in layout.child_names])
-            statics = tuple([getattr(obj, n) for n in layout.static_names])
+            statics = [getattr(obj, n) for n in layout.static_names]
         except AttributeError:
             self._missing_field(obj, layout)
             raise
-        if table.declared:
-            return children, statics or None
         return children, (layout, *statics)
 
+    def flatten_with_keys_generic(self, obj: object, backend: str) -> tuple[Any, Any]:
+        children, aux = self.flatten(obj)
+        return tuple(zip(aux[0].keys[backend], children, strict=True)), aux
+
     def layout_in(self, aux: Any) -> Layout:
-        """The layout of the instance ``aux`` data was flattened from (the class's own, for an
-        annotated class); refused if the data is not this class's."""
-        table = self.table
-        if table.declared:
-            assert table.primary is not None
-            return table.primary
+        """The layout of the instance ``aux`` data was flattened from; refused if the data is
+        not this class's."""
         layout = aux[0] if type(aux) is tuple and aux else None
         if not isinstance(layout, Layout) or layout.cls is not self.cls:
             raise TypeError(
                 f"cannot unflatten {self.cls.__qualname__} from aux data {aux!r}: it was not "
                 f"made by flattening an instance of this class."
             )
-        return table.intern(layout.names, layout.static)
+        return self.table.intern(layout.names, layout.static)
 
     def unflatten_generic(self, aux: Any, children: Sequence[Any]) -> object:
         table = self.table
         table.first_use()
         layout = self.layout_in(aux)
         obj: Any = object.__new__(self.cls)
-        statics = iter(aux or ()) if table.declared else iter(aux[1:])
+        statics = iter(aux[1:])
         child_iter = iter(children)
         for name, static in zip(layout.names, layout.static, strict=True):
             object.__setattr__(obj, name, next(statics) if static else next(child_iter))
-        if not table.declared:
-            table.note(obj, layout)
+        table.note(obj, layout)
         return obj
 
-    def replace(self, obj: object, changes: dict[str, Any]) -> object:
+    def replace_generic(self, obj: object, changes: dict[str, Any]) -> object:
         """A copy of ``obj`` with ``changes``, made without ``__init__`` (``pytreekit.replace``)."""
         table = self.table
+        table.first_use()
         layout = table.layout_of(obj)
-        for name, value in changes.items():
+        for name in changes:
             if name not in layout.names:
                 raise TypeError(
                     f"replace(): {self.cls.__qualname__} has no field {name!r}; its fields are "
                     f"{layout.names}."
                 )
-            if name in layout.static_names:
-                check_static_value(self.cls, name, value)
         new: Any = object.__new__(self.cls)
         for name in layout.names:
             try:
@@ -176,8 +207,8 @@ class NodeFunctions:
                 self._missing_field(obj, layout)
                 raise
             object.__setattr__(new, name, value)
-        if not table.declared and table.storage.has_dict and layout is not table.primary:
-            new.__dict__[LAYOUT_ATTR] = layout
+        check(new, layout)
+        table.note(new, layout)
         return new
 
     def observe_traced(self, obj: object) -> None:
@@ -185,7 +216,7 @@ class NodeFunctions:
         its reach, reading the instance dict is not."""
         primary = self.table.primary
         if primary is not None and tuple(obj.__dict__) == primary.names:
-            self.table.check_values(obj, primary)
+            check(obj, primary)
             return
         self.table.observe_slow(obj)
 
@@ -199,35 +230,3 @@ class NodeFunctions:
                     f"for it, so it cannot be flattened. Set it in __init__ (or give the field a "
                     f"default)."
                 ) from None
-
-    # -- aux data as plain data (jax.export and torch write it to disk) -------------------------
-
-    def aux_state(self, aux: Any) -> tuple[tuple[str, ...] | None, tuple[Any, ...]]:
-        """``(field names, static values)``: everything in ``aux``, as plain data. ``names`` is
-        ``None`` for annotated classes, whose class fixes the layout."""
-        if self.table.declared:
-            return None, tuple(aux or ())
-        return self.layout_in(aux).names, tuple(aux[1:])
-
-    def aux_from_state(self, names: Sequence[str] | None, static_values: Sequence[Any]) -> Any:
-        """The aux data ``aux_state`` describes, read with the class as it is now; works in a
-        process that never built an instance."""
-        if self.table.declared:
-            if names is not None:
-                raise TypeError(
-                    f"{self.cls.__qualname__} has field annotations, so its aux data names no "
-                    f"fields; got names {tuple(names)!r}."
-                )
-            return tuple(static_values) or None
-        if names is None:
-            raise TypeError(
-                f"{self.cls.__qualname__} has no field annotations: its aux data needs the "
-                f"field names of the instance layout."
-            )
-        layout = self.table.intern(tuple(names))
-        if len(static_values) != len(layout.static_names):
-            raise TypeError(
-                f"{self.cls.__qualname__}: {len(static_values)} static values for the static "
-                f"fields {layout.static_names}."
-            )
-        return (layout, *static_values)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ._codegen import SPEC_ATTR
+from ._layouts import SPEC_ATTR
 from ._spec import ClassSpec, spec_of
 
 T = TypeVar("T")
@@ -45,5 +45,5 @@ def replace(obj: T, /, **changes: Any) -> T:
             f"replace() takes an instance of a pytree class, got the class "
             f"{spec.cls.__qualname__} itself; pass an instance: replace(obj, name=value)."
         )
-    new: T = spec.nodes.replace(obj, changes)  # type: ignore[assignment]
+    new: T = spec.nodes.replace(obj, changes)
     return new

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ._codegen import SPEC_ATTR
 from ._fields import Field
-from ._layouts import LayoutTable
+from ._layouts import SPEC_ATTR, LayoutTable
 from ._nodes import NodeFunctions
 
 # Decorating a class and registering it happen one class at a time: a class decorated from several
@@ -38,26 +37,23 @@ class Options(NamedTuple):
 class ClassSpec:
     """Everything pytreekit knows about one class, decided once when it is decorated.
 
-    ``fields`` is ``None`` for classes without field annotations: their fields are the attributes
-    each instance's own ``__init__`` set, found on the instance (see ``_layouts``).
+    Only decoration reads ``fields`` (``None`` for a class without annotations); everything else
+    reads the layouts of ``table``.
     """
 
     cls: type
     options: Options
     fields: tuple[Field, ...] | None
-    # Its layouts, static names and storage; nodes follow it (a failed re-decoration: the old one
-    # again).
+    # Its layouts and storage; nodes follow it (a failed re-decoration: the old one again).
     table: LayoutTable
     nodes: NodeFunctions
-    # Run when the outermost __init__ a user wrote returns (see _codegen.init_wrapper).
-    after_init: Callable[[object], None]
     backends: tuple[str, ...]
     # The class's namespace as the user wrote it, before any decoration changed it.
     as_written: Mapping[str, Any]
-    # Annotated classes: the fields __eq__ compares, __hash__ hashes and __repr__ shows.
-    compared: tuple[str, ...] | None = None
-    hashed: tuple[str, ...] | None = None
-    shown: tuple[str, ...] | None = None
+    # The dataclass parameters pytreekit left on the class (a @dataclass run after replaces them).
+    dataclass_params: Any = None
+    # Made a pytree class by inheritance, not by an explicit @pytree_class.
+    automatic: bool = False
 
 
 def own_spec(cls: type) -> ClassSpec | None:
@@ -125,20 +121,4 @@ def fields(class_or_instance: Any) -> tuple[Field, ...]:
     >>> [(f.name, f.static) for f in fields(Linear)]
     [('weights', False), ('features', True)]
     """
-    spec = spec_of(class_or_instance, "fields()")
-    if spec.fields is not None:
-        return spec.fields
-    if isinstance(class_or_instance, type):
-        raise TypeError(
-            f"fields({spec.cls.__qualname__}): this class has no field annotations, so its "
-            f"fields are the attributes each instance sets in __init__; call fields() on an "
-            f"instance instead."
-        )
-    # The instance's own fields: a record for each, named and flagged static as its layout says.
-    layout = spec.table.layout_of(class_or_instance)
-    found = []
-    for name, static in zip(layout.names, layout.static, strict=True):
-        f = Field(static=static)
-        f.name = name
-        found.append(f)
-    return tuple(found)
+    return spec_of(class_or_instance, "fields()").table.fields_of(class_or_instance)

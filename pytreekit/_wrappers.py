@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
+from ._backends import follow_every_backend
 from ._decorator import pytree_class
 from ._fields import field
 
@@ -22,9 +23,16 @@ class Static(Generic[T]):
     >>> layers = [jnp.ones(2), Static(jax.nn.relu)]
     >>> len(jax.tree_util.tree_leaves(layers)), layers[1](jnp.array([-1.0, 2.0])).tolist()
     (1, [0.0, 2.0])
+
+    It is a node (without leaves) in every registry pytreekit registers a class with: optree's
+    and torch's too, once a class is registered there.
     """
 
     value: T = field(static=True)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return cast(Callable[..., Any], self.value)(*args, **kwargs)
+
+
+# A model registered with optree or torch holds Static values too: they must be nodes there.
+follow_every_backend(Static)

@@ -12,6 +12,9 @@ The supported range and the cells of ``.ci/run`` that test it are in ``docs/vers
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import dataclasses
 import inspect
 import re
 import sys
@@ -30,6 +33,55 @@ JAX = _version(jax.__version__)
 
 # -- feature flags ------------------------------------------------------------------------------
 
+# Python 3.14 defers annotations (PEP 649/749): a class may name one defined below it, and
+# annotationlib reads annotations in several formats.
+DEFERRED_ANNOTATIONS = PYTHON >= (3, 14)
+
+needs_deferred_annotations = pytest.mark.skipif(
+    not DEFERRED_ANNOTATIONS,
+    reason=f"annotations are deferred from Python 3.14 on (PEP 649; this is "
+    f"{sys.version.split()[0]}): before, a name not defined yet fails where it is written",
+)
+
+# Keyword arguments of inspect.get_annotations for each format it reads: VALUE only, before 3.14.
+ANNOTATION_FORMATS: dict[str, dict[str, object]] = {"VALUE": {}}
+if DEFERRED_ANNOTATIONS:
+    import annotationlib
+
+    ANNOTATION_FORMATS = {
+        format.name: {"format": format}
+        for format in (
+            annotationlib.Format.VALUE,
+            annotationlib.Format.FORWARDREF,
+            annotationlib.Format.STRING,
+        )
+    }
+
+# Python 3.14: dataclasses.make_dataclass(..., decorator=...) applies a decorator of one's own.
+MAKE_DATACLASS_DECORATOR = "decorator" in inspect.signature(dataclasses.make_dataclass).parameters
+
+needs_make_dataclass_decorator = pytest.mark.skipif(
+    not MAKE_DATACLASS_DECORATOR,
+    reason=f"dataclasses.make_dataclass(decorator=...) is new in Python 3.14 (this is "
+    f"{sys.version.split()[0]})",
+)
+
+# Python 3.13: copy.replace(obj, **changes), through obj.__replace__.
+HAS_COPY_REPLACE = hasattr(copy, "replace")
+
+needs_copy_replace = pytest.mark.skipif(
+    not HAS_COPY_REPLACE,
+    reason=f"copy.replace is new in Python 3.13 (this is {sys.version.split()[0]})",
+)
+
+# Python 3.14: dataclasses' fields carry a docstring (dataclasses.field(doc=...), Field.doc).
+DATACLASSES_FIELD_DOC = "doc" in inspect.signature(dataclasses.field).parameters
+
+needs_dataclasses_field_doc = pytest.mark.skipif(
+    not DATACLASSES_FIELD_DOC,
+    reason=f"dataclasses.field(doc=...) is new in Python 3.14 (this is {sys.version.split()[0]})",
+)
+
 # PyTreeDef.from_node_data_and_children (forging a treedef from node data): not in JAX 0.4.35.
 HAS_FROM_NODE_DATA_AND_CHILDREN = hasattr(jax.tree_util.PyTreeDef, "from_node_data_and_children")
 
@@ -39,6 +91,32 @@ _DATACLASS_PARAMETERS = inspect.signature(jax.tree_util.register_dataclass).para
 REGISTER_DATACLASS_INFERS_FIELDS = (
     _DATACLASS_PARAMETERS["data_fields"].default is not inspect.Parameter.empty
 )
+
+# shard_map: jax.shard_map from JAX 0.6 on; jax.experimental.shard_map before (0.4.35, 0.5).
+try:
+    from jax import shard_map
+except ImportError:
+    from jax.experimental.shard_map import shard_map  # type: ignore[no-redef]
+
+# Varying manual axes: from JAX 0.6 on, a value's type inside shard_map names the mesh axes it
+# varies over (float32[2]{V:i}), and a tangent must carry its primal's (check_vma=True).
+HAS_VARYING_MANUAL_AXES = "check_vma" in inspect.signature(shard_map).parameters
+
+# Explicit mesh axes (the sharding part of every value's type), entered with jax.set_mesh: JAX 0.7
+# on. JAX 0.5 and 0.6 have them as an experiment (jax.sharding.use_mesh), where an eager
+# custom_jvp rule cannot give an integer output a zero tangent JAX accepts, however it is made.
+HAS_EXPLICIT_MESH_AXES = hasattr(jax, "set_mesh") and hasattr(jax.sharding, "AxisType")
+
+
+@contextlib.contextmanager
+def use_explicit_mesh(devices, axis):
+    """A one-axis mesh over ``devices`` whose axis is Explicit, entered (JAX 0.7 and later)."""
+    mesh = jax.make_mesh(
+        (len(devices),), (axis,), devices=devices, axis_types=(jax.sharding.AxisType.Explicit,)
+    )
+    with jax.set_mesh(mesh):
+        yield mesh
+
 
 needs_from_node_data_and_children = pytest.mark.skipif(
     not HAS_FROM_NODE_DATA_AND_CHILDREN,

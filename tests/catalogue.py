@@ -87,6 +87,52 @@ class Nested:
     layers: list
 
 
+@pytree_class(static=("size",))
+class Varied:
+    """Instances of two layouts: with a bias and without (the first built is the primary)."""
+
+    def __init__(self, size, bias):
+        self.size = size
+        self.w = jnp.ones(size)
+        if bias:
+            self.b = jnp.zeros(size)
+
+
+def _second_layout():
+    Varied(2, bias=False)  # the primary layout, in a process that had none yet
+    return Varied(2, bias=True)
+
+
+@pytree_class
+class Converted:
+    w: jax.Array = field(converter=jnp.asarray)
+    scale: float = field(static=True, default=2.0)
+    scaled: jax.Array = field(init=False)
+
+    def __post_init__(self):
+        self.scaled = self.w * self.scale
+
+
+@dataclasses.dataclass
+class PlainBase:
+    w: jax.Array
+
+
+@pytree_class
+class OnDataclass(PlainBase):
+    b: jax.Array = dataclasses.field(default_factory=lambda: jnp.zeros(1))
+
+
+@pytree_class
+class AnnotatedOwnInit:
+    w: jax.Array
+    n: int = field(static=True)
+
+    def __init__(self, size):
+        self.w = jnp.ones(size)
+        self.n = size
+
+
 CATALOGUE: dict[str, Callable[[], Any]] = {
     "annotated": lambda: Annotated(jnp.ones((2, 2)), jnp.zeros(2), 0.5),
     "annotated-static": lambda: AnnotatedStatic(jnp.ones(2), jax.nn.relu, "first"),
@@ -98,6 +144,10 @@ CATALOGUE: dict[str, Callable[[], Any]] = {
     "frozen-unannotated": lambda: FrozenUnannotated(jnp.ones(2), "u"),
     "empty": Empty,
     "nested": lambda: Nested(Annotated(jnp.ones(1), jnp.ones(1)), [Frozen(jnp.ones(1)), 2.0]),
+    "varied": _second_layout,
+    "post-init-converter": lambda: Converted([1.0, 2.0]),
+    "dataclass-base": lambda: OnDataclass(jnp.ones(2), jnp.ones(1)),
+    "annotated-own-init": lambda: AnnotatedOwnInit(3),
 }
 
 

@@ -99,6 +99,33 @@ def test_register_backend_later_for_third_party_classes():
         register_backend(int, "optree")
 
 
+@pytest.mark.parametrize("backends", [("jax",), ("optree",), ("jax", "optree"), ("torch",)])
+def test_torch_compile_fullgraph_builds_instances_whatever_the_class_is_registered_with(backends):
+    @pytree_class(static=("scale",), backends=backends)
+    class Scaled:
+        def __init__(self, a, b, scale=2):
+            self.a = a
+            self.b = b
+            self.scale = scale
+
+    class Plain:  # the reference: the same class, not a pytree class
+        def __init__(self, a, b, scale=2):
+            self.a = a
+            self.b = b
+            self.scale = scale
+
+    def build(cls, x):
+        made = cls(x, x + 1)
+        return made.a * made.scale + made.b
+
+    # The first instance is built outside (the class learns its layout under a lock dynamo cannot
+    # trace); then dynamo traces __init__, and fullgraph makes any graph break an error.
+    Scaled(torch.zeros(2), torch.zeros(2))
+    ours = torch.compile(lambda x: build(Scaled, x), fullgraph=True, backend="eager")
+    reference = torch.compile(lambda x: build(Plain, x), fullgraph=True, backend="eager")
+    assert ours(torch.ones(2)).tolist() == reference(torch.ones(2)).tolist() == [4.0, 4.0]
+
+
 def test_torch_compile_sees_through_the_class():
     pair = Pair(torch.ones(2), torch.arange(2.0))
     compiled = torch.compile(lambda p: p.a * 2 + p.b, backend="eager")
@@ -151,3 +178,101 @@ def test_import_pytreekit_imports_neither_torch_nor_optree():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
+    # Every class's generated observe asks whether torch.compile traces it; without torch that
+    # is one dict lookup, and torch.compiler is never asked.
+    code = """if True:
+        import sys
+        import pytreekit
+
+        @pytreekit.pytree_class
+        class Pair:
+            def __init__(self, a):
+                self.a = a
+
+        Pair(1.0)  # the first instance: the code for its layout is generated
+        def refuse():
+            raise AssertionError("asked whether torch.compile traces, without torch")
+        Pair.__pytreekit_spec__.nodes.namespace["_torch_compiling"] = refuse
+        Pair(2.0)
+        sys.modules["torch"] = None  # as if torch were imported: now it is asked
+        try:
+            Pair(3.0)
+        except AssertionError as error:
+            print(error)
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "asked whether torch.compile traces, without torch"
+
+
+# -- a class following every backend (as Static does) -------------------------------------------
+
+
+@pytest.fixture
+def no_backend_in_use(monkeypatch):
+    """As in a fresh process: no class follows, no backend is in use yet."""
+    from pytreekit import _backends
+
+    monkeypatch.setattr(_backends, "_followers", [])
+    monkeypatch.setattr(_backends, "_in_use", set())
+    return _backends
+
+
+def _marker_class():
+    @pytree_class
+    class Marker:  # registered with JAX only, as Static is
+        value: object = field(static=True)
+
+    return Marker
+
+
+def test_a_follower_joins_each_registry_with_the_first_class_and_leaves_with_it(
+    no_backend_in_use, monkeypatch
+):
+    from pytreekit._backends import jax as jax_adapter
+
+    Marker = _marker_class()
+    no_backend_in_use.follow_every_backend(Marker)
+    no_backend_in_use.follow_every_backend(Marker)  # twice is once
+    marker = Marker(abs)
+    assert optree.tree_leaves([marker], namespace="pytreekit") == [marker]  # optree not in use
+
+    class First:
+        x: object
+
+    def refuse(cls, nodes):
+        raise RuntimeError(f"JAX refuses {cls.__qualname__}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(jax_adapter, "register", refuse)
+        with pytest.raises(RuntimeError, match=r"JAX refuses .*First"):
+            pytree_class(First, backends=("jax", "optree", "torch"))
+    # First's registrations were undone, and the follower's with them.
+    assert optree.tree_leaves([marker], namespace="pytreekit") == [marker]
+    assert torch_pytree.tree_leaves([marker]) == [marker]
+    pytree_class(First, backends=("jax", "optree"))
+    assert optree.tree_leaves([First(1.0), marker], namespace="pytreekit") == [1.0]
+    assert torch_pytree.tree_leaves([marker]) == [marker]  # torch is not in use yet
+    register_backend(Marker, "torch")  # the follower itself, by hand: registered once
+    assert torch_pytree.tree_leaves([marker]) == []
+
+
+def test_a_follower_refused_by_a_registry_is_registered_nowhere_new(no_backend_in_use):
+    Marker = _marker_class()
+
+    @pytree_class(backends=("jax", "optree", "torch"))
+    class InUse:
+        x: object
+
+    # torch refuses a class registered there already (here by hand), after optree took it.
+    torch_pytree.register_pytree_node(Marker, lambda m: ([], m.value), lambda _, v: Marker(v))
+    with pytest.raises(ValueError, match="Marker"):
+        no_backend_in_use.follow_every_backend(Marker)
+    marker = Marker(abs)
+    assert optree.tree_leaves([marker], namespace="pytreekit") == [marker]  # optree undone
+    assert Marker not in no_backend_in_use._followers
+    assert optree.tree_leaves(InUse(1.0), namespace="pytreekit") == [1.0]  # InUse is unharmed

@@ -115,3 +115,24 @@ def test_errors_name_the_method():
 def test_no_leak_under_checking_leaks():
     with jax.checking_leaks():
         jax.jit(jax.grad(lambda x: ours(1.5, x)))(3.0)
+
+
+def test_a_cotangent_of_the_wrong_shape_names_the_vjp_fn_and_the_field():
+    @pytree_class
+    class Scaled:
+        def __init__(self, w):
+            self.w = w
+
+        @custom_gradient_method
+        def __call__(self, x):
+            def vjp_fn(g):
+                return replace(self, w=jnp.ones(3)), g * self.w
+
+            return self.w * x, vjp_fn
+
+    message = (
+        r"Scaled\.__call__: its vjp_fn returned a cotangent of shape "
+        r"\(3,\) for self\.w, whose shape is \(\)"
+    )
+    with pytest.raises(TypeError, match=message):
+        jax.grad(lambda s: s(2.0))(Scaled(jnp.asarray(1.0)))

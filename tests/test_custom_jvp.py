@@ -1,6 +1,7 @@
 """custom_jvp_method: descriptor behaviour, argument handling, transforms, errors."""
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ from _versions import JAXPR_NAMES_CUSTOM_JVP_FUNCTIONS
 from quickstart import Model
 from scaled_model_jvp import ScaledModel, loss, undecorated_loss
 
+import pytreekit
 from pytreekit import CustomJVPMethod, CustomVJPMethod, custom_jvp_method, pytree_class
 
 
@@ -298,9 +300,10 @@ def test_none_in_tangent_output_means_zero():
             return self.f(x), (self.w * dx, None)
 
     p = Partial(jnp.array(2.0))
-    _, (t, t_int) = jax.jvp(lambda x: p.f(x), (jnp.ones(3),), (jnp.ones(3),))
-    np.testing.assert_allclose(t, 2 * jnp.ones(3))
-    assert t_int.dtype == jax.dtypes.float0
+    for transform in (lambda f: f, jax.jit):  # the integer output's zeros: eager, then traced
+        _, (t, t_int) = transform(lambda x: jax.jvp(p.f, (x,), (jnp.ones(3),)))(jnp.ones(3))
+        np.testing.assert_allclose(t, 2 * jnp.ones(3))
+        assert t_int.dtype == jax.dtypes.float0
 
 
 @pytest.mark.parametrize(
@@ -482,3 +485,97 @@ def test_jaxprs_name_the_method_and_the_rule_and_defjvp_returns_the_rule():
     jvp_jaxpr = str(jax.make_jaxpr(lambda x: jax.jvp(named.scaled_by_w, (x,), (x,)))(1.0))
     if JAXPR_NAMES_CUSTOM_JVP_FUNCTIONS:
         assert "my_named_rule" in jvp_jaxpr
+
+
+# -- a tangent JAX would refuse: refused where jax.custom_jvp refuses it, naming what to fix ------
+
+_OUTPUTS = {  # what the method returns, from its static float k and its argument x
+    "python float": lambda k, x: k * 2.0,
+    "float32 array": lambda k, x: k * x,
+    "int32 array": lambda k, x: jnp.asarray([3, 4]),
+}
+_TANGENTS = {
+    "python float": lambda: 1.0,
+    "python int": lambda: 1,
+    "float32 scalar": lambda: jnp.float32(1.0),
+    "float16 scalar": lambda: jnp.float16(1.0),
+    "int32 scalar": lambda: jnp.int32(1),
+    "float32[2]": lambda: jnp.ones(2),
+    "numpy float64[2]": lambda: np.ones(2),  # JAX types it float32 (x64 disabled)
+    "float0[2]": lambda: np.zeros(2, jax.dtypes.float0),
+    "a list": lambda: [1.0, 1.0],
+    "a string": lambda: "one",
+}
+
+
+def _jvp_or_error(function, x):
+    try:
+        primal, tangent = jax.jvp(function, (x,), (jnp.ones(2),))
+    except TypeError as error:
+        return error
+    return primal, tangent
+
+
+@pytest.mark.parametrize("output", _OUTPUTS)
+@pytest.mark.parametrize("tangent", _TANGENTS)
+def test_a_tangent_is_refused_where_jax_custom_jvp_refuses_it_naming_method_rule_and_output(
+    output, tangent
+):
+    body, make_tangent = _OUTPUTS[output], _TANGENTS[tangent]
+
+    @pytree_class
+    class Fixed:
+        k: float = pytreekit.field(static=True)
+
+        @custom_jvp_method
+        def f(self, x):
+            return {"out": body(self.k, x)}
+
+    @Fixed.f.defjvp
+    def given_tangent(primals, tangents):
+        self, x = primals
+        return self.f(x), {"out": make_tangent()}
+
+    @jax.custom_jvp
+    def reference(x):
+        return {"out": body(1.5, x)}
+
+    @reference.defjvp
+    def _reference_rule(primals, tangents):
+        return reference(*primals), {"out": make_tangent()}
+
+    x = jnp.asarray([1.0, 2.0])
+    ours = _jvp_or_error(lambda x: Fixed(1.5).f(x), x)
+    theirs = _jvp_or_error(reference, x)
+    assert isinstance(ours, TypeError) == isinstance(theirs, TypeError), (ours, theirs)
+    if isinstance(ours, TypeError):
+        # pytreekit's own message: the class and method, the rule, the output's key path
+        assert re.search(r"Fixed\.f: the JVP rule .*given_tangent.*output\['out'\]", str(ours))
+        return
+    for a, b in zip(
+        jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs), strict=True
+    ):
+        assert jnp.result_type(a) == jnp.result_type(b)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_wrong_tangent_for_a_python_float_output_names_shapes_and_dtypes():
+    @pytree_class
+    class Const:
+        k: float = pytreekit.field(static=True)
+
+        @custom_jvp_method
+        def __call__(self, x):
+            return self.k * 2.0
+
+    @Const.__call__.defjvp
+    def int_tangent(primals, tangents):
+        self, x = primals
+        return self(x), jnp.int32(0)
+
+    message = (
+        r"Const\.__call__: the JVP rule .*int_tangent's tangent output .* dtype int32, but the "
+        r"primal output there \(a Python float\) needs shape \(\) and dtype float32"
+    )
+    with pytest.raises(TypeError, match=message):
+        jax.jvp(Const(1.5), (1.0,), (1.0,))

@@ -118,11 +118,13 @@ def test_errors_name_the_method():
     Bad.g.defvjp(lambda self, x: (self.g(x), None), lambda res, g: ({"w": g}, g))
     bad = Bad(jnp.array(1.0))
     with pytest.raises(
-        TypeError, match=r"Bad.f: the bwd rule must return a tuple of 2 .*\(self, x\)"
+        TypeError, match=r"Bad.f: the bwd rule .*<lambda> must return a tuple of 2 .*\(self, x\)"
     ):
         jax.grad(lambda x: bad.f(x))(1.0)
     with pytest.raises(
-        TypeError, match=r"Bad.g: .*cotangent for 'self' does not have the structure"
+        TypeError,
+        match=r"Bad.g: the bwd rule .*<lambda> .*cotangent for 'self' that does not have the "
+        r"structure",
     ):
         jax.grad(lambda x: bad.g(x))(1.0)
     with pytest.raises(TypeError, match=r"Bad.h is a custom_vjp_method without rules.*defvjp"):
@@ -203,22 +205,72 @@ def test_nondiff_self_ignores_the_cotangent_the_rule_gives_for_self():
     assert float(grad_scale.w) == 0.0
 
 
-def test_cotangent_of_the_wrong_shape_is_named_with_both_shapes():
+def test_cotangent_of_the_wrong_shape_names_the_rule_the_argument_and_the_field():
     @pytree_class
     class Scale:
         w: jax.Array
 
         @custom_vjp_method
         def f(self, x):
-            return self.w * x
+            return (self.w * (x["scale"] if isinstance(x, dict) else x)).sum()
 
-    Scale.f.defvjp(lambda self, x: (self.f(x), None), lambda res, g: (None, jnp.ones(3)))
-    message = (
-        r"Scale.f: the bwd rule returned a cotangent of shape \(3,\) for an argument leaf of "
-        r"shape \(\); cotangents match their primal's shape"
+    def forward(self, x):
+        return self.f(x), (self, x)
+
+    def wrong_x(residuals, g):
+        return None, jnp.ones(3)
+
+    def wrong_w(residuals, g):
+        self, _ = residuals
+        return replace(self, w=jnp.ones(3)), g * self.w
+
+    def wrong_in_a_dict(residuals, g):
+        return None, {"scale": jnp.ones(3)}
+
+    scale = Scale(jnp.array([2.0, 3.0]))
+    for bwd, x, culprit in [
+        (wrong_x, jnp.array(1.0), r"x, whose shape is \(\)"),
+        (wrong_w, jnp.ones(2), r"self\.w, whose shape is \(2,\)"),
+        (wrong_in_a_dict, {"scale": jnp.ones(2)}, r"x\['scale'\], whose shape is \(2,\)"),
+    ]:
+        Scale.f.defvjp(forward, bwd)
+        message = (
+            rf"<locals>\.Scale\.f: the bwd rule .*{bwd.__name__} returned a cotangent of shape "
+            rf"\(3,\) for {culprit}.*Return one of shape"
+        )
+        with pytest.raises(TypeError, match=message):
+            jax.grad(lambda s, x: s.f(x))(scale, x)
+
+
+def test_a_cotangent_of_an_argument_whose_unflatten_refuses_ints_names_the_argument():
+    @jax.tree_util.register_pytree_node_class
+    class Checked:  # registered by hand, and checks what it is rebuilt from
+        def __init__(self, w):
+            if not hasattr(w, "shape"):
+                raise TypeError("Checked holds arrays")
+            self.w = w
+
+        def tree_flatten(self):
+            return (self.w,), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+
+    @pytree_class
+    class Scale:
+        s: jax.Array
+
+        @custom_vjp_method
+        def f(self, checked):
+            return self.s * checked.w
+
+    Scale.f.defvjp(
+        lambda self, checked: (self.f(checked), None),
+        lambda residuals, g: (None, Checked(jnp.ones(3))),
     )
-    with pytest.raises(TypeError, match=message):
-        jax.grad(lambda x: Scale(jnp.array(2.0)).f(x))(jnp.array(1.0))
+    with pytest.raises(TypeError, match=r"Scale\.f: .* of shape \(3,\) for checked, whose shape"):
+        jax.grad(lambda c: Scale(jnp.array(2.0)).f(c).sum())(Checked(jnp.ones(2)))
 
 
 def test_a_bwd_rule_returning_the_wrong_count_is_told_what_it_returned():
@@ -234,8 +286,8 @@ def test_a_bwd_rule_returning_the_wrong_count_is_told_what_it_returned():
     for result, described in [((None,), "1 values"), (1.0, "a float")]:
         Scale.f.defvjp(lambda self, x: (self.f(x), None), lambda res, g, result=result: result)
         message = (
-            r"<locals>\.Scale\.f: the bwd rule must return a tuple of 2 cotangents, one for each "
-            rf"of \(self, x\), with None for zero; it returned {described}\."
+            r"<locals>\.Scale\.f: the bwd rule .*<lambda> must return a tuple of 2 cotangents, one "
+            rf"for each of \(self, x\), with None for zero; it returned {described}\."
         )
         with pytest.raises(TypeError, match=message):
             jax.grad(scale.f)(1.0)

@@ -419,23 +419,20 @@ def test_dataclass_options_pytree_class_does_not_take_come_from_a_dataclass_unde
     assert hash(v) == hash(Version(1))
 
 
-def test_decorating_again_keeps_treedefs_working_or_is_refused():
+def test_decorating_again_keeps_old_treedefs_working():
     @pytree_class
     class Model:
         w: jax.Array
         n: int = 2
 
     leaves, treedef = jax.tree_util.tree_flatten(Model(jnp.ones(2)))
-    pytree_class(Model)  # the same fields and static flags: old treedefs still read
+    pytree_class(Model)  # the same fields and static flags
     assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2
-    with pytest.raises(
-        TypeError,
-        match=r"Model has already been flattened or unflattened as a pytree with fields "
-        r"\('w', 'n'\).*Decorate the class once, with all its options",
-    ):
-        pytree_class(Model, static=("n",))
-    assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2  # the refusal changed nothing
-    assert [f.static for f in pytreekit.fields(Model)] == [False, False]
+    pytree_class(Model, static=("n",))  # other static flags: the old treedef holds its layout
+    old = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert (old.n, old.w.tolist()) == (2, [1.0, 1.0])
+    assert [f.static for f in pytreekit.fields(Model)] == [False, True]
+    assert [leaf.tolist() for leaf in jax.tree_util.tree_leaves(Model(jnp.ones(2)))] == [[1, 1]]
 
 
 def test_a_subclass_without_init_adds_fields_and_keeps_the_bases_own_init():
@@ -478,16 +475,10 @@ def test_a_misspelt_static_name_suggests_the_closest_field():
         width: int
         depth: int
 
-    with pytest.raises(TypeError) as error:
+    with pytest.raises(TypeError, match=r"\.Layer: static=\['widht'\] .*Did you mean 'width'\?"):
         pytree_class(Layer, static=("widht",))
-    assert str(error.value) == (
-        "test_a_misspelt_static_name_suggests_the_closest_field.<locals>.Layer: "
-        "static=['widht'] names no field; the fields are ('width', 'depth'). "
-        "Did you mean 'width'?"
-    )
-    with pytest.raises(TypeError) as error:
+    with pytest.raises(TypeError, match=r"names no field; the fields are \('width', 'depth'\)\.$"):
         pytree_class(Layer, static=("zzz",))
-    assert str(error.value).endswith("names no field; the fields are ('width', 'depth').")
 
 
 def test_static_by_name_or_metadata_applies_to_field_specifiers_too():
@@ -505,12 +496,10 @@ def test_a_field_specifier_without_annotation_is_named_with_advice():
     class NoAnnotation:
         oops = field(static=True)
 
-    with pytest.raises(TypeError) as error:
+    with pytest.raises(
+        TypeError, match=r"\.NoAnnotation: 'oops' .*no type annotation\. Annotate it"
+    ):
         pytree_class(NoAnnotation)
-    assert str(error.value) == (
-        "test_a_field_specifier_without_annotation_is_named_with_advice.<locals>.NoAnnotation: "
-        "'oops' is a field but has no type annotation. Annotate it: `name: <type> = field(...)`."
-    )
 
 
 @pytest.mark.parametrize("method", ["__setattr__", "__delattr__"])
@@ -519,12 +508,8 @@ def test_frozen_with_own_setattr_or_delattr_is_refused_with_advice(method):
         pass
 
     Custom = type("Custom", (), {"__annotations__": {"x": "int"}, method: own})
-    with pytest.raises(TypeError) as error:
+    with pytest.raises(TypeError, match=rf"^Custom: .*{method}.*remove yours, or drop frozen"):
         pytree_class(Custom, frozen=True)
-    assert str(error.value) == (
-        f"Custom: Cannot overwrite attribute {method} in class Custom. frozen=True needs to own "
-        "__setattr__ and __delattr__ to freeze instances: remove yours, or drop frozen=True."
-    )
 
 
 def test_a_frozen_class_copies_through_its_own_setstate_or_pytreekits():
@@ -583,12 +568,8 @@ def test_deleting_a_field_of_a_frozen_instance_is_refused():
     class Point:
         x: float
 
-    with pytest.raises(pytreekit.FrozenInstanceError) as error:
+    with pytest.raises(pytreekit.FrozenInstanceError, match=r"field 'x' of frozen .*\.Point "):
         del Point(1.0).x
-    assert str(error.value) == (
-        "cannot delete field 'x' of frozen "
-        "test_deleting_a_field_of_a_frozen_instance_is_refused.<locals>.Point instance."
-    )
 
 
 def test_a_non_default_field_after_a_default_one_is_named_with_advice():

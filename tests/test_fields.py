@@ -133,6 +133,7 @@ def test_a_dataclasses_field_subclass_with_a_slot_left_unset_is_converted():
         values = {"default": dataclasses.MISSING, "default_factory": dataclasses.MISSING}
         values |= {"init": True, "repr": True, "hash": None, "compare": True}
         values |= {"metadata": {"static": True}, "kw_only": dataclasses.MISSING}
+        values |= {"doc": None}  # Python 3.14's parameter (dropped below on earlier ones)
         values |= kwargs
         return DocumentedField(**{k: v for k, v in values.items() if k in params})
 

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _versions import needs_from_node_data_and_children
 from conftest import ROOT, require
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,24 +106,6 @@ class Optional:
     def __call__(self, x):
         out = self.w * x
         return out + self.b if hasattr(self, "b") else out
-
-
-def register_for_export():
-    """jax.export needs aux data as bytes: the layout's field names and the static values."""
-    import json
-
-    from jax import export
-
-    nodes = Optional.__pytreekit_spec__.nodes
-    try:
-        export.register_pytree_node_serialization(
-            Optional,
-            serialized_name=f"{__name__}.Optional",
-            serialize_auxdata=lambda aux: json.dumps(nodes.aux_state(aux)).encode(),
-            deserialize_auxdata=lambda data: nodes.aux_from_state(*json.loads(data)),
-        )
-    except ValueError:
-        pass  # already registered (by pytreekit itself, where it registers classes for export)
 '''
 
 
@@ -147,8 +130,7 @@ def test_exported_function_of_unannotated_instances_runs_in_a_fresh_process(tmp_
         import sys
         import jax, jax.numpy as jnp
         from jax import export
-        from layouts_fixture import Optional, register_for_export
-        register_for_export()
+        from layouts_fixture import Optional
         step = jax.jit(lambda m, x: (m(x).sum(), jax.tree_util.tree_map(lambda a: a * 2, m)))
         model = Optional(3, bias=True)
         exported = export.export(step)(model, jnp.ones(3))
@@ -161,8 +143,7 @@ def test_exported_function_of_unannotated_instances_runs_in_a_fresh_process(tmp_
         import sys
         import jax.numpy as jnp
         from jax import export
-        from layouts_fixture import Optional, register_for_export
-        register_for_export()
+        from layouts_fixture import Optional
         exported = export.deserialize(bytearray(open(sys.argv[1], "rb").read()))
         model = Optional(3, bias=False)  # this process's first layout has no bias
         biased = Optional(3, bias=True)
@@ -637,3 +618,156 @@ def test_instances_pickled_by_pytreekit_020_load_with_their_fields_and_layouts()
         ROOT / "tests",
     )
     assert eval(printed) == ([1.0], [2.0, 3.0], 6.0, "scaled")
+
+
+# -- instances of several layouts (moved from test_nodes.py: one file for layouts) --------
+
+
+def test_instances_whose_init_sets_other_attributes_get_their_own_treedef():
+    @pytree_class(static=("size",))
+    class Growing:
+        def __init__(self, size, cached=False):
+            self.size = size
+            self.w = jnp.ones(size)
+            if cached:
+                self.cache = jnp.zeros(5)
+
+    plain = Growing(2)
+    assert len(jax.tree_util.tree_leaves(plain)) == 1
+    extended = Growing(2, cached=True)
+    leaves, treedef = jax.tree_util.tree_flatten(extended)
+    assert len(leaves) == 2
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert rebuilt.cache.shape == (5,) and rebuilt.size == 2 and rebuilt == extended
+    assert jax.tree_util.tree_structure(plain) != treedef
+    assert len(jax.tree_util.tree_leaves(Growing(3))) == 1
+    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(extended)[0]]
+    assert paths == [(GetAttrKey("w"),), (GetAttrKey("cache"),)]
+    assert jax.jit(lambda g: g)(extended) == extended
+
+
+def test_attributes_set_after_init_are_not_fields():
+    @pytree_class
+    class Later:
+        def __init__(self):
+            self.w = jnp.ones(2)
+
+    obj = Later()
+    obj.note = "set by a method"
+    assert [f.name for f in pytreekit.fields(Later())] == ["w"]
+    assert not hasattr(jax.tree_util.tree_map(lambda x: x, obj), "note")
+
+
+def test_deleted_attribute_gives_its_own_treedef():
+    @pytree_class
+    class Pair:
+        def __init__(self):
+            self.a = jnp.ones(1)
+            self.b = jnp.ones(2)
+
+    pair = Pair()
+    del pair.b
+    leaves, treedef = jax.tree_util.tree_flatten(pair)
+    assert len(leaves) == 1
+    assert not hasattr(jax.tree_util.tree_unflatten(treedef, leaves), "b")
+
+
+def test_private_attributes_do_not_change_the_treedef():
+    @pytree_class
+    class WithCache:
+        def __init__(self, private):
+            self.w = jnp.ones(2)
+            if private:
+                self.__memo = {}
+
+    assert jax.tree_util.tree_structure(WithCache(True)) == jax.tree_util.tree_structure(
+        WithCache(False)
+    )
+
+
+def test_slots_instances_that_leave_a_slot_unset():
+    @pytree_class
+    class Optional:
+        __slots__ = ("a", "b")
+
+        def __init__(self, with_b):
+            self.a = jnp.ones(1)
+            if with_b:
+                self.b = jnp.ones(2)
+
+    full, partial = Optional(True), Optional(False)
+    assert len(jax.tree_util.tree_leaves(full)) == 2
+    leaves, treedef = jax.tree_util.tree_flatten(partial)
+    assert len(leaves) == 1
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert not hasattr(rebuilt, "b") and rebuilt == partial
+    assert jax.tree_util.tree_structure(full) != treedef
+
+
+def _varied():
+    """A class whose first instance has fields (tag, w) and whose second also has b and c."""
+
+    @pytree_class(static=("tag",))
+    class Varied:
+        def __init__(self, extra):
+            self.tag = "t"
+            self.w = jnp.ones(1)
+            if extra:
+                self.b = jnp.full(2, 2.0)
+                self.c = jnp.full(3, 3.0)
+
+    return Varied, Varied(False), Varied(True)
+
+
+def test_field_deleted_from_an_instance_of_a_second_layout_leaves_its_treedef():
+    _, _, obj = _varied()
+    del obj.b
+    leaves, treedef = jax.tree_util.tree_flatten(obj)
+    assert [leaf.tolist() for leaf in leaves] == [[1.0], [3.0, 3.0, 3.0]]
+    assert [(f.name, f.static) for f in pytreekit.fields(obj)] == [
+        ("tag", True),
+        ("w", False),
+        ("c", False),
+    ]
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert not hasattr(rebuilt, "b") and rebuilt.tag == "t" and rebuilt == obj
+
+
+def test_replace_checks_static_values_of_an_instance_of_a_second_layout():
+    _, _, obj = _varied()
+    with pytest.raises(TypeError, match=r"Varied.tag is a static field.*list"):
+        pytreekit.replace(obj, tag=["not", "hashable"])
+    assert pytreekit.replace(obj, tag="u").tag == "u"
+
+
+def test_names_flatten_of_an_instance_of_a_second_layout():
+    # The flatten handed to optree: children, aux data and the children's names.
+    optree = require("optree")
+    Varied, _, obj = _varied()
+    pytreekit.register_backend(Varied, "optree")
+    leaves, treedef = optree.tree_flatten(obj, namespace="pytreekit")
+    paths = optree.tree_paths(obj, namespace="pytreekit")
+    assert paths == [("w",), ("b",), ("c",)]
+    assert [leaf.tolist() for leaf in leaves] == [[1.0], [2.0, 2.0], [3.0, 3.0, 3.0]]
+    assert optree.tree_unflatten(treedef, leaves) == obj
+
+
+@needs_from_node_data_and_children
+def test_unflatten_refuses_aux_data_of_another_class():
+    Varied, plain, _ = _varied()
+    _, other, _ = _varied()
+    treedef = jax.tree_util.tree_structure(plain)
+    foreign = jax.tree_util.tree_structure(other).node_data()[1]
+    forged = jax.tree_util.PyTreeDef.from_node_data_and_children(
+        jax.tree_util.default_registry, (Varied, foreign), treedef.children()
+    )
+    with pytest.raises(TypeError, match=r"cannot unflatten .*\.Varied from aux data .*not made"):
+        jax.tree_util.tree_unflatten(forged, [jnp.ones(1)])
+
+
+def test_unflatten_refuses_aux_data_that_is_not_a_tuple():
+    Varied, _, second = _varied()
+    nodes = Varied.__pytreekit_spec__.nodes
+    aux = [nodes.table.layout_of(second), "t"]  # the right contents, in a list
+    with pytest.raises(TypeError, match=r"cannot unflatten .*\.Varied from aux data \[<layout"):
+        nodes.unflatten(aux, [jnp.ones(1), jnp.ones(2), jnp.ones(3)])

@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _versions import needs_from_node_data_and_children
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.tree_util import GetAttrKey
@@ -112,68 +111,6 @@ def test_slots_classes_annotated_and_unannotated():
         assert pytreekit.replace(obj, w=jnp.zeros(2)).w.sum() == 0
 
 
-def test_instances_whose_init_sets_other_attributes_get_their_own_treedef():
-    @pytree_class(static=("size",))
-    class Growing:
-        def __init__(self, size, cached=False):
-            self.size = size
-            self.w = jnp.ones(size)
-            if cached:
-                self.cache = jnp.zeros(5)
-
-    plain = Growing(2)
-    assert len(jax.tree_util.tree_leaves(plain)) == 1
-    extended = Growing(2, cached=True)
-    leaves, treedef = jax.tree_util.tree_flatten(extended)
-    assert len(leaves) == 2
-    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
-    assert rebuilt.cache.shape == (5,) and rebuilt.size == 2 and rebuilt == extended
-    assert jax.tree_util.tree_structure(plain) != treedef
-    assert len(jax.tree_util.tree_leaves(Growing(3))) == 1
-    paths = [p for p, _ in jax.tree_util.tree_flatten_with_path(extended)[0]]
-    assert paths == [(GetAttrKey("w"),), (GetAttrKey("cache"),)]
-    assert jax.jit(lambda g: g)(extended) == extended
-
-
-def test_attributes_set_after_init_are_not_fields():
-    @pytree_class
-    class Later:
-        def __init__(self):
-            self.w = jnp.ones(2)
-
-    obj = Later()
-    obj.note = "set by a method"
-    assert [f.name for f in pytreekit.fields(Later())] == ["w"]
-    assert not hasattr(jax.tree_util.tree_map(lambda x: x, obj), "note")
-
-
-def test_deleted_attribute_gives_its_own_treedef():
-    @pytree_class
-    class Pair:
-        def __init__(self):
-            self.a = jnp.ones(1)
-            self.b = jnp.ones(2)
-
-    pair = Pair()
-    del pair.b
-    leaves, treedef = jax.tree_util.tree_flatten(pair)
-    assert len(leaves) == 1
-    assert not hasattr(jax.tree_util.tree_unflatten(treedef, leaves), "b")
-
-
-def test_private_attributes_do_not_change_the_treedef():
-    @pytree_class
-    class WithCache:
-        def __init__(self, private):
-            self.w = jnp.ones(2)
-            if private:
-                self.__memo = {}
-
-    assert jax.tree_util.tree_structure(WithCache(True)) == jax.tree_util.tree_structure(
-        WithCache(False)
-    )
-
-
 def test_missing_field_is_named_on_flatten():
     @pytree_class
     class Unset:
@@ -181,88 +118,6 @@ def test_missing_field_is_named_on_flatten():
 
     with pytest.raises(AttributeError, match=r"Unset.w is a field but this instance has no value"):
         jax.tree_util.tree_flatten(Unset())
-
-
-def test_slots_instances_that_leave_a_slot_unset():
-    @pytree_class
-    class Optional:
-        __slots__ = ("a", "b")
-
-        def __init__(self, with_b):
-            self.a = jnp.ones(1)
-            if with_b:
-                self.b = jnp.ones(2)
-
-    full, partial = Optional(True), Optional(False)
-    assert len(jax.tree_util.tree_leaves(full)) == 2
-    leaves, treedef = jax.tree_util.tree_flatten(partial)
-    assert len(leaves) == 1
-    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
-    assert not hasattr(rebuilt, "b") and rebuilt == partial
-    assert jax.tree_util.tree_structure(full) != treedef
-
-
-def _varied():
-    """A class whose first instance has fields (tag, w) and whose second also has b and c."""
-
-    @pytree_class(static=("tag",))
-    class Varied:
-        def __init__(self, extra):
-            self.tag = "t"
-            self.w = jnp.ones(1)
-            if extra:
-                self.b = jnp.full(2, 2.0)
-                self.c = jnp.full(3, 3.0)
-
-    return Varied, Varied(False), Varied(True)
-
-
-def test_field_deleted_from_an_instance_of_a_second_layout_leaves_its_treedef():
-    _, _, obj = _varied()
-    del obj.b
-    leaves, treedef = jax.tree_util.tree_flatten(obj)
-    assert [leaf.tolist() for leaf in leaves] == [[1.0], [3.0, 3.0, 3.0]]
-    assert [(f.name, f.static) for f in pytreekit.fields(obj)] == [
-        ("tag", True),
-        ("w", False),
-        ("c", False),
-    ]
-    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
-    assert not hasattr(rebuilt, "b") and rebuilt.tag == "t" and rebuilt == obj
-
-
-def test_replace_checks_static_values_of_an_instance_of_a_second_layout():
-    _, _, obj = _varied()
-    with pytest.raises(TypeError, match=r"Varied.tag is a static field.*list"):
-        pytreekit.replace(obj, tag=["not", "hashable"])
-    assert pytreekit.replace(obj, tag="u").tag == "u"
-
-
-def test_names_flatten_of_an_instance_of_a_second_layout():
-    # The flatten handed to optree: children, aux data and the children's names.
-    Varied, _, obj = _varied()
-    nodes = Varied.__pytreekit_spec__.nodes
-    children, aux, names = nodes.flatten_with_names(obj)
-    assert names == ("w", "b", "c")
-    assert [child.tolist() for child in children] == [[1.0], [2.0, 2.0], [3.0, 3.0, 3.0]]
-    assert nodes.unflatten(aux, children) == obj
-
-
-@needs_from_node_data_and_children
-def test_unflatten_refuses_aux_data_of_another_class():
-    Varied, plain, _ = _varied()
-    _, other, _ = _varied()
-    treedef = jax.tree_util.tree_structure(plain)
-    foreign = jax.tree_util.tree_structure(other).node_data()[1]
-    forged = jax.tree_util.PyTreeDef.from_node_data_and_children(
-        jax.tree_util.default_registry, (Varied, foreign), treedef.children()
-    )
-    with pytest.raises(TypeError) as error:
-        jax.tree_util.tree_unflatten(forged, [jnp.ones(1)])
-    assert str(error.value) == (
-        f"cannot unflatten {Varied.__qualname__} from aux data {foreign!r}: it was not made by "
-        f"flattening an instance of this class."
-    )
 
 
 def test_instances_made_before_the_class_is_decorated_again_follow_the_new_options():
@@ -304,33 +159,22 @@ def _serialized(model):
     return jax.export.export(jax.jit(lambda m: m.w * m.n))(model).serialize()
 
 
-def test_exported_treedef_read_after_the_class_changed_is_refused():
-    Unannotated = _define(annotated=False, static=())
-    data = _serialized(Unannotated(jnp.ones(2)))
+def test_exported_treedef_is_read_while_its_layout_is_what_the_class_makes_now():
+    # The artifact holds the layout: the same fields and static flags read into either kind of
+    # class; other static flags are refused, naming both.
+    data = _serialized(_define(annotated=False, static=())(jnp.ones(2)))
     Annotated = _define(annotated=True, static=())
-    with pytest.raises(TypeError) as error:
-        jax.export.deserialize(data)
-    assert str(error.value) == (
-        f"{Annotated.__qualname__} has field annotations, so its aux data names no fields; "
-        f"got names ('w', 'n')."
-    )
-
-    data = _serialized(Annotated(jnp.ones(2)))
-    _define(annotated=False, static=())
-    with pytest.raises(TypeError) as error:
-        jax.export.deserialize(data)
-    assert str(error.value) == (
-        f"{Annotated.__qualname__} has no field annotations: its aux data needs the field names "
-        f"of the instance layout."
+    np.testing.assert_array_equal(
+        jax.export.deserialize(data).call(Annotated(jnp.ones(2))), 2 * jnp.ones(2)
     )
 
     data = _serialized(_define(annotated=False, static=("n",))(jnp.ones(2)))
     _define(annotated=False, static=())
-    with pytest.raises(TypeError) as error:
+    with pytest.raises(
+        TypeError,
+        match=r"\.Model: .*\(static: \('n',\)\).*\(static: \(\)\)\. Export the function again",
+    ):
         jax.export.deserialize(data)
-    assert str(error.value) == (
-        f"{Annotated.__qualname__}: 1 static values for the static fields ()."
-    )
     Current = _define(annotated=False, static=("n",))
     exported = jax.export.deserialize(data)
     np.testing.assert_array_equal(exported.call(Current(jnp.ones(2))), 2 * jnp.ones(2))
@@ -342,12 +186,8 @@ def test_missing_second_field_is_the_one_named():
         a: jax.Array
         b: jax.Array = field(init=False)
 
-    with pytest.raises(AttributeError) as error:
+    with pytest.raises(AttributeError, match=r"\.Half\.b is a field but .*Set it in __init__"):
         jax.tree_util.tree_flatten(Half(jnp.ones(1)))
-    assert str(error.value) == (
-        f"{Half.__qualname__}.b is a field but this instance has no value for it, so it cannot "
-        f"be flattened. Set it in __init__ (or give the field a default)."
-    )
 
 
 def test_attribute_error_of_a_field_that_holds_a_value_propagates_unchanged():
@@ -436,18 +276,6 @@ def test_failed_decoration_again_leaves_existing_instances_as_they_were():
     Logged().w = jnp.zeros(2)  # not frozen
 
 
-def test_unflatten_refuses_aux_data_that_is_not_a_tuple():
-    Varied, _, second = _varied()
-    nodes = Varied.__pytreekit_spec__.nodes
-    aux = [nodes.table.layout_of(second), "t"]  # the right contents, in a list
-    with pytest.raises(TypeError) as error:
-        nodes.unflatten(aux, [jnp.ones(1), jnp.ones(2), jnp.ones(3)])
-    assert str(error.value) == (
-        f"cannot unflatten {Varied.__qualname__} from aux data {aux!r}: it was not made by "
-        f"flattening an instance of this class."
-    )
-
-
 def test_an_annotated_class_decorated_again_flattens_and_replaces():
     @pytree_class
     class Unused:
@@ -467,10 +295,6 @@ def test_an_annotated_class_decorated_again_flattens_and_replaces():
     pytree_class(Used)  # after use, with the same fields: old treedefs still read
     assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2
     assert len(jax.tree_util.tree_leaves(Used(jnp.ones(1)))) == 2
-    with pytest.raises(TypeError) as error:
-        pytree_class(Used, static=("n",))
-    assert str(error.value) == (
-        f"{Used.__qualname__} has already been flattened or unflattened as a pytree with fields "
-        "('w', 'n') (static: ()); decorating it again with fields ('w', 'n') (static: ('n',)) "
-        "would make existing treedefs unreadable. Decorate the class once, with all its options."
-    )
+    pytree_class(Used, static=("n",))  # other static flags: old treedefs carry their layout
+    assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2
+    assert [leaf.tolist() for leaf in jax.tree_util.tree_leaves(Used(jnp.ones(1)))] == [[1.0]]

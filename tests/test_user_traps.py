@@ -280,13 +280,14 @@ def test_export_of_a_model_holding_jnp_tanh_round_trips():
     assert out.activation is jnp.tanh and out.w.tolist() == [[2.0, 2.0], [2.0, 2.0]]
 
 
+@pytree_class
+class ByHand:
+    w: jax.Array
+    tag: str = field(static=True, default="t")
+
+
 def test_a_serialization_registered_by_hand_stands():
     from jax import export
-
-    @pytree_class
-    class ByHand:
-        w: jax.Array
-        tag: str = field(static=True, default="t")
 
     calls = []
 

@@ -41,7 +41,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The tests that exercise each module, its own test file first (it kills most mutants fastest).
 SELECTIONS = {
-    "_codegen": ["tests/test_codegen.py", "tests/test_nodes.py", "tests/test_init.py"],
+    "_codegen": [
+        "tests/test_codegen.py",
+        "tests/test_nodes.py",
+        "tests/test_checks.py",
+        "tests/test_init.py",
+    ],
     "_compat": [
         "tests/test_dataclasses.py",
         "tests/test_decoration_safety.py",
@@ -61,6 +66,7 @@ SELECTIONS = {
     ],
     "_dataclass": [
         "tests/test_dataclasses.py",
+        "tests/test_checks.py",
         "tests/test_init.py",
         "tests/test_dataclasses_reference.py",
         "tests/test_decorator.py",
@@ -70,20 +76,29 @@ SELECTIONS = {
         "tests/test_misuse.py",
         "tests/test_decoration_safety.py",
         "tests/test_user_traps.py",
+        "tests/test_user_traps_classes.py",
         "tests/test_dataclasses.py",
         "tests/test_spec.py",
     ],
     "_dunders": [
         "tests/test_dunders.py",
+        "tests/test_user_traps_classes.py",
         "tests/test_frozen.py",
         "tests/test_catalogue.py",
         "tests/test_dataclasses.py",
     ],
-    "_export": ["tests/test_interop.py", "tests/test_user_traps.py", "tests/test_catalogue.py"],
+    "_codec": ["tests/test_codec.py"],
+    "_export": [
+        "tests/test_artifacts.py",
+        "tests/test_interop.py",
+        "tests/test_user_traps.py",
+        "tests/test_catalogue.py",
+    ],
     "_fields": [
         "tests/test_fields.py",
         "tests/test_misuse.py",
         "tests/test_user_traps.py",
+        "tests/test_user_traps_classes.py",
         "tests/test_catalogue.py",
         "tests/test_dataclasses.py",
     ],
@@ -91,6 +106,7 @@ SELECTIONS = {
     "_frozen": ["tests/test_frozen.py", "tests/test_dataclasses.py"],
     "_layouts": [
         "tests/test_layouts.py",
+        "tests/test_checks.py",
         "tests/test_nodes.py",
         "tests/test_static.py",
         "tests/test_spec.py",
@@ -106,9 +122,11 @@ SELECTIONS = {
     "_nodes": [
         "tests/test_nodes.py",
         "tests/test_layouts.py",
+        "tests/test_checks.py",
         "tests/test_replace.py",
         "tests/test_user_traps.py",  # torch.compile tracing __init__
     ],
+    "_references": ["tests/test_pickling.py", "tests/test_codec.py", "tests/test_catalogue.py"],
     "_replace": ["tests/test_replace.py", "tests/test_frozen.py"],
     "_spec": ["tests/test_spec.py", "tests/test_fields.py", "tests/test_decorator.py"],
     "_split": [

@@ -6,19 +6,23 @@ for its backend, so ``import pytreekit`` never imports optree or torch.
 
 Registration is all or nothing: the registries that can undo a registration (optree, torch) go
 first and are undone if a later one refuses; JAX, which cannot, goes last.
+
+Some classes follow every registry in use (``follow_every_backend``): ``Static`` must be a node
+wherever the classes holding it are, or optree and torch would see it as a leaf. Such a class is
+registered with a registry together with the first class pytreekit registers there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import ModuleType
 
-from .._codegen import SPEC_ATTR
-from .._layouts import KeyFactory
+from .._layouts import SPEC_ATTR, KeyFactory
 from .._nodes import NodeFunctions
-from .._spec import decoration_lock, spec_of
+from .._spec import ClassSpec, decoration_lock, own_spec, spec_of
 
 # backend name -> (the library it needs, its adapter module, how to install it). pytreekit is
 # installed from its clone, so the advice names the library itself, not an extra of pytreekit.
@@ -35,7 +39,13 @@ _REGISTRATION_ORDER = ("optree", "torch", "jax")  # the ones that can be undone 
 
 
 class BackendNotInstalledError(ImportError):
-    """A class asked for a backend whose library is not installed."""
+    """A class asked for a backend whose library is not installed; an ``ImportError``, whose
+    message says how to install it.
+
+    >>> from pytreekit import BackendNotInstalledError
+    >>> issubclass(BackendNotInstalledError, ImportError)
+    True
+    """
 
 
 def adapter(backend: str, cls: type) -> ModuleType:
@@ -64,18 +74,77 @@ def key_factories(backends: Iterable[str], cls: type) -> dict[str, KeyFactory]:
 
 
 def register_all(cls: type, nodes: NodeFunctions, backends: Iterable[str]) -> None:
-    """Register ``cls`` with each backend, or with none (a refusal undoes the ones before)."""
+    """Register ``cls`` with each backend, or with none (a refusal undoes the ones before).
+
+    Each class following every backend (``follow_every_backend``) is registered with a backend
+    right after the first class registered there, and undone with it.
+    """
     order = sorted(backends, key=_REGISTRATION_ORDER.index)
-    done: list[ModuleType] = []
+    undo: list[Callable[[], None]] = []
     try:
         for backend in order:
             module = adapter(backend, cls)
             module.register(cls, nodes)
-            done.append(module)
+            undo.append(functools.partial(module.unregister, cls))
+            for follower in _followers:
+                if follower is not cls:
+                    undo.extend(_register_follower(follower, backend))
     except BaseException:
-        for module in reversed(done):
-            module.unregister(cls)
+        for step in reversed(undo):
+            step()
         raise
+    _in_use.update(order)
+
+
+# The classes following every backend in use, and the backends some class was registered with;
+# both change under the decoration lock only.
+_followers: list[type] = []
+_in_use: set[str] = set()
+
+
+def follow_every_backend(cls: type) -> None:
+    """Register the pytree class ``cls`` with every backend pytreekit registers any class with,
+    now and whenever a class is first registered with another: a class others hold that must be
+    a node wherever they are (``Static``, a pytree without leaves)."""
+    with decoration_lock:
+        # JAX too, whatever cls was decorated with: then no follower is ever registered with JAX
+        # after a class's own JAX registration, which cannot be undone.
+        backends = sorted({"jax", *_in_use}, key=_REGISTRATION_ORDER.index)
+        undo: list[Callable[[], None]] = []
+        try:
+            for backend in backends:
+                undo.extend(_register_follower(cls, backend))
+        except BaseException:
+            for step in reversed(undo):
+                step()
+            raise
+        if cls not in _followers:
+            _followers.append(cls)
+
+
+def _register_follower(follower: type, backend: str) -> list[Callable[[], None]]:
+    """Register ``follower`` with ``backend`` unless it is already: the step undoing it, if any."""
+    spec = own_spec(follower)
+    if spec is None or backend in spec.backends:
+        return []
+    _add_key_factory(spec, backend)
+    module = adapter(backend, follower)
+    module.register(follower, spec.nodes)
+    setattr(follower, SPEC_ATTR, dataclasses.replace(spec, backends=(*spec.backends, backend)))
+
+    def undo() -> None:
+        module.unregister(follower)
+        setattr(follower, SPEC_ATTR, spec)
+
+    return [undo]
+
+
+def _add_key_factory(spec: ClassSpec, backend: str) -> None:
+    """Make ``spec``'s class's node functions ready for one more backend's keys."""
+    (make_key,) = key_factories([backend], spec.cls).values()
+    with spec.table.lock:
+        spec.table.add_key_factory(backend, make_key)
+        spec.nodes.regenerate()
 
 
 def register_backend(cls: type, backend: str, /) -> None:
@@ -113,10 +182,6 @@ def register_backend(cls: type, backend: str, /) -> None:
         spec = spec_of(cls, "register_backend()")
         if backend in spec.backends:
             return
-        (make_key,) = key_factories([backend], cls).values()
-        table = spec.table
-        with table.lock:
-            table.add_key_factory(backend, make_key)
-            spec.nodes.regenerate()
+        _add_key_factory(spec, backend)
         register_all(cls, spec.nodes, [backend])
         setattr(cls, SPEC_ATTR, dataclasses.replace(spec, backends=(*spec.backends, backend)))

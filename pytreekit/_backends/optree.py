@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import optree
 
 from .._nodes import NodeFunctions
@@ -11,9 +13,16 @@ KEY = str  # optree's path entries are the field names themselves
 
 
 def register(cls: type, nodes: NodeFunctions) -> None:
+    flatten = nodes.flatten
+
+    def flatten_with_names(obj: Any) -> tuple[Any, Any, tuple[str, ...]]:
+        # optree's flatten: children, aux, entries (the field names, read off the layout).
+        children, aux = flatten(obj)
+        return children, aux, aux[0].child_names
+
     optree.register_pytree_node(
         cls,
-        nodes.flatten_with_names,
+        flatten_with_names,
         nodes.unflatten,
         namespace=NAMESPACE,
         path_entry_type=optree.GetAttrEntry,

@@ -1,0 +1,787 @@
+"""What the codemod can prove about each registration, and so what it does with it.
+
+A registration is rewritten only when all of this holds, each step a small symbolic evaluation
+over the source (no code is run):
+
+1. it is a plain module-level statement registering one class defined in the scanned files;
+2. flatten is attribute reads of the instance: ``(children, aux)`` with children a sequence of
+   ``obj.attr`` (or of ``(GetAttrKey(...), obj.attr)`` pairs) and aux ``None``, ``()``, one
+   attribute or a tuple of them;
+3. unflatten is its exact inverse: a constructor call that hands each child and aux value back to
+   the ``__init__`` parameter that stores it into the same attribute, or ``object.__new__`` and a
+   store of each value into its attribute;
+4. every path through ``__init__`` (followed into ``super().__init__`` and ``__post_init__``) sets
+   exactly the attributes flatten carries, so pytreekit's field rule finds the same fields.
+
+The leaves then are the same values in an order the analysis knows; the statics are the aux
+attributes. Everything else gets a code (``_codes``) and a reason naming the culprit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ._codes import PINNED
+from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
+from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
+from ._scan import (
+    ClassInfo,
+    Module,
+    Project,
+    Registration,
+    api_of,
+    code,
+    existing_comments,
+)
+from ._values import Opaque, Param, Refusal, Slot, Value, describe_value, strip
+
+# Conversions that make a static value hashable whatever the caller passed.
+_HASHABLE_RESULT = {"builtins.tuple", "builtins.str", "builtins.int", "builtins.float"}
+_CONTAINERS = {
+    "builtins.tuple": "a tuple subclass",
+    "builtins.list": "a list subclass",
+    "builtins.dict": "a dict subclass",
+    "builtins.set": "a set subclass",
+    "builtins.frozenset": "a frozenset subclass",
+    "builtins.str": "a str subclass",
+    "builtins.int": "an int subclass",
+    "builtins.float": "a float subclass",
+    "typing.NamedTuple": "a NamedTuple",
+    "typing_extensions.NamedTuple": "a NamedTuple",
+    "collections.namedtuple": "a namedtuple",
+    "collections.OrderedDict": "an OrderedDict subclass",
+    "collections.defaultdict": "a defaultdict subclass",
+    "numpy.ndarray": "an ndarray subclass",
+    "functools.partial": "a functools.partial subclass",
+    "enum.Enum": "an Enum",
+    "enum.IntEnum": "an Enum",
+}
+_CREATION = ("__new__", "__init_subclass__", "__setattr__", "__delattr__", "__getattribute__")
+_ABSTRACT = {"abc.abstractmethod"}
+
+
+# -- the outcome of the analysis ----------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Rewrite:
+    """A proven rewrite of one class, and what it changes for the user."""
+
+    cls: ClassInfo
+    registration: Registration
+    children: tuple[str, ...]  # flatten's order
+    static: tuple[str, ...]
+    leaves: tuple[str, ...]  # pytreekit's order
+    keys_before: tuple[str, ...]
+    write_eq: bool  # write eq=False
+    write_repr: bool  # write repr=False
+    remove_methods: tuple[str, ...]
+    kept_methods: dict[str, str]  # method -> why it stays
+    remove_functions: list[tuple[Module, cst.CSTNode]]
+    init_notes: list[str]  # what __init__ did on unflatten, which no longer runs
+    rebuilt_by_init: bool  # the original unflatten called the constructor
+    hashing: str
+    proven: list[str]
+    unproven: list[str]
+    unsafe: list[Refusal] = field(default_factory=list)
+
+    @property
+    def order_kept(self) -> bool:
+        return self.leaves == self.children
+
+
+@dataclass(eq=False)
+class Outcome:
+    """What the codemod does with one registration."""
+
+    registration: Registration
+    verdict: str  # "rewritten", "unsafe" (not applied), "left", "failed" (by --verify)
+    code: str | None = None
+    reason: str = ""
+    rewrite: Rewrite | None = None
+    verified: str = ""  # what --verify found, when it ran
+
+
+@dataclass(frozen=True)
+class Options:
+    unsafe: bool = False
+    adopt_dunders: bool = False
+
+
+def analyze(project: Project, options: Options) -> list[Outcome]:
+    """An outcome per registration, hierarchies decided together."""
+    analysis = _Analysis(project, options)
+    outcomes = [analysis.outcome(registration) for registration in project.registrations]
+    decide_hierarchies(project, outcomes, options)
+    return outcomes
+
+
+def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: Options) -> None:
+    """A base is rewritten with its hand-registered subclasses or not at all (pytreekit
+    registers subclasses itself); one whose unregistered subclasses would become pytrees too is
+    unsafe. Run again once --verify has left some classes."""
+    plans = {o.rewrite.cls: o for o in outcomes if o.rewrite is not None}
+    codes = {
+        project.classes[o.registration.target]: o.code or ""
+        for o in outcomes
+        if o.rewrite is None and o.registration.target in project.classes
+    }
+    registered = set(plans) | set(codes)
+    changed = True
+    while changed:  # a base left for its subclass may be the subclass of another base
+        changed = False
+        for info in list(plans):
+            reason = _blocked(project, info, plans, codes)
+            if reason:
+                _leave(plans.pop(info), "PTK113", reason)
+                codes[info] = "PTK113"
+                changed = True
+    for info, outcome in plans.items():
+        assert outcome.rewrite is not None
+        unregistered = [sub for sub in project.subclasses(info) if sub not in registered]
+        if unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
+            outcome.rewrite.unsafe.append(
+                Refusal(
+                    "PTK204",
+                    f"subclass {_named(unregistered[0], info)} is not registered: it would "
+                    f"become a pytree too",
+                )
+            )
+        if outcome.rewrite.unsafe:
+            first = outcome.rewrite.unsafe[0]
+            outcome.code, outcome.reason = first.code, first.reason
+            outcome.verdict = "rewritten" if options.unsafe else "unsafe"
+
+
+def _blocked(
+    project: Project, info: ClassInfo, plans: dict[ClassInfo, Outcome], codes: dict[ClassInfo, str]
+) -> str:
+    """Why a hand-registered subclass keeps ``info`` from being rewritten, if one does."""
+    own = plans[info].rewrite
+    assert own is not None
+    for sub in project.subclasses(info):
+        if sub in codes:
+            return (
+                f"its hand-registered subclass {_named(sub, info)} is left ({codes[sub]}), and a "
+                f"base is rewritten with those or not at all"
+            )
+        plan = plans[sub].rewrite if sub in plans else None
+        missing = [name for name in own.static if plan is not None and name not in plan.static]
+        if missing:
+            return (
+                f"its subclass {_named(sub, info)} carries {', '.join(missing)} as a leaf, "
+                f"which pytreekit would keep static there as in {info.name}"
+            )
+    return ""
+
+
+def _named(info: ClassInfo, seen_from: ClassInfo) -> str:
+    """A class as a comment names it: stable from run to run (no line numbers, no paths)."""
+    if info.module is seen_from.module:
+        return info.name
+    return f"{info.name} (in {info.module.name})"
+
+
+def _leave(outcome: Outcome, code: str, reason: str) -> None:
+    outcome.verdict, outcome.code, outcome.reason, outcome.rewrite = "left", code, reason, None
+
+
+class _InitProof:
+    """The checks of a rewrite against the class's ``__init__``: it sets exactly the carried
+    attributes, in an order, and the statics it stores are hashable."""
+
+    project: Project
+    options: Options
+
+    def _check_inverse(self, info: ClassInfo, carried: Carried, run: InitRun) -> None:
+        for name in carried.children + carried.aux:
+            if name not in run.attributes:
+                continue  # reported by _check_attributes
+            value, _ = strip(run.attributes[name])
+            slot = carried.slot_of(name)
+            if value == slot:
+                continue
+            if isinstance(value, Slot):
+                raise Refusal(
+                    "PTK107",
+                    f"flatten reads {name} into {slot}, but unflatten's call stores {value} there",
+                )
+            if isinstance(value, Opaque) and value.text.startswith("default "):
+                raise Refusal(
+                    "PTK107",
+                    f"unflatten does not pass {name}: __init__ stores the default of "
+                    f"{value.text[8:]}",
+                )
+            raise Refusal(
+                "PTK109",
+                f"__init__ stores {describe_value(value)} in {name}, not the argument itself",
+            )
+        for note in run.transforming:
+            raise Refusal("PTK109", note)
+
+    def _check_stores(self, info: ClassInfo, carried: Carried, stores: dict[str, Value]) -> None:
+        for name in carried.children + carried.aux:
+            if name not in stores:
+                raise Refusal("PTK107", f"unflatten never stores {name}")
+            if stores[name] != carried.slot_of(name):
+                raise Refusal(
+                    "PTK107",
+                    f"flatten reads {name} into {carried.slot_of(name)}, but unflatten stores "
+                    f"{describe_value(stores[name])} there",
+                )
+        extra = [name for name in stores if name not in carried.children + carried.aux]
+        if extra:
+            raise Refusal("PTK107", f"unflatten also stores {', '.join(extra)}")
+
+    def _check_attributes(
+        self, info: ClassInfo, carried: Carried, run: InitRun, fields: Fields
+    ) -> tuple[str, ...]:
+        if run.failure is not None:
+            raise run.failure
+        carried_names = set(carried.children + carried.aux)
+        if fields.annotated is not None:
+            annotated = fields.annotated
+            if set(annotated) != carried_names:
+                extra = sorted(set(annotated) - carried_names)
+                missing = sorted(carried_names - set(annotated))
+                parts = []
+                if extra:
+                    parts.append(f"annotates {', '.join(extra)}, which flatten does not carry")
+                if missing:
+                    parts.append(f"does not annotate {', '.join(missing)}, which flatten carries")
+                raise Refusal("PTK108", f"{info.name} {' and '.join(parts)}")
+        set_names = set(run.attributes)
+        extra = [name for name in run.attributes if name not in carried_names]
+        if extra:
+            raise Refusal(
+                "PTK108",
+                f"__init__ sets {', '.join(extra)}, which flatten does not carry",
+            )
+        missing = [name for name in carried.children + carried.aux if name not in set_names]
+        if missing:
+            raise Refusal("PTK108", f"__init__ never sets {', '.join(missing)}")
+        return fields.annotated if fields.annotated is not None else tuple(run.attributes)
+
+    def _check_statics(
+        self, info: ClassInfo, carried: Carried, symbolic: InitRun, fields: Fields
+    ) -> None:
+        """A list, dict or set reaching a static attribute through the ``__init__`` parameter
+        that feeds it (its default, or an argument somewhere in the scanned files) is refused."""
+        params: dict[str, str] = {}
+        for name in carried.aux:
+            value, functions = strip(symbolic.attributes[name])
+            qualified = {info.module.qualify(cst.parse_expression(f)) for f in functions}
+            if isinstance(value, Param) and not (qualified & _HASHABLE_RESULT):
+                params[name] = value.name
+                default = fields.defaults.get(value.name)
+                if default is not None and _unhashable(default):
+                    raise Refusal(
+                        "PTK114",
+                        f"static {name} defaults to {code(default)}, which is unhashable",
+                    )
+        if params:
+            self._unhashable_arguments(info, params, fields)
+
+    def _unhashable_arguments(
+        self, info: ClassInfo, params: dict[str, str], fields: Fields
+    ) -> None:
+        called = re.compile(rf"\b{re.escape(info.name)}\s*\(")  # a cheap look first
+        for module in self.project.modules:
+            if module.tree is None or not called.search(module.source):
+                continue
+            for call in _calls(module.tree):
+                if module.qualify(call.func) != info.qualname:
+                    continue
+                bound = fields.bind_syntax(call)
+                for attribute, param in params.items():
+                    argument = bound.get(param)
+                    if argument is not None and _unhashable(argument):
+                        raise Refusal(
+                            "PTK114",
+                            f"static {attribute} gets {code(argument)} in {module.name} "
+                            f"({code(call)}), which is unhashable",
+                        )
+
+
+class _Description:
+    """What a proven rewrite changes for the user: leaf order, key paths, the methods kept or
+    removed, hashing, what was proven and what was not."""
+
+    project: Project
+    options: Options
+    path_reader: str
+
+    def _describe(
+        self,
+        info: ClassInfo,
+        registration: Registration,
+        carried: Carried,
+        leaves: tuple[str, ...],
+        run: InitRun,
+        through_init: bool,
+        sources: list[Function],
+    ) -> Rewrite:
+        static = carried.aux
+        unsafe: list[Refusal] = []
+        if leaves != carried.children:
+            unsafe.append(
+                Refusal(
+                    "PTK201",
+                    f"leaves go in __init__'s order ({', '.join(leaves)}), not flatten's "
+                    f"({', '.join(carried.children)})",
+                )
+            )
+        keys_before = carried.keys or tuple(
+            f"[<flat index {i}>]" for i in range(len(carried.children))
+        )
+        changed = [
+            f"{before} -> .{name}"
+            for before, name in zip(keys_before, carried.children, strict=True)
+            if before != f".{name}"
+        ]
+        if changed and carried.keys is not None:
+            unsafe.append(Refusal("PTK202", f"key paths change: {', '.join(changed[:3])}"))
+        elif changed and self.path_reader:
+            unsafe.append(
+                Refusal(
+                    "PTK202",
+                    f"key paths change ({changed[0]}) and {self.path_reader} reads key paths",
+                )
+            )
+        if registration.module is not info.module:
+            unsafe.append(
+                Refusal(
+                    "PTK203",
+                    f"{info.name} is defined in {info.module.name}: the rewrite decorates it "
+                    f"there and deletes this registration",
+                )
+            )
+        kept: dict[str, str] = {}
+        remove: list[str] = []
+        remove_functions: list[tuple[Module, cst.CSTNode]] = []
+        for function in sources:
+            if function.owner is not None and function.owner is info:
+                name = function.name
+                why = self._keep_method(info, name)
+                if why:
+                    kept[name] = why
+                elif name not in remove:
+                    remove.append(name)
+            elif function.deletable and not self._used_elsewhere(function):
+                remove_functions.append((function.module, function.node))
+        body_eq = info.defines("__eq__")
+        body_repr = info.defines("__repr__")
+        write_eq = not body_eq and not self.options.adopt_dunders
+        write_repr = not body_repr and not self.options.adopt_dunders
+        dataclass = dataclass_options(info) is not None
+        if body_eq:
+            hashing = "unchanged: the class's own __eq__ and __hash__ stay"
+        elif write_eq and dataclass:
+            hashing = "unchanged: the dataclass's __eq__ and __hash__ stay (eq=False)"
+        elif write_eq:
+            hashing = "by identity (eq=False), as before"
+        elif dataclass:
+            hashing = (
+                "pytreekit's __eq__ replaces the dataclass's; hashing as the dataclass decided"
+            )
+        else:
+            hashing = (
+                "changed: pytreekit's __eq__ compares fields, so instances are unhashable "
+                "(they hashed by identity: jax.jit(..., static_argnums=...) on one breaks)"
+            )
+        notes = list(run.notes)
+        proven = [
+            "flatten reads attributes",
+            "unflatten inverts it",
+            "__init__ sets exactly those",
+        ]
+        unproven = ["code outside the scanned files"]
+        if static:
+            unproven.insert(0, "statics hashable at run time")
+        if through_init and any("converted" in note for note in notes):
+            unproven.insert(0, "conversions in __init__ idempotent")
+        return Rewrite(
+            cls=info,
+            registration=registration,
+            children=carried.children,
+            static=static,
+            leaves=leaves,
+            keys_before=keys_before,
+            write_eq=write_eq,
+            write_repr=write_repr,
+            remove_methods=tuple(remove),
+            kept_methods=kept,
+            remove_functions=remove_functions,
+            init_notes=notes,
+            rebuilt_by_init=through_init,
+            hashing=hashing,
+            proven=proven,
+            unproven=unproven,
+            unsafe=unsafe,
+        )
+
+    def _keep_method(self, info: ClassInfo, name: str) -> str:
+        for ancestor in self.project.mro(info)[1:]:
+            method = ancestor.methods().get(name)
+            if method is not None and _is_abstract(ancestor, method):
+                return f"{ancestor.name} declares it abstract"
+        pattern = re.compile(rf"\.{name}\b")
+        arguments = {id(node) for r in self.project.registrations for node in r.args.values()}
+        for module in self.project.modules:
+            if module.tree is None or not pattern.search(module.source):
+                continue
+            for node in _attributes(module.tree, name):
+                receiver = node.value
+                head = receiver
+                while isinstance(head, cst.Attribute):
+                    head = head.value
+                imported = isinstance(head, cst.Name) and head.value in module.names
+                if not imported and id(node) not in arguments:
+                    return f"{module.name} uses {code(node)}"
+        return ""
+
+    def _used_elsewhere(self, function: Function) -> bool:
+        name = function.name
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        uses = len(pattern.findall(function.module.source))
+        # The definition and the registration name it once each.
+        if uses > 2:
+            return True
+        return any(
+            name in module.names and module.names[name] == f"{function.module.name}.{name}"
+            for module in self.project.modules
+            if module is not function.module
+        )
+
+
+class _Analysis(_InitProof, _Description):
+    def __init__(self, project: Project, options: Options) -> None:
+        self.project = project
+        self.options = options
+        counts: dict[str, int] = {}
+        for registration in project.registrations:
+            if registration.target is not None:
+                counts[registration.target] = counts.get(registration.target, 0) + 1
+        self.counts = counts
+        self.path_reader = _path_reader(project)
+
+    def outcome(self, registration: Registration) -> Outcome:
+        pinned = self._pinned(registration)
+        if pinned is not None:
+            return Outcome(registration, "left", pinned[0], pinned[1])
+        try:
+            rewrite = self._rewrite(registration)
+        except Refusal as refusal:
+            return Outcome(registration, "left", refusal.code, refusal.reason)
+        return Outcome(registration, "rewritten", rewrite=rewrite)
+
+    def _pinned(self, registration: Registration) -> tuple[str, str] | None:
+        anchor = registration.anchor
+        if anchor is None:
+            return None
+        for line in anchor.leading_lines:
+            if line.comment is None:
+                continue
+            codes = existing_comments([line])
+            if codes and codes[0] in PINNED:
+                reason = line.comment.value.partition(f"{codes[0]}:")[2].strip()
+                return codes[0], reason
+        return None
+
+    # The steps, in the order of the module docstring.
+    def _rewrite(self, registration: Registration) -> Rewrite:
+        info = self._place(registration)
+        self._check_containers(info)
+        carried, flatten_sources = self._flatten(info, registration)
+        unflatten, unflatten_source = self._unflatten(info, registration, carried)
+        self._check_class(info, registration)
+        fields = Fields(self.project, info)
+        if unflatten.construct is not None:
+            positional, keywords = unflatten.construct
+            run = fields.run(positional, keywords)
+            self._check_inverse(info, carried, run)
+            symbolic = fields.run_symbolic()
+        else:
+            symbolic = fields.run_symbolic()
+            self._check_stores(info, carried, unflatten.stores)
+            run = symbolic
+        order = self._check_attributes(info, carried, symbolic, fields)
+        static = carried.aux
+        leaves = tuple(name for name in order if name not in static)
+        self._check_statics(info, carried, symbolic, fields)
+        return self._describe(
+            info,
+            registration,
+            carried,
+            leaves,
+            run,
+            unflatten.construct is not None,
+            flatten_sources + unflatten_source,
+        )
+
+    def _place(self, registration: Registration) -> ClassInfo:
+        if registration.place.startswith("under"):
+            raise Refusal("PTK102", f"the registration is {registration.place}")
+        if registration.place:
+            raise Refusal("PTK101", f"the registration is {registration.place}")
+        anchor = registration.anchor
+        if registration.form == "call" and not _plain_statement(registration):
+            statement = anchor.body[0] if isinstance(anchor, cst.SimpleStatementLine) else None
+            raise Refusal(
+                "PTK101",
+                f"the call is part of a larger statement ({code(statement or registration.node)})",
+            )
+        target = registration.target
+        if target is None or target not in self.project.classes:
+            where = "imported from outside the scanned files" if target else "not a class name"
+            raise Refusal(
+                "PTK103", f"{registration.target_text} is {where}; scan the module defining it"
+            )
+        if "*" in registration.args:
+            raise Refusal("PTK116", "the call passes *args or **kwargs")
+        if self.counts[target] > 1:
+            raise Refusal(
+                "PTK110",
+                f"{registration.target_text} is registered {self.counts[target]} times in the "
+                f"scanned files",
+            )
+        return self.project.classes[target]
+
+    def _check_containers(self, info: ClassInfo) -> None:
+        for ancestor in self.project.mro(info):
+            for qualified, written in ancestor.bases:
+                if qualified in _CONTAINERS:
+                    what = "is" if ancestor is info else f"derives (through {ancestor.name}) from"
+                    raise Refusal(
+                        "PTK111", f"{info.name} {what} {_CONTAINERS[qualified]} ({written})"
+                    )
+
+    def _check_class(self, info: ClassInfo, registration: Registration) -> None:
+        for keyword in info.node.keywords:
+            if keyword.keyword is not None and keyword.keyword.value == "metaclass":
+                raise Refusal("PTK112", f"{info.name} has a metaclass ({code(keyword.value)})")
+        for decorator in info.node.decorators if registration.form == "decorator" else ():
+            if decorator is registration.node:
+                break
+            raise Refusal(
+                "PTK112",
+                f"@{code(decorator.decorator)} is applied after the registration decorator",
+            )
+        for decorator in info.node.decorators:
+            if decorator is registration.node:
+                continue
+            expression = decorator.decorator
+            target = expression.func if isinstance(expression, cst.Call) else expression
+            if info.module.qualify(target) not in DATACLASS:
+                raise Refusal("PTK112", f"{info.name} is decorated with @{code(expression)}")
+        for ancestor in self.project.mro(info):
+            for qualified, written in ancestor.bases:
+                if qualified in self.project.classes or qualified in NEUTRAL_BASES:
+                    continue
+                raise Refusal(
+                    "PTK115",
+                    f"base {written} of {ancestor.name} is not in the scanned files (its "
+                    f"__init__ cannot be followed)",
+                )
+            for name in _CREATION:
+                if ancestor.defines(name):
+                    raise Refusal("PTK112", f"{ancestor.name} defines {name}")
+            if ancestor is not info and _decorators_other_than_dataclass(ancestor):
+                raise Refusal(
+                    "PTK112",
+                    f"base {ancestor.name} is decorated with "
+                    f"@{_decorators_other_than_dataclass(ancestor)[0]}",
+                )
+
+    # -- flatten --------------------------------------------------------------------------------
+
+    def _flatten(
+        self, info: ClassInfo, registration: Registration
+    ) -> tuple[Carried, list[Function]]:
+        api = registration.api
+        plain: Function | None
+        keyed: Function | None
+        if api == "register_pytree_node_class":
+            plain = self._method(info, "tree_flatten", required=True)
+            keyed = None
+        elif api == "register_pytree_with_keys_class":
+            keyed = self._method(info, "tree_flatten_with_keys", required=True)
+            plain = self._method(info, "tree_flatten", required=False)
+        else:
+            plain = self._function(info, registration, "flatten")
+            keyed = self._function(info, registration, "flatten_with_keys")
+        carried_plain = read_flatten(plain, keyed=False, info=info) if plain else None
+        carried_keyed = read_flatten(keyed, keyed=True, info=info) if keyed else None
+        if (
+            carried_plain
+            and carried_keyed
+            and (carried_plain.children, carried_plain.aux, carried_plain.aux_shape)
+            != (carried_keyed.children, carried_keyed.aux, carried_keyed.aux_shape)
+        ):
+            raise Refusal("PTK104", "flatten and flatten_with_keys carry different attributes")
+        carried = carried_keyed or carried_plain
+        if carried is None:
+            raise Refusal("PTK116", "the registration gives no flatten function")
+        self._check_reads(info, carried)
+        return carried, [f for f in (plain, keyed) if f is not None]
+
+    def _check_reads(self, info: ClassInfo, carried: Carried) -> None:
+        names = carried.children + carried.aux
+        for name in names:
+            if names.count(name) > 1:
+                raise Refusal("PTK104", f"flatten reads {name} twice")
+            if name.startswith("__"):
+                raise Refusal("PTK108", f"{name} is a private name pytreekit never makes a field")
+            for ancestor in self.project.mro(info):
+                kind = _class_level(ancestor, name)
+                if kind:
+                    raise Refusal(
+                        "PTK106", f"flatten reads {name}, which {ancestor.name} defines as {kind}"
+                    )
+
+    def _method(self, info: ClassInfo, name: str, *, required: bool) -> Function | None:
+        for ancestor in self.project.mro(info):
+            method = ancestor.methods().get(name)
+            if method is not None:
+                if _is_abstract(ancestor, method):
+                    continue
+                return Function.of(method, ancestor, info.module)
+        if required:
+            raise Refusal("PTK116", f"{info.name} has no {name} method in the scanned files")
+        return None
+
+    def _function(self, info: ClassInfo, registration: Registration, role: str) -> Function | None:
+        node = registration.args.get(role)
+        if node is None:
+            if role == "unflatten":
+                raise Refusal("PTK116", "the registration gives no unflatten function")
+            return None
+        module = registration.module
+        if isinstance(node, cst.Lambda):
+            return Function.of(node, None, module)
+        if isinstance(node, cst.Name):
+            if node.value in module.functions:
+                return Function.of(module.functions[node.value], None, module, deletable=True)
+            if node.value in module.lambdas:
+                return Function.of(module.lambdas[node.value], None, module, deletable=True)
+        if isinstance(node, cst.Attribute) and module.qualify(node.value) == info.qualname:
+            for ancestor in self.project.mro(info):
+                method = ancestor.methods().get(node.attr.value)
+                if method is not None:
+                    return Function.of(method, ancestor, info.module, attribute=True)
+        raise Refusal("PTK116", f"{role} ({code(node)}) is not a function or lambda of this module")
+
+    # -- unflatten ------------------------------------------------------------------------------
+
+    def _unflatten(
+        self, info: ClassInfo, registration: Registration, carried: Carried
+    ) -> tuple[Unflatten, list[Function]]:
+        if registration.form == "decorator" or registration.api.endswith("_class"):
+            function = self._method(info, "tree_unflatten", required=True)
+        else:
+            function = self._function(info, registration, "unflatten")
+        assert function is not None
+        return read_unflatten(function, info, carried), [function]
+
+    # -- __init__ -------------------------------------------------------------------------------
+
+    # -- what the rewrite changes ---------------------------------------------------------------
+
+
+def _path_reader(project: Project) -> str:
+    """Where the scanned code reads key paths (orbax, ``*_with_path``, ``keystr``), if it does:
+    rewrites that rename flat-index paths are then unsafe."""
+    reader = re.compile(r"\borbax\b|\w+_with_path\b|\bkeystr\b")
+    for module in project.modules:
+        match = reader.search(module.source)
+        if match:
+            return f"{module.name} ({match.group(0)})"
+    return ""
+
+
+def _plain_statement(registration: Registration) -> bool:
+    """``register(C)`` or ``C = register(C)``, alone on its line or not."""
+    anchor = registration.anchor
+    assert isinstance(anchor, cst.SimpleStatementLine)  # at module level, outside any block
+    for small in anchor.body:
+        if isinstance(small, cst.Expr) and small.value is registration.node:
+            return True
+        if (
+            isinstance(small, cst.Assign)
+            and small.value is registration.node
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == registration.target_text
+        ):
+            return True
+    return False
+
+
+def _decorators_other_than_dataclass(info: ClassInfo) -> list[str]:
+    """A base's decorators other than ``@dataclass`` and the registration APIs."""
+    found = []
+    for decorator in info.node.decorators:
+        expression = decorator.decorator
+        target = expression.func if isinstance(expression, cst.Call) else expression
+        if info.module.qualify(target) not in DATACLASS and api_of(info.module, target) is None:
+            found.append(code(expression))
+    return found
+
+
+def _class_level(info: ClassInfo, name: str) -> str:
+    """What the class body binds ``name`` to, when that is not a plain default value."""
+    method = info.methods().get(name)
+    if method is not None:
+        decorators = {code(d.decorator) for d in method.decorators}
+        if any(d.endswith(("property", "cached_property")) for d in decorators):
+            return "a property"
+        return "a method"
+    statement = info.assigned_names().get(name)
+    # an annotated default is a field's default (a dataclass, or pytreekit's annotated class)
+    if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
+        return f"a class attribute ({code(statement.value)})"
+    return ""
+
+
+def _is_abstract(info: ClassInfo, method: cst.FunctionDef) -> bool:
+    for decorator in method.decorators:
+        expression = decorator.decorator
+        if info.module.qualify(expression) in _ABSTRACT:
+            return True
+    return False
+
+
+def _unhashable(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+        return node.func.value in ("list", "dict", "set")
+    return False
+
+
+def _calls(tree: cst.Module) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+
+    tree.visit(Calls())
+    return found
+
+
+def _attributes(tree: cst.Module, name: str) -> list[cst.Attribute]:
+    """Every ``<expression>.name`` in a module."""
+    found: list[cst.Attribute] = []
+
+    class Attributes(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value == name:
+                found.append(node)
+
+    tree.visit(Attributes())
+    return found

@@ -1,0 +1,546 @@
+"""``__init__``, followed symbolically: which attributes every path through it sets, in which
+order, from which arguments, and what else it does (checks, conversions, calls). It is followed
+into ``super().__init__`` and ``Base.__init__(self, ...)`` of scanned bases, and a dataclass's
+generated ``__init__`` into ``__post_init__``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ._scan import ClassInfo, Project, code, suite_statements
+from ._values import (
+    Converted,
+    Opaque,
+    Param,
+    Refusal,
+    Seq,
+    Value,
+    describe_value,
+    is_docstring,
+    strip,
+)
+
+# Conversions that leave a value of their own result type unchanged: rebuilding through them
+# gives back the value flatten read. Anything else transforms (PTK109).
+IDEMPOTENT = {
+    "jax.numpy.asarray",
+    "jax.numpy.array",
+    "numpy.asarray",
+    "numpy.array",
+    "builtins.float",
+    "builtins.int",
+    "builtins.bool",
+    "builtins.complex",
+    "builtins.str",
+    "builtins.tuple",
+}
+# Bases that add no attributes, no __init__ and no abstract flatten: safe to build on.
+NEUTRAL_BASES = {
+    "builtins.object",
+    "abc.ABC",
+    "typing.Generic",
+    "typing_extensions.Generic",
+    "numpy.lib.mixins.NDArrayOperatorsMixin",
+}
+DATACLASS = {"dataclasses.dataclass"}
+
+
+def dataclass_options(info: ClassInfo) -> dict[str, bool] | None:
+    """The class's ``@dataclass(...)`` options, if it is a dataclass."""
+    for decorator in info.node.decorators:
+        expression = decorator.decorator
+        call = expression if isinstance(expression, cst.Call) else None
+        target = call.func if call is not None else expression
+        if info.module.qualify(target) not in DATACLASS:
+            continue
+        options: dict[str, bool] = {}
+        for arg in call.args if call is not None else ():
+            if arg.keyword is not None and isinstance(arg.value, cst.Name):
+                options[arg.keyword.value] = arg.value.value == "True"
+        return options
+    return None
+
+
+@dataclass
+class InitRun:
+    """What running ``__init__`` does, symbolically: the attributes it sets, in the order it first
+    sets them, their final values, and what else it does."""
+
+    attributes: dict[str, Value] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    transforming: list[str] = field(default_factory=list)
+    failure: Refusal | None = None
+
+
+@dataclass(frozen=True)
+class _Parameter:
+    name: str
+    default: cst.BaseExpression | None
+    has_default: bool
+    keyword_only: bool = False
+
+
+class Fields:
+    """How instances of a class get their attributes: its ``__init__`` (its own, inherited, or a
+    dataclass's), followed symbolically."""
+
+    def __init__(self, project: Project, info: ClassInfo) -> None:
+        self.project = project
+        self.info = info
+        self.annotated = self._annotated()
+        self.defaults: dict[str, cst.BaseExpression] = {}
+        found = self._init_of(info)
+        self.init = found
+        if found is not None:
+            self.defaults = {p.name: p.default for p in found[1] if p.default is not None}
+
+    def _annotated(self) -> tuple[str, ...] | None:
+        """The field names when pytreekit treats the class as annotated (a dataclass)."""
+        names: list[str] = []
+        for ancestor in reversed(self.project.mro(self.info)):
+            for statement in ancestor.annotations():
+                annotation = code(statement.annotation.annotation)
+                if "ClassVar" in annotation:
+                    continue
+                if "InitVar" in annotation or "KW_ONLY" in annotation:
+                    raise Refusal(
+                        "PTK108", f"{ancestor.name} declares {code(statement.target)}: {annotation}"
+                    )
+                assert isinstance(statement.target, cst.Name)
+                name = statement.target.value
+                if name not in names:
+                    names.append(name)
+        return tuple(names) if names else None
+
+    def _init_of(
+        self, info: ClassInfo
+    ) -> tuple[ClassInfo, list[_Parameter], cst.FunctionDef | None] | None:
+        """The class providing ``__init__``, its parameters, and its def (None: a dataclass's)."""
+        for ancestor in self.project.mro(info):
+            method = ancestor.methods().get("__init__")
+            if method is not None:
+                return ancestor, _parameters(method), method
+            options = dataclass_options(ancestor)
+            if options is not None and options.get("init", True):
+                return ancestor, self._dataclass_parameters(ancestor, options), None
+        return None
+
+    def _dataclass_parameters(self, info: ClassInfo, options: dict[str, bool]) -> list[_Parameter]:
+        parameters: list[_Parameter] = []
+        for ancestor in reversed(self.project.mro(info)):
+            if dataclass_options(ancestor) is None:
+                continue
+            for statement in ancestor.annotations():
+                if "ClassVar" in code(statement.annotation.annotation):
+                    continue
+                assert isinstance(statement.target, cst.Name)
+                value = statement.value
+                has_default = value is not None
+                default = value
+                if isinstance(value, cst.Call) and code(value.func).endswith("field"):
+                    arguments = {a.keyword.value: a.value for a in value.args if a.keyword}
+                    init = arguments.get("init")
+                    if isinstance(init, cst.Name) and init.value == "False":
+                        raise Refusal(
+                            "PTK108",
+                            f"field {statement.target.value} of {ancestor.name} is not an "
+                            f"__init__ parameter (init=False)",
+                        )
+                    default = arguments.get("default")
+                    has_default = "default" in arguments or "default_factory" in arguments
+                parameters = [p for p in parameters if p.name != statement.target.value]
+                parameters.append(
+                    _Parameter(
+                        statement.target.value, default, has_default, options.get("kw_only", False)
+                    )
+                )
+        return parameters
+
+    def bind_syntax(self, call: cst.Call) -> dict[str, cst.BaseExpression]:
+        """Which argument expression of a call reaches which parameter (best effort)."""
+        assert self.init is not None  # a class with statics sets them in its __init__
+        parameters = [p for p in self.init[1] if not p.keyword_only]
+        bound: dict[str, cst.BaseExpression] = {}
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                return bound
+            if arg.keyword is not None:
+                bound[arg.keyword.value] = arg.value
+            elif position < len(parameters):
+                bound[parameters[position].name] = arg.value
+                position += 1
+        return bound
+
+    def run(self, positional: list[Value], keywords: dict[str, Value]) -> InitRun:
+        """``__init__`` as unflatten's constructor call runs it."""
+        if self.init is None:
+            if positional or keywords:
+                raise Refusal(
+                    "PTK107", f"unflatten passes arguments, but {self.info.name} has no __init__"
+                )
+            return InitRun()
+        owner, parameters, method = self.init
+        values = _bind_arguments(owner, parameters, positional, keywords)
+        return self._execute(owner, parameters, method, values)
+
+    def run_symbolic(self) -> InitRun:
+        """``__init__`` with each parameter standing for itself (the field order)."""
+        if self.init is None:
+            return InitRun()
+        owner, parameters, method = self.init
+        values: dict[str, Value] = {p.name: Param(p.name) for p in parameters}
+        return self._execute(owner, parameters, method, values)
+
+    def _execute(
+        self,
+        owner: ClassInfo,
+        parameters: list[_Parameter],
+        method: cst.FunctionDef | None,
+        values: dict[str, Value],
+    ) -> InitRun:
+        run = InitRun()
+        interpreter = _Interpreter(self.project, run)
+        try:
+            if method is None:
+                for parameter in parameters:
+                    run.attributes[parameter.name] = values[parameter.name]
+                interpreter.post_init(self.info)
+            else:
+                interpreter.call(owner, method, values)
+        except Refusal as refusal:
+            run.failure = refusal
+        return run
+
+
+def _parameters(method: cst.FunctionDef) -> list[_Parameter]:
+    params = method.params
+    if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
+        raise Refusal(
+            "PTK107", "__init__ takes *args or **kwargs: which attribute gets what is unknown"
+        )
+    found = [
+        _Parameter(p.name.value, p.default, p.default is not None)
+        for p in (*params.posonly_params, *params.params)
+    ][1:]
+    found += [
+        _Parameter(p.name.value, p.default, p.default is not None, True)
+        for p in params.kwonly_params
+    ]
+    return found
+
+
+def _bind_arguments(
+    owner: ClassInfo,
+    parameters: list[_Parameter],
+    positional: Sequence[Value],
+    keywords: dict[str, Value],
+) -> dict[str, Value]:
+    values: dict[str, Value] = {}
+    by_position = [p for p in parameters if not p.keyword_only]
+    if len(positional) > len(by_position):
+        raise Refusal(
+            "PTK107",
+            f"unflatten passes {len(positional)} positional arguments; {owner.name}.__init__ "
+            f"takes {len(by_position)}",
+        )
+    for parameter, value in zip(by_position, positional, strict=False):
+        values[parameter.name] = value
+    names = {p.name for p in parameters}
+    for name, value in keywords.items():
+        if name not in names or name in values:
+            raise Refusal(
+                "PTK107", f"unflatten passes {name}=, which {owner.name}.__init__ does not take"
+            )
+        values[name] = value
+    for parameter in parameters:
+        if parameter.name not in values:
+            if not parameter.has_default:
+                raise Refusal(
+                    "PTK107", f"unflatten does not pass {parameter.name} to {owner.name}.__init__"
+                )
+            values[parameter.name] = Opaque(f"default {parameter.name}")
+    return values
+
+
+class _Interpreter:
+    """Follows ``__init__`` statement by statement, into ``super().__init__`` and
+    ``__post_init__``; refuses what it cannot follow."""
+
+    def __init__(self, project: Project, run: InitRun) -> None:
+        self.project = project
+        self.run = run
+        self.depth = 0
+
+    def call(self, owner: ClassInfo, method: cst.FunctionDef, values: dict[str, Value]) -> None:
+        self.depth += 1
+        if self.depth > 20:
+            raise Refusal("PTK108", "__init__ calls nest too deep to follow")
+        params = (*method.params.posonly_params, *method.params.params)
+        this = params[0].name.value
+        frame = _Frame(owner, this, dict(values))
+        self.block(frame, suite_statements(method.body))
+        self.depth -= 1
+
+    def post_init(self, info: ClassInfo) -> None:
+        for ancestor in self.project.mro(info):
+            method = ancestor.methods().get("__post_init__")
+            if method is not None:
+                self.run.notes.append(f"ran {ancestor.name}.__post_init__")
+                self.call(ancestor, method, {})
+                return
+
+    def block(self, frame: _Frame, statements: Sequence[cst.CSTNode]) -> None:
+        for statement in statements:
+            self.statement(frame, statement)
+
+    def statement(self, frame: _Frame, statement: cst.CSTNode) -> None:
+        if is_docstring(statement) or isinstance(statement, (cst.Pass, cst.Del)):
+            return
+        if isinstance(statement, cst.Assign):
+            value = frame.evaluate(statement.value)
+            for target in statement.targets:
+                self.assign(frame, target.target, value, statement.value)
+            return
+        if isinstance(statement, cst.AnnAssign):
+            if statement.value is not None:
+                self.assign(
+                    frame, statement.target, frame.evaluate(statement.value), statement.value
+                )
+            return
+        if isinstance(statement, cst.AugAssign):
+            self.assign(frame, statement.target, Opaque(code(statement)), statement)
+            return
+        if isinstance(statement, cst.Assert):
+            self.run.notes.append(f"checked assert {code(statement.test, 40)}")
+            return
+        if isinstance(statement, cst.Expr):
+            self.expression(frame, statement.value)
+            return
+        if isinstance(statement, cst.If) and _only_raises(statement):
+            self.run.notes.append(f"checked if {code(statement.test, 40)}: raise ...")
+            return
+        if isinstance(statement, cst.Raise):
+            raise Refusal("PTK108", f"__init__ of {frame.owner.name} raises unconditionally")
+        kind = type(statement).__name__.lower()
+        if _touches(statement, frame.this):
+            raise Refusal(
+                "PTK108",
+                f"__init__ of {frame.owner.name} sets attributes under a '{kind}' statement "
+                f"({code(statement, 40)})",
+            )
+        for name in _assigned_names(statement):
+            frame.local[name] = Opaque(f"{name} (computed under a '{kind}')")
+        self.run.notes.append(f"ran {code(statement, 40)}")
+
+    def assign(
+        self, frame: _Frame, target: cst.BaseExpression, value: Value, node: cst.CSTNode
+    ) -> None:
+        if isinstance(target, cst.Name):
+            frame.local[target.value] = value
+            return
+        if isinstance(target, cst.Attribute) and frame.is_self(target.value):
+            self.set_attribute(frame, target.attr.value, value, node)
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = target.elements
+            if isinstance(value, Seq) and len(value.items) == len(elements):
+                for element, item in zip(elements, value.items, strict=True):
+                    self.assign(frame, element.value, item, node)
+                return
+            for element in elements:
+                self.assign(frame, element.value, Opaque(f"part of {code(node)}"), node)
+            return
+        if _touches(target, frame.this):
+            raise Refusal("PTK108", f"__init__ of {frame.owner.name} assigns {code(target)}")
+        # a store into something else (a dict, a global): not an attribute of the instance
+
+    def set_attribute(self, frame: _Frame, name: str, value: Value, node: cst.CSTNode) -> None:
+        _, functions = strip(value)
+        if functions:
+            self.run.notes.append(f"converted {name} with {functions[0]}")
+            if not all(
+                frame.owner.module.qualify(cst.parse_expression(f)) in IDEMPOTENT for f in functions
+            ):
+                self.run.transforming.append(
+                    f"__init__ stores {describe_value(value)} in {name}, not the argument itself"
+                )
+        self.run.attributes[name] = value
+
+    def expression(self, frame: _Frame, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Call):
+            base = self.super_init(frame, node)
+            if base is not None:
+                return
+            if _is_object_setattr(node, frame):
+                attribute = node.args[1].value
+                assert isinstance(attribute, cst.SimpleString)
+                value = frame.evaluate(node.args[2].value)
+                self.set_attribute(frame, str(attribute.evaluated_value), value, node)
+                return
+            if not _touches(node, frame.this):
+                self.run.notes.append(f"called {code(node.func, 40)}()")
+                return
+        if isinstance(node, (cst.SimpleString, cst.Ellipsis)):
+            return
+        raise Refusal(
+            "PTK108",
+            f"__init__ of {frame.owner.name} runs {code(node, 50)}, which may set attributes",
+        )
+
+    def super_init(self, frame: _Frame, call: cst.Call) -> ClassInfo | None:
+        """Follow ``super().__init__(...)`` or ``Base.__init__(self, ...)``; None if not one."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "__init__"):
+            return None
+        owner = func.value
+        args = list(call.args)
+        if isinstance(owner, cst.Call) and code(owner.func) == "super":
+            bases = self.project.base_classes(frame.owner)
+        elif (
+            frame.owner.module.qualify(owner) in self.project.classes
+            and args
+            and frame.is_self(args[0].value)
+        ):
+            bases = [self.project.classes[frame.owner.module.qualify(owner) or ""]]
+            args = args[1:]
+            # Base.__init__(self): that class's own __init__ (or what it inherits)
+            found = Fields(self.project, bases[0]).init
+            return self._enter(frame, found, args, bases[0])
+        else:
+            return None
+        neutral = [q for q, _ in frame.owner.bases if q not in self.project.classes]
+        if len(bases) > 1 or (bases and neutral and any(q not in NEUTRAL_BASES for q in neutral)):
+            raise Refusal(
+                "PTK108",
+                f"{frame.owner.name} has several bases: super().__init__ is not followed",
+            )
+        if not bases:
+            if args:
+                raise Refusal("PTK108", f"{frame.owner.name} passes arguments to object.__init__")
+            return frame.owner
+        found = Fields(self.project, bases[0]).init
+        return self._enter(frame, found, args, bases[0])
+
+    def _enter(
+        self,
+        frame: _Frame,
+        found: tuple[ClassInfo, list[_Parameter], cst.FunctionDef | None] | None,
+        args: list[cst.Arg],
+        base: ClassInfo,
+    ) -> ClassInfo:
+        if found is None:
+            if args:
+                raise Refusal("PTK108", f"{frame.owner.name} passes arguments to object.__init__")
+            return base
+        owner, parameters, method = found
+        positional: list[Value] = []
+        keywords: dict[str, Value] = {}
+        for arg in args:
+            if arg.star:
+                raise Refusal(
+                    "PTK108", f"{frame.owner.name} passes *{code(arg.value)} to super().__init__"
+                )
+            if arg.keyword is not None:
+                keywords[arg.keyword.value] = frame.evaluate(arg.value)
+            else:
+                positional.append(frame.evaluate(arg.value))
+        values = _bind_arguments(owner, parameters, positional, keywords)
+        if method is None:
+            for parameter in parameters:
+                self.run.attributes[parameter.name] = values[parameter.name]
+            self.post_init(owner)
+        else:
+            self.call(owner, method, values)
+        return owner
+
+
+@dataclass
+class _Frame:
+    owner: ClassInfo
+    this: str  # the name of self in this method
+    local: dict[str, Value]
+
+    def is_self(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.this
+
+    def evaluate(self, node: cst.BaseExpression) -> Value:
+        if isinstance(node, cst.Name) and node.value in self.local:
+            return self.local[node.value]
+        if isinstance(node, (cst.Tuple, cst.List)) and not any(
+            isinstance(e, cst.StarredElement) for e in node.elements
+        ):
+            return Seq(tuple(self.evaluate(e.value) for e in node.elements))
+        if (
+            isinstance(node, cst.Call)
+            and len(node.args) == 1
+            and not node.args[0].keyword
+            and not node.args[0].star
+        ):
+            inner = self.evaluate(node.args[0].value)
+            if not isinstance(inner, Opaque):
+                return Converted(code(node.func), inner)
+        return Opaque(code(node))
+
+
+def _only_raises(statement: cst.If) -> bool:
+    """``if ...: raise ...`` (elif/else too): a check, not a path that sets attributes."""
+    branch: cst.If | cst.Else | None = statement
+    while branch is not None:
+        body = suite_statements(branch.body)
+        if not body or not all(
+            isinstance(s, (cst.Raise, cst.Pass)) or _is_warning(s) for s in body
+        ):
+            return False
+        branch = branch.orelse if isinstance(branch, cst.If) else None
+    return True
+
+
+def _is_warning(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.Expr)
+        and isinstance(statement.value, cst.Call)
+        and code(statement.value.func).endswith("warn")
+    )
+
+
+def _is_object_setattr(node: cst.Call, frame: _Frame) -> bool:
+    return (
+        code(node.func) == "object.__setattr__"
+        and len(node.args) == 3
+        and frame.is_self(node.args[0].value)
+        and isinstance(node.args[1].value, cst.SimpleString)
+    )
+
+
+def _touches(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` (self) appears anywhere in ``node``."""
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            if node.value == name:
+                found = True
+
+    node.visit(Finder())
+    return found
+
+
+def _assigned_names(node: cst.CSTNode) -> list[str]:
+    names: list[str] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name):
+                names.append(node.target.value)
+
+        def visit_For(self, node: cst.For) -> None:
+            if isinstance(node.target, cst.Name):
+                names.append(node.target.value)
+
+    node.visit(Finder())
+    return names

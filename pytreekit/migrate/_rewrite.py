@@ -1,0 +1,311 @@
+"""The edits, made with LibCST so that comments and formatting survive.
+
+For a rewritten class: ``@pytree_class(...)`` (replacing the registration decorator, or on top of
+the class's decorators), its flatten/unflatten methods removed (kept where a base declares them
+abstract or other code calls them), the registration call and module-level flatten/unflatten
+functions deleted, ``from pytreekit import pytree_class`` added once and the imports the deleted
+code alone used removed (``_imports``).
+
+For every other registration: one comment above it (``_codes.comment``), replacing the comment a
+previous run left there, so a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+import libcst as cst
+
+from ._analyze import Outcome, Rewrite
+from ._codes import COMMENT_PATTERN, comment
+from ._imports import add_import, decorator_name, names_in, remove_unused
+from ._scan import Module, Project
+
+Anchor = cst.ClassDef | cst.SimpleStatementLine
+
+
+@dataclass(eq=False)
+class _Edits:
+    """Everything to change in one module, keyed by the nodes the scan parsed."""
+
+    decorate: dict[cst.ClassDef, tuple[cst.Decorator | None, str]] = field(default_factory=dict)
+    drop_methods: dict[cst.ClassDef, set[str]] = field(default_factory=dict)
+    drop: set[cst.CSTNode] = field(default_factory=set)
+    comments: dict[Anchor, str | None] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.decorate or self.drop_methods or self.drop or self.comments)
+
+
+def rewrite(project: Project, outcomes: Sequence[Outcome]) -> dict[Module, str]:
+    """The new source of every module the outcomes change."""
+    edits: dict[Module, _Edits] = {}
+
+    def of(module: Module) -> _Edits:
+        return edits.setdefault(module, _Edits())
+
+    for outcome in outcomes:
+        registration = outcome.registration
+        anchor = registration.anchor
+        if outcome.verdict == "rewritten" and outcome.rewrite is not None:
+            plan = outcome.rewrite
+            node = plan.cls.node
+            class_edits = of(plan.cls.module)
+            replaced = registration.node if registration.form == "decorator" else None
+            assert replaced is None or isinstance(replaced, cst.Decorator)
+            class_edits.decorate[node] = (replaced, decorator_source(plan))
+            if plan.remove_methods:
+                class_edits.drop_methods.setdefault(node, set()).update(plan.remove_methods)
+            if registration.form == "decorator":
+                class_edits.comments[node] = None
+            else:
+                call_edits = of(registration.module)
+                assert anchor is not None
+                call_edits.drop.add(_small_statement(anchor, registration.node))
+            for module, function in plan.remove_functions:
+                of(module).drop.add(function)
+        elif anchor is not None:
+            code = outcome.code
+            assert code is not None
+            of(registration.module).comments[anchor] = comment(code, outcome.reason)
+    sources: dict[Module, str] = {}
+    for module, module_edits in edits.items():
+        if module_edits and module.tree is not None:
+            new = _apply(module, module_edits)
+            if new != module.source:
+                sources[module] = new
+    return sources
+
+
+def decorator_source(plan: Rewrite) -> str:
+    """``pytree_class`` with the options the rewrite needs."""
+    options = []
+    if plan.static:
+        names = ", ".join(f'"{name}"' for name in plan.static)
+        options.append(f"static=({names}{',' if len(plan.static) == 1 else ''})")
+    if plan.write_eq:
+        options.append("eq=False")
+    if plan.write_repr:
+        options.append("repr=False")
+    return f"pytree_class({', '.join(options)})" if options else "pytree_class"
+
+
+def _small_statement(anchor: Anchor, call: cst.CSTNode) -> cst.CSTNode:
+    """The statement of a line that holds the call (``register(A)`` or ``A = register(A)``)."""
+    assert isinstance(anchor, cst.SimpleStatementLine)
+    return next(
+        small
+        for small in anchor.body
+        if isinstance(small, (cst.Expr, cst.Assign)) and small.value is call
+    )
+
+
+def _apply(module: Module, edits: _Edits) -> str:
+    assert module.tree is not None
+    defined = [*module.classes, *module.functions, *module.lambdas]
+    name = decorator_name(module.names, defined)
+    transformer = _Transformer(edits, name)
+    new = module.tree.visit(transformer)
+    if edits.decorate:
+        new = add_import(new, name)
+    new = remove_unused(new, transformer.removed)
+    return new.code
+
+
+class _Transformer(cst.CSTTransformer):
+    def __init__(self, edits: _Edits, decorator: str) -> None:
+        super().__init__()
+        self.edits = edits
+        self.decorator = decorator  # how the module names pytree_class
+        self.removed: set[str] = set()  # the names the deleted code used
+        # Blank lines: a statement that follows deleted ones takes their place, so it keeps the
+        # blank lines above them (none at the top of a block), not fewer.
+        self.depth = 0
+        self.carry: dict[int, int] = {}  # depth -> blank lines above the deleted statements
+        self.started: dict[int, bool] = {}  # depth -> a statement of this block was kept
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # Every edit is of a statement: expressions need not be walked (most of the nodes).
+        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.depth += 1
+        self.started[self.depth] = False
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.BaseSuite:
+        self.carry.pop(self.depth, None)
+        self.depth -= 1
+        return updated_node
+
+    def on_leave(
+        self, original_node: cst.CSTNodeT, updated_node: cst.CSTNodeT
+    ) -> cst.CSTNodeT | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNodeT]:
+        result = super().on_leave(original_node, updated_node)
+        if not isinstance(original_node, _STATEMENTS):
+            return result
+        if isinstance(result, cst.RemovalSentinel):
+            self._carry(original_node)
+        elif isinstance(result, _STATEMENTS):
+            return cast(cst.CSTNodeT, self._place(result))
+        return result
+
+    def _carry(self, removed: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> None:
+        blank = _blank_lines(removed.leading_lines)
+        self.carry[self.depth] = max(self.carry.get(self.depth, 0), blank)
+
+    def _place(
+        self, statement: cst.SimpleStatementLine | cst.BaseCompoundStatement
+    ) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
+        first = not self.started.get(self.depth, True)
+        self.started[self.depth] = True
+        carry = self.carry.pop(self.depth, None)
+        if carry is None:
+            return statement
+        return _spaced(statement, carry, first=first)
+
+    def _removed(self, node: cst.CSTNode) -> None:
+        # The imports only the removed code used go too (if nothing else uses them).
+        self.removed |= names_in([node])
+
+    def leave_ClassDef(
+        self, original_node: cst.ClassDef, updated_node: cst.ClassDef
+    ) -> cst.ClassDef | cst.RemovalSentinel:
+        node = updated_node
+        methods = self.edits.drop_methods.get(original_node)
+        if methods:
+            node = node.with_changes(body=self._without_methods(original_node, node, methods))
+        decoration = self.edits.decorate.get(original_node)
+        if decoration is not None:
+            replaced, source = decoration
+            node = node.with_changes(
+                decorators=self._decorators(original_node, node, replaced, source)
+            )
+        if original_node in self.edits.comments:
+            node = node.with_changes(
+                leading_lines=_with_comment(node.leading_lines, self.edits.comments[original_node])
+            )
+        return node
+
+    def _without_methods(
+        self, original: cst.ClassDef, updated: cst.ClassDef, names: set[str]
+    ) -> cst.BaseSuite:
+        body = updated.body
+        assert isinstance(body, cst.IndentedBlock)
+        kept: list[cst.BaseStatement] = []
+        carry: int | None = None
+        for before, after in zip(_block(original.body), body.body, strict=True):
+            if isinstance(before, cst.FunctionDef) and before.name.value in names:
+                self._removed(before)
+                carry = max(carry or 0, _blank_lines(before.leading_lines))
+                continue
+            if carry is not None:
+                assert isinstance(after, _STATEMENTS)
+                after = _spaced(after, carry, first=not kept)
+                carry = None
+            kept.append(after)
+        if not kept:
+            kept = [cst.SimpleStatementLine(body=[cst.Pass()])]
+        return body.with_changes(body=kept)
+
+    def _decorators(
+        self,
+        original: cst.ClassDef,
+        updated: cst.ClassDef,
+        replaced: cst.Decorator | None,
+        source: str,
+    ) -> list[cst.Decorator]:
+        expression = cst.parse_expression(self.decorator + source.removeprefix("pytree_class"))
+        decorators: list[cst.Decorator] = []
+        if replaced is None:
+            decorators.append(cst.Decorator(decorator=expression))
+        for before, after in zip(original.decorators, updated.decorators, strict=True):
+            if before is replaced:
+                self._removed(before)
+                decorators.append(after.with_changes(decorator=expression))
+            else:
+                decorators.append(after)
+        return decorators
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef | cst.RemovalSentinel:
+        if original_node in self.edits.drop:
+            self._removed(original_node)
+            return cst.RemovalSentinel.REMOVE
+        return updated_node
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        node = updated_node
+        dropped = [
+            small
+            for small in original_node.body
+            if small in self.edits.drop or self._drops_lambda(small)
+        ]
+        if dropped:
+            for small in dropped:
+                self._removed(small)
+            kept = [
+                after
+                for before, after in zip(original_node.body, updated_node.body, strict=True)
+                if before not in dropped
+            ]
+            if not kept:
+                return cst.RemovalSentinel.REMOVE
+            kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            node = node.with_changes(body=kept)
+        if original_node in self.edits.comments:
+            node = node.with_changes(
+                leading_lines=_with_comment(node.leading_lines, self.edits.comments[original_node])
+            )
+        return node
+
+    def _drops_lambda(self, small: cst.BaseSmallStatement) -> bool:
+        """``flatten = lambda ...``, when that lambda is to be deleted."""
+        return isinstance(small, cst.Assign) and small.value in self.edits.drop
+
+
+def _blank_lines(lines: Sequence[cst.EmptyLine]) -> int:
+    """How many blank lines (no comment) a statement's leading lines start with."""
+    count = 0
+    for line in lines:
+        if line.comment is not None:
+            break
+        count += 1
+    return count
+
+
+_BLANK = cst.EmptyLine(indent=False)
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
+
+
+def _spaced(statement: _Statement, carry: int, *, first: bool) -> _Statement:
+    """``statement`` in the place of deleted ones: at least their blank lines above it, or none
+    when it is now the first of its block."""
+    lines = list(statement.leading_lines)
+    blank = _blank_lines(lines)
+    wanted = 0 if first else max(carry, blank)
+    return statement.with_changes(leading_lines=[_BLANK] * wanted + lines[blank:])
+
+
+def _block(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    assert isinstance(body, cst.IndentedBlock)
+    return body.body
+
+
+def _with_comment(lines: Iterable[cst.EmptyLine], text: str | None) -> list[cst.EmptyLine]:
+    """``lines`` without the codemod's comments, then ``text`` (if any) as the last line."""
+    kept = [
+        line
+        for line in lines
+        if line.comment is None or not COMMENT_PATTERN.match(line.comment.value)
+    ]
+    if text is not None:
+        kept.append(cst.EmptyLine(comment=cst.Comment(text)))
+    return kept

@@ -1,0 +1,533 @@
+"""The scan: every module under the given paths, parsed once, and an index of what matters.
+
+As bump-pydantic does, the codemod reads the whole tree before it rewrites anything: a class, its
+bases and subclasses, and its registrations may live in different modules. This module finds:
+
+- the files and their module names (the import root is the first directory up without an
+  ``__init__.py``);
+- in each module, what its imports bind (local name -> qualified name), its top-level classes and
+  functions, and every registration with the four JAX APIs, wherever it is;
+- the class hierarchy across modules.
+
+Name resolution follows imports only (no type inference): a registration the codemod cannot
+resolve is reported, never guessed at.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ._codes import COMMENT_PATTERN
+
+APIS = (
+    "register_pytree_node_class",
+    "register_pytree_node",
+    "register_pytree_with_keys_class",
+    "register_pytree_with_keys",
+)
+_API_MODULES = ("jax.tree_util", "jax._src.tree_util")
+_API_NAMES = {f"{module}.{api}": api for module in _API_MODULES for api in APIS}
+KEY_TYPES = {
+    f"{module}.{key}": key
+    for module in _API_MODULES
+    for key in ("GetAttrKey", "DictKey", "SequenceKey", "FlattenedIndexKey")
+}
+# A file worth a closer look: it names a registration API, or carries a comment of a past run.
+_CANDIDATE = re.compile(r"register_pytree_(node|with_keys)|pytreekit-migrate")
+
+
+def suite_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement | cst.BaseStatement]:
+    """The statements of a block, those sharing a line (``a; b``) one by one."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        return list(body.body)
+    found: list[cst.BaseSmallStatement | cst.BaseStatement] = []
+    assert isinstance(body, cst.IndentedBlock)
+    for statement in body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            found.extend(statement.body)
+        else:
+            found.append(statement)
+    return found
+
+
+@dataclass(eq=False, repr=False)
+class Registration:
+    """One use of a registration API."""
+
+    module: Module
+    api: str  # one of APIS
+    form: str  # "decorator" or "call"
+    node: cst.CSTNode  # the Decorator, or the Call
+    # Where a comment goes: the decorated ClassDef, or the statement holding the call.
+    anchor: cst.ClassDef | cst.SimpleStatementLine | None
+    target: str | None  # the registered class's qualified name, when the codemod can tell
+    target_text: str  # the class as written ("Linear", "models.Linear", "cls")
+    args: dict[str, cst.BaseExpression]  # "flatten", "unflatten", "flatten_with_keys"
+    place: str  # "" at module level, else why not: "inside function 'f'", "under an if"
+    line: int = 0
+
+
+@dataclass(eq=False, repr=False)
+class ClassInfo:
+    """A top-level class statement and what the analysis asks of it."""
+
+    module: Module
+    node: cst.ClassDef
+    qualname: str  # "package.module.Name"
+    bases: list[tuple[str | None, str]]  # (qualified name if resolved, as written)
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    def body_statements(self) -> list[cst.BaseSmallStatement | cst.BaseStatement]:
+        return suite_statements(self.node.body)
+
+    def methods(self) -> dict[str, cst.FunctionDef]:
+        return {
+            statement.name.value: statement
+            for statement in self.body_statements()
+            if isinstance(statement, cst.FunctionDef)
+        }
+
+    def defines(self, name: str) -> bool:
+        """Whether the class body binds ``name`` (a def, an assignment, an annotation)."""
+        return name in self.methods() or name in self.assigned_names()
+
+    def assigned_names(self) -> dict[str, cst.BaseSmallStatement]:
+        names: dict[str, cst.BaseSmallStatement] = {}
+        for statement in self.body_statements():
+            if isinstance(statement, cst.Assign):
+                for target in statement.targets:
+                    if isinstance(target.target, cst.Name):
+                        names[target.target.value] = statement
+            elif (
+                isinstance(statement, cst.AnnAssign)
+                and isinstance(statement.target, cst.Name)
+                and statement.value is not None
+            ):
+                names[statement.target.value] = statement
+        return names
+
+    def annotations(self) -> list[cst.AnnAssign]:
+        """The annotated names of the body, in order (``x: int`` and ``x: int = 0``)."""
+        return [
+            statement
+            for statement in self.body_statements()
+            if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name)
+        ]
+
+
+@dataclass(eq=False, repr=False)
+class Module:
+    """One scanned file."""
+
+    path: Path
+    display: str  # as reports name it
+    name: str  # dotted module name
+    root: Path  # the directory its top-level package is imported from
+    source: str
+    tree: cst.Module | None = None
+    error: str | None = None  # why it could not be parsed
+    names: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
+    registrations: list[Registration] = field(default_factory=list)
+    candidate: bool = False
+    _codes: list[str] = field(default_factory=list)  # the code of each top-level statement
+
+    @property
+    def package(self) -> str:
+        return self.name if self.path.name == "__init__.py" else self.name.rpartition(".")[0]
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """The qualified name an expression (``jtu.register_pytree_node``) refers to, or None."""
+        parts: list[str] = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
+            return None
+        head = node.value
+        if head in self.names:
+            base = self.names[head]
+        elif head in self.classes or head in self.functions or head in self.lambdas:
+            base = f"{self.name}.{head}"
+        elif hasattr(builtins, head):
+            base = f"builtins.{head}"
+        else:
+            return None
+        return ".".join([base, *reversed(parts)])
+
+    def line_of(
+        self, node: cst.CSTNode, top: cst.SimpleStatementLine | cst.BaseCompoundStatement
+    ) -> int:
+        """The line of ``node`` inside the top-level statement ``top``.
+
+        LibCST's positions cost a pass over the whole module with position tracking; here only
+        the top-level statement holding the node gets one, and the lines above it are counted
+        from the code of the statements before it (plain code generation is fast)."""
+        assert self.tree is not None
+        index = next(i for i, statement in enumerate(self.tree.body) if statement is top)
+        header = sum(self.tree.code_for_node(empty).count("\n") for empty in self.tree.header)
+        before = header + sum(code.count("\n") for code in self.statement_codes()[:index])
+        alone = MetadataWrapper(cst.Module(body=[top]), unsafe_skip_copy=True)
+        return before + alone.resolve(PositionProvider)[node].start.line
+
+    def statement_codes(self) -> list[str]:
+        """The code of each top-level statement (plain code generation is fast)."""
+        assert self.tree is not None
+        if not self._codes:
+            self._codes = [self.tree.code_for_node(statement) for statement in self.tree.body]
+        return self._codes
+
+
+@dataclass(eq=False, repr=False)
+class Project:
+    """Everything scanned, and the indexes across modules."""
+
+    modules: list[Module]
+    classes: dict[str, ClassInfo]  # qualified name -> class
+
+    @property
+    def registrations(self) -> list[Registration]:
+        return [r for module in self.modules for r in module.registrations]
+
+    def base_classes(self, info: ClassInfo) -> list[ClassInfo]:
+        """The scanned classes among ``info``'s direct bases."""
+        return [self.classes[name] for name, _ in info.bases if name in self.classes]
+
+    def mro(self, info: ClassInfo) -> list[ClassInfo]:
+        """``info`` and its scanned ancestors, nearest first (depth-first, each once)."""
+        seen: list[ClassInfo] = []
+        stack = [info]
+        while stack:
+            current = stack.pop(0)
+            if current not in seen:
+                seen.append(current)
+                stack[0:0] = self.base_classes(current)
+        return seen
+
+    def subclasses(self, info: ClassInfo) -> list[ClassInfo]:
+        """Every scanned class that has ``info`` among its ancestors."""
+        return [
+            other
+            for other in self.classes.values()
+            if other is not info and info in self.mro(other)
+        ]
+
+
+# -- finding and parsing the files --------------------------------------------------------------
+
+
+def python_files(paths: Sequence[Path]) -> list[Path]:
+    """The ``.py`` files under ``paths`` (hidden directories, caches and venvs skipped), sorted."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            found.add(path.resolve())
+            continue
+        for directory, subdirectories, files in os.walk(path):
+            subdirectories[:] = sorted(
+                name
+                for name in subdirectories
+                if not name.startswith(".")
+                and name != "__pycache__"
+                and not (Path(directory, name) / "pyvenv.cfg").exists()
+            )
+            found.update(Path(directory, name).resolve() for name in files if name.endswith(".py"))
+    return sorted(found)
+
+
+def module_name(path: Path) -> tuple[str, Path]:
+    """The dotted name a file is imported by, and the directory it is imported from."""
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").exists() and directory.parent != directory:
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return ".".join(parts) or path.stem, directory
+
+
+def _display(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def scan(paths: Sequence[Path]) -> Project:
+    """Parse every file under ``paths`` and index classes and registrations."""
+    modules = [_parse(path) for path in python_files(paths)]
+    classes: dict[str, ClassInfo] = {}
+    for module in modules:
+        if module.tree is not None:
+            _index(module)
+            classes.update((info.qualname, info) for info in module.classes.values())
+    return Project(modules, classes)
+
+
+def _parse(path: Path) -> Module:
+    name, root = module_name(path)
+    source = path.read_bytes().decode("utf-8", errors="replace")
+    module = Module(path=path, display=_display(path), name=name, root=root, source=source)
+    try:
+        module.tree = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        module.error = f"line {error.raw_line}, column {error.raw_column}: {error.message}"
+    return module
+
+
+def _index(module: Module) -> None:
+    assert module.tree is not None
+    module.candidate = bool(_CANDIDATE.search(module.source))
+    for statement in module.tree.body:
+        if isinstance(statement, cst.ClassDef):
+            module.classes[statement.name.value] = ClassInfo(module, statement, "", [])
+        elif isinstance(statement, cst.FunctionDef):
+            module.functions[statement.name.value] = statement
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, cst.Lambda)
+                ):
+                    module.lambdas[small.targets[0].target.value] = small.value
+    module.tree.visit(_Imports(module))
+    for info in module.classes.values():
+        info.qualname = f"{module.name}.{info.name}"
+        info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
+    if module.candidate:
+        # Only the top-level statements whose code names a registration API (or an alias of
+        # one) are walked: most of a module's nodes are in others.
+        aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
+        names = re.compile("|".join(["register_pytree_", *(rf"\b{a}\b" for a in aliases)]))
+        visitor = _Registrations(module)
+        for statement, text in zip(module.tree.body, module.statement_codes(), strict=True):
+            if names.search(text):
+                visitor.top = statement
+                statement.visit(visitor)
+
+
+def _base_name(module: Module, node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Subscript):  # Generic[T]
+        node = node.value
+    return module.qualify(node)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return " ".join(cst.Module(body=[]).code_for_node(node).split())
+
+
+def code(node: cst.CSTNode, limit: int = 60) -> str:
+    """A node's source on one line, shortened for a report."""
+    text = _code(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- imports ------------------------------------------------------------------------------------
+
+
+class _Imports(cst.CSTVisitor):
+    """What each import binds, in every scope (a function-local import of a registration API
+    counts: the registration it serves is reported all the same)."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # imports are statements: no expression holds one
+        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name = _dotted(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.module.names[alias.asname.name.value] = name
+            else:
+                head = name.partition(".")[0]
+                self.module.names[head] = head
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        source = _dotted(node.module) if node.module is not None else ""
+        if node.relative:
+            package = self.module.package.split(".") if self.module.package else []
+            up = len(node.relative) - 1
+            base = package[: len(package) - up] if up else package
+            source = ".".join([*base, source] if source else base)
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = (
+                alias.asname.name.value
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                else name
+            )
+            self.module.names[local] = f"{source}.{name}" if source else name
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    assert isinstance(node, cst.Name)
+    return node.value
+
+
+# -- registrations ------------------------------------------------------------------------------
+
+
+def api_of(module: Module, node: cst.BaseExpression) -> str | None:
+    """The registration API an expression names, or None."""
+    name = module.qualify(node)
+    return _API_NAMES.get(name) if name is not None else None
+
+
+_CONDITIONAL = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)
+
+
+class _Registrations(cst.CSTVisitor):
+    """Every use of a registration API: decorators on classes, and calls anywhere."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        # the top-level statement being visited
+        self.top: cst.SimpleStatementLine | cst.BaseCompoundStatement | None = None
+        self.scopes: list[str] = []  # why the current position is not plain module level
+        self.statement: cst.SimpleStatementLine | None = None
+        self.decorators: set[cst.Decorator] = set()
+
+    # The enclosing blocks, innermost last.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(f"inside function '{node.name.value}'")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for decorator in node.decorators:
+            expression = decorator.decorator
+            api = api_of(self.module, expression)
+            if api is None:
+                continue
+            self.decorators.add(decorator)
+            top = not self.scopes
+            self._add(
+                api,
+                "decorator",
+                decorator,
+                node,
+                f"{self.module.name}.{node.name.value}" if top else None,
+                node.name.value,
+                {},
+            )
+        self.scopes.append(f"in the body of class '{node.name.value}'")
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statement = node
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self.statement = None
+
+    def _compound(self, node: cst.CSTNode) -> None:
+        kind = type(node).__name__.lower().replace("star", "")
+        self.scopes.append(f"under a '{kind}' statement")
+
+    def _leave_compound(self, original_node: cst.CSTNode) -> None:
+        self.scopes.pop()
+
+    visit_If = visit_Try = visit_TryStar = visit_With = visit_For = visit_While = _compound
+    visit_Match = _compound
+    leave_If = leave_Try = leave_TryStar = leave_With = leave_For = _leave_compound
+    leave_While = leave_Match = _leave_compound
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.scopes.append("inside a lambda")
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.scopes.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        api = api_of(self.module, node.func)
+        if api is None:
+            return
+        positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+        keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
+        names = _PARAMETERS[api]
+        values = dict(zip(names, positional, strict=False))
+        for keyword, value in keywords.items():
+            values[_KEYWORDS.get(keyword, keyword)] = value
+        if any(arg.star for arg in node.args):
+            values["*"] = node  # arguments the codemod cannot read
+        target_node = values.pop("class", None)
+        target = self.module.qualify(target_node) if target_node is not None else None
+        target_text = _code(target_node) if target_node is not None else "?"
+        if self.scopes:
+            target = None
+        self._add(api, "call", node, self.statement, target, target_text, values)
+
+    def _add(
+        self,
+        api: str,
+        form: str,
+        node: cst.CSTNode,
+        anchor: cst.ClassDef | cst.SimpleStatementLine | None,
+        target: str | None,
+        target_text: str,
+        args: dict[str, cst.BaseExpression],
+    ) -> None:
+        place = self.scopes[-1] if self.scopes else ""
+        # Inside a function, the innermost reason is the one that matters most ("inside function
+        # 'register'"); an 'if' inside a function is still inside the function.
+        for scope in reversed(self.scopes):
+            if scope.startswith(("inside", "in the body")):
+                place = scope
+                break
+        registration = Registration(
+            self.module, api, form, node, anchor, target, target_text, args, place
+        )
+        assert self.top is not None
+        registration.line = self.module.line_of(node, self.top)
+        self.module.registrations.append(registration)
+
+
+# The parameters of each API, by position (JAX's names; "class" is the registered type).
+_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "register_pytree_node_class": ("class",),
+    "register_pytree_with_keys_class": ("class",),
+    "register_pytree_node": ("class", "flatten", "unflatten", "flatten_with_keys"),
+    "register_pytree_with_keys": ("class", "flatten_with_keys", "unflatten", "flatten"),
+}
+_KEYWORDS = {
+    "cls": "class",
+    "nodetype": "class",
+    "flatten_func": "flatten",
+    "unflatten_func": "unflatten",
+    "flatten_with_keys_func": "flatten_with_keys",
+    "flatten_with_keys": "flatten_with_keys",
+}
+
+
+def existing_comments(lines: Iterable[cst.EmptyLine]) -> list[str]:
+    """The codes of the codemod's comments among ``lines``."""
+    codes = []
+    for line in lines:
+        if line.comment is not None:
+            match = COMMENT_PATTERN.match(line.comment.value)
+            if match:
+                codes.append(match.group(1))
+    return codes

@@ -1,0 +1,55 @@
+# ruff: noqa
+# fmt: off
+# Source: https://github.com/jax-ml/jax, docs/custom_pytrees.md (commit cec06d1), Apache-2.0.
+# Reduced to the classes and their registrations; the code cells are kept as written.
+import jax
+import jax.numpy as jnp
+from pytreekit import pytree_class
+
+
+class Special(object):
+  def __init__(self, x, y):
+    self.x = x
+    self.y = y
+
+
+@pytree_class(eq=False)
+class RegisteredSpecial(Special):
+  def __repr__(self):
+    return "RegisteredSpecial(x={}, y={})".format(self.x, self.y)
+
+
+@pytree_class(eq=False)
+class RegisteredSpecial2(Special):
+  def __repr__(self):
+    return "RegisteredSpecial2(x={}, y={})".format(self.x, self.y)
+
+  def tree_flatten(self):
+    children = (self.x, self.y)
+    aux_data = None
+    return (children, aux_data)
+
+  @classmethod
+  def tree_unflatten(cls, aux_data, children):
+    return cls(*children)
+
+
+def show_example(structured):
+  flat, tree = structured.tree_flatten()
+  unflattened = RegisteredSpecial2.tree_unflatten(tree, flat)
+  print(f"{structured=}\n  {flat=}\n  {tree=}\n  {unflattened=}")
+
+
+@pytree_class(eq=False, repr=False)
+class MyTree:
+  def __init__(self, a):
+    self.a = jnp.asarray(a)
+
+
+# Test data (not from the source): instances the tests build with both versions.
+def examples():
+  return [
+      RegisteredSpecial(jnp.float32(1.0), jnp.arange(3.0)),
+      RegisteredSpecial2(1.0, jnp.ones((2, 2))),
+      MyTree(jnp.arange(5.0)),
+  ]

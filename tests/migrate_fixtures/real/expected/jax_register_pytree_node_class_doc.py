@@ -1,0 +1,18 @@
+# ruff: noqa
+# fmt: off
+# Source: https://github.com/jax-ml/jax, jax/_src/tree_util.py (commit cec06d1), Apache-2.0:
+# the example of register_pytree_node_class's docstring, as a module.
+import jax.numpy as jnp
+from pytreekit import pytree_class
+
+
+@pytree_class(eq=False, repr=False)
+class MyContainer:
+  def __init__(self, x, y):
+    self.x = x
+    self.y = y
+
+
+# Test data (not from the source): instances the tests build with both versions.
+def examples():
+  return [MyContainer(jnp.zeros(4), jnp.arange(4)), MyContainer(1.0, (jnp.ones(2), 3.0))]

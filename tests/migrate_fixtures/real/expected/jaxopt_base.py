@@ -1,0 +1,29 @@
+# ruff: noqa
+# fmt: off
+# Source: https://github.com/google/jaxopt, jaxopt/_src/base.py (commit 2de13bf), Apache-2.0.
+# Reduced to the class (three of its methods) and its registration.
+import jax.numpy as jnp
+from pytreekit import pytree_class
+
+
+@pytree_class(eq=False, repr=False)
+class LinearOperator(object):
+
+  def __init__(self, A):
+    self.A = jnp.array(A)
+
+  def shape(self):
+    return self.A.shape
+
+  def matvec(self, x):
+    """Computes dot(A, x)."""
+    return jnp.dot(self.A, x)
+
+  def rmatvec(self, x):
+    """Computes dot(A.T, x)."""
+    return jnp.dot(self.A.T, x)
+
+
+# Test data (not from the source): instances the tests build with both versions.
+def examples():
+  return [LinearOperator(jnp.arange(6.0).reshape(2, 3)), LinearOperator([[1.0, 2.0]])]

@@ -1,0 +1,21 @@
+# ruff: noqa
+# fmt: off
+# Source: https://github.com/jax-ml/jax, jax/_src/tree_util.py (commit cec06d1), Apache-2.0:
+# the example of register_pytree_with_keys_class's docstring, as a module.
+import jax.numpy as jnp
+from jax.tree_util import register_pytree_with_keys_class, GetAttrKey
+@register_pytree_with_keys_class
+class Special:
+  def __init__(self, x, y):
+    self.x = x
+    self.y = y
+  def tree_flatten_with_keys(self):
+    return (((GetAttrKey('x'), self.x), (GetAttrKey('y'), self.y)), None)
+  @classmethod
+  def tree_unflatten(cls, aux_data, children):
+    return cls(*children)
+
+
+# Test data (not from the source): instances the tests build with both versions.
+def examples():
+  return [Special(jnp.arange(3.0), jnp.float32(2.0))]

@@ -1,0 +1,261 @@
+"""The documentation site as a visitor sees it: what the hooks (docs/_hooks/) make of the pages,
+the API page's entries, the repository's address, and the check in a real browser
+(tools/site_check.py), shown to fail on a code block wider than the content column.
+
+The hooks' tests need the docs extra, and the browser check Debian's chromium too: without them
+they skip; .ci/run's site step installs both and runs this file again, where nothing may skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+from conftest import ROOT
+
+import pytreekit
+
+HOOKS = ROOT / "docs" / "_hooks"
+# What the hooks import (the docs extra), and what a build and the browser check need besides.
+HOOK_MODULES = ("mkdocs", "mkdocstrings", "griffe")
+BROWSER_MODULES = (*HOOK_MODULES, "material", "playwright")
+needs_docs_extra = pytest.mark.skipif(
+    any(importlib.util.find_spec(name) is None for name in HOOK_MODULES),
+    reason="the docs extra is not installed; .ci/run's site step runs this",
+)
+needs_browser = pytest.mark.skipif(
+    any(importlib.util.find_spec(name) is None for name in BROWSER_MODULES)
+    or not Path("/usr/bin/chromium").is_file(),
+    reason="needs the docs extra (Playwright) and Debian's chromium; .ci/run's site step runs this",
+)
+
+
+def load(path: Path) -> ModuleType:
+    """A module of the repository that is not in a package (a hook, a tool), by its path."""
+    spec = importlib.util.spec_from_file_location(f"_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def hook(name: str) -> ModuleType:
+    return load(HOOKS / f"{name}.py")
+
+
+def page(src_uri: str) -> Any:
+    return SimpleNamespace(file=SimpleNamespace(src_uri=src_uri))
+
+
+# --- without the docs extra ------------------------------------------------------------------
+
+
+def test_the_repository_address_is_the_same_for_the_site_and_for_pip() -> None:
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    repo_url = re.search(r"^repo_url: (\S+)$", config, re.MULTILINE)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert repo_url is not None
+    assert project["urls"]["Repository"] == repo_url.group(1)
+
+
+def test_the_api_page_has_every_public_name_pytree_class_and_field_first() -> None:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    entries = re.findall(r"^::: pytreekit\.(\w+)$", text, re.MULTILINE)
+    assert entries[:2] == ["pytree_class", "field"]
+    assert sorted(entries) == sorted(set(pytreekit.__all__) - {"MISSING"})
+    assert "`MISSING`" in text
+
+
+# --- the hooks -------------------------------------------------------------------------------
+
+
+@needs_docs_extra
+def test_a_cited_test_file_is_a_page_with_a_section_per_function() -> None:
+    repository_files = hook("repository_files")
+    markdown = repository_files.source_page("tests/test_why.py", "https://example.org/r")
+    source = (ROOT / "tests" / "test_why.py").read_text(encoding="utf-8").splitlines()
+    sections = re.findall(r'^## `(\w+)` \{#\1\}\n\n```python linenums="(\d+)"\n', markdown, re.M)
+    for name in ("test_rebuilding_calls_init", "test_static_fields"):
+        assert dict(sections)[name] == str(_first_line(name, source))
+    assert "search:\n  exclude: true" in markdown
+    assert "[tests/test_why.py](https://example.org/r/blob/main/tests/test_why.py)" in markdown
+
+
+def _first_line(name: str, source: list[str]) -> int:
+    """The line of ``def name`` or of the first decorator above it, from 1."""
+    line = next(i for i, text in enumerate(source) if text.startswith(f"def {name}("))
+    while line > 0 and source[line - 1].startswith(("@", " ", ")")):
+        line -= 1
+    return line + 1
+
+
+@needs_docs_extra
+def test_links_to_repository_files_open_their_page_at_the_name() -> None:
+    repository_files = hook("repository_files")
+    markdown = (
+        "[a](../tests/test_why.py#test_static_fields), [b](../examples/quickstart.py), "
+        "[c](../tests/test_why.py), [d](other.md), [e](../examples/missing.py)"
+    )
+    rewritten = repository_files.on_page_markdown(markdown, page("guide/x.md"), None, None)
+    assert rewritten == (
+        "[a](../tests/test_why.md#test_static_fields), [b](../examples/training-loop.md), "
+        "[c](../tests/test_why.md), [d](other.md), [e](../examples/missing.py)"
+    )
+
+
+@needs_docs_extra
+def test_reproductions_and_fixes_are_told_apart_and_variables_filled_in() -> None:
+    pages = hook("pages")
+    markdown = "\n".join(
+        [
+            "# P",
+            "<!-- pitfalls-test: raises -->",
+            "```python",
+            "raise ValueError",
+            "```",
+            "```text",
+            "```python not a fence opening here",
+            "```",
+            "```python",
+            "",
+            "fixed = True",
+            "```",
+            "{{ repo_url }} {{ version }} {{ other }}",
+        ]
+    )
+    config = SimpleNamespace(repo_url="https://example.org/r/")
+    result = pages.on_page_markdown(markdown, page("p.md"), config, None)
+    assert result.splitlines() == [
+        "# P",
+        "<!-- pitfalls-test: raises -->",
+        '!!! failure "Reproduces the error: this raises"',
+        "",
+        "    ```python",
+        "    raise ValueError",
+        "    ```",
+        "```text",
+        "```python not a fence opening here",
+        "```",
+        '!!! success "Runs cleanly"',
+        "",
+        "    ```python",
+        "",
+        "    fixed = True",
+        "    ```",
+        f"https://example.org/r {pages.version()} {{{{ other }}}}",
+    ]
+    plain = "# Q\n```python\nx = 1\n```\n"
+    assert pages.on_page_markdown(plain, page("q.md"), config, None) == plain
+
+
+@needs_docs_extra
+def test_inline_code_naming_an_object_links_to_its_documentation() -> None:
+    crossrefs = hook("crossrefs")
+    html = (
+        "<p><code>jnp.tanh</code>, <code>object.__new__</code>, <code>model.weights</code>, "
+        '<code>x</code></p><pre><code>jax.grad</code></pre><a href="#"><code>jax.jit</code></a>'
+        '<h2 id="h"><code>jax.vmap</code></h2>'
+    )
+    assert crossrefs._link_names(html) == (
+        '<p><autoref identifier="jax.numpy.tanh" optional><code>jnp.tanh</code></autoref>, '
+        '<autoref identifier="object.__new__" optional><code>object.__new__</code></autoref>, '
+        "<code>model.weights</code>, <code>x</code></p><pre><code>jax.grad</code></pre>"
+        '<a href="#"><code>jax.jit</code></a><h2 id="h"><code>jax.vmap</code></h2>'
+    )
+
+
+@needs_docs_extra
+def test_inventories_made_from_the_installed_packages_give_the_documented_addresses() -> None:
+    crossrefs = hook("crossrefs")
+    python = crossrefs.python_inventory()
+    assert python["dataclasses.replace"].uri == "library/dataclasses.html#dataclasses.replace"
+    assert python["object.__new__"].uri == "reference/datamodel.html#object.__new__"
+    assert python["int"].uri == "library/functions.html#int"
+    assert python["tuple"].uri == "library/stdtypes.html#tuple"
+    assert python["TypeError"].uri == "library/exceptions.html#TypeError"
+    jax = crossrefs.jax_inventory()
+    assert jax["jax.custom_jvp"].uri == "_autosummary/jax.custom_jvp.html#jax.custom_jvp"
+    assert jax["jax.tree_util.register_pytree_node"].role == "function"
+    assert crossrefs.numpy_inventory()["numpy.ndarray"].role == "class"
+
+
+@needs_docs_extra
+def test_an_unreachable_inventory_is_generated_and_linked_to_its_site(monkeypatch) -> None:
+    crossrefs = hook("crossrefs")
+    monkeypatch.setattr(crossrefs, "_reachable", lambda url: False)
+    monkeypatch.delenv("GRIFFE_GIT_REMOTE_URL", raising=False)
+    handler = {"inventories": ["https://docs.jax.dev/en/latest/objects.inv", "https://x.org/o.inv"]}
+    mkdocstrings = SimpleNamespace(config={"handlers": {"python": handler}})
+    config = SimpleNamespace(plugins={"mkdocstrings": mkdocstrings}, repo_url="https://r.org/p/")
+    crossrefs.on_config(config)
+    generated, other = handler["inventories"]
+    assert generated["base_url"] == "https://docs.jax.dev/en/latest/"
+    assert generated["url"].startswith("file://")
+    assert b"# Project: JAX" in Path(generated["url"].removeprefix("file://")).read_bytes()
+    assert other == "https://x.org/o.inv"  # a site it cannot stand in for stays as it is
+    assert crossrefs.os.environ["GRIFFE_GIT_REMOTE_URL"] == "https://r.org/p"
+
+
+@needs_docs_extra
+def test_griffe_sees_the_init_pytree_class_generates_and_the_package_example() -> None:
+    import griffe
+
+    extensions = griffe.load_extensions(
+        f"{HOOKS / 'griffe_doctests.py'}:DoctestFences",
+        f"{HOOKS / 'griffe_pytree_class.py'}:PytreeClassInit",
+    )
+    package = griffe.load("pytreekit", search_paths=[ROOT], extensions=extensions)
+    init = package["_wrappers.Static"].members["__init__"]
+    assert [(p.name, str(p.annotation)) for p in init.parameters] == [
+        ("self", "None"),
+        ("value", "T"),
+    ]
+    assert "```pycon\n>>> import jax" in package.docstring.value
+
+
+# --- in a browser ------------------------------------------------------------------------------
+
+
+def _tiny_site(tmp_path: Path, line: str) -> Path:
+    """A Material site of two pages (its content column about 700 px wide: 80 columns of code):
+    the front page shows ``line`` in a code block."""
+    (tmp_path / "docs").mkdir(parents=True)
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: tiny\ntheme:\n  name: material\n  font: false\n"
+        "markdown_extensions:\n  - pymdownx.highlight:\n      pygments_lang_class: true\n"
+        "  - pymdownx.superfences\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "docs" / "index.md").write_text(f"# Tiny\n\n```python\n{line}\n```\n")
+    (tmp_path / "docs" / "pitfalls.md").write_text(
+        "# Pitfalls\n\n```text\nTypeError: zeros_like requires ndarray or scalar arguments\n```\n"
+    )
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(tmp_path / "site")],
+        cwd=tmp_path,
+        check=True,
+        timeout=300,
+    )
+    return tmp_path / "site"
+
+
+@needs_browser
+def test_the_browser_check_fails_on_a_code_block_wider_than_the_column(tmp_path: Path) -> None:
+    site_check = load(ROOT / "tools" / "site_check.py")
+
+    fits = site_check.run(_tiny_site(tmp_path / "fits", "x = " + "1 + " * 14 + "1"))  # 60 chars
+    assert fits.problems == {}
+    assert fits.checked == 6  # 2 pages at 3 widths
+
+    too_wide = site_check.run(_tiny_site(tmp_path / "wide", "x = " + "1 + " * 50 + "1"))
+    assert list(too_wide.problems) == ["/ at 1280 px", "/ at 1920 px"]
+    assert "a code block scrolls sideways" in too_wide.problems["/ at 1280 px"][0]
+    assert "x = 1 + 1 + 1" in too_wide.problems["/ at 1280 px"][0]
