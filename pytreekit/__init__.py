@@ -72,7 +72,7 @@ __all__ = [
     "replace",
 ]
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 # For pdoc: docstrings use Google-style sections (Args:, Returns:, Raises:) over reST markup.
 __docformat__ = "google"

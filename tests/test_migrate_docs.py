@@ -44,5 +44,5 @@ def test_the_readme_and_the_changelog_mention_the_codemod() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "python -m pytreekit.migrate" in readme
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    unreleased = changelog.split("## [Unreleased]")[1].split("\n## [")[0]
-    assert "python -m pytreekit.migrate" in unreleased
+    since_020 = changelog.split("## [Unreleased]")[1].split("\n## [0.2.0]")[0]
+    assert "python -m pytreekit.migrate" in since_020
