@@ -280,8 +280,12 @@ def _observe(layout: Layout, storage: Storage) -> str:
     checked = check_lines(statics, reads, NODE_NAMES, ["pass"])
     # torch.compile cannot trace the garbage collector, and may trace the __init__ of any class
     # (optree is torch's pytree engine; dynamo traces plain classes too). Until torch is imported
-    # the guard costs one dict lookup.
-    guard = ['if "torch" in _modules and _torch_compiling():', "    return _observe_traced(obj)"]
+    # the guard costs one dict lookup; then one call of torch.compiler.is_compiling, which dynamo
+    # answers True while it traces.
+    guard = [
+        'if "torch" in _modules and _modules["torch"].compiler.is_compiling():',
+        "    return _observe_traced(obj)",
+    ]
     refs = ["refs = _referents(obj)", count, *indent([*checked, "else:", "    return"])]
     return function("observe", "obj", [*guard, *refs, *slow])
 

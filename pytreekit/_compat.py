@@ -368,9 +368,3 @@ def unregister_from_torch(cls: type) -> None:
         import optree
 
         optree.unregister_pytree_node(cls, namespace="torch")
-
-
-def torch_compiling() -> bool:
-    """Whether torch.compile is tracing the caller (never true when torch was not imported)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and bool(torch.compiler.is_compiling())

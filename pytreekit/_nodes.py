@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._codegen import compile_source, node_functions_source
-from ._compat import static_hash, torch_compiling
+from ._compat import static_hash
 from ._layouts import Layout, LayoutTable, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
@@ -58,7 +58,6 @@ class NodeFunctions:
             "_check": check,
             "_referents": gc.get_referents,
             "_modules": sys.modules,
-            "_torch_compiling": torch_compiling,
             "_flatten_generic": self.flatten_generic,
             "_flatten_with_keys_generic": self.flatten_with_keys_generic,
             "_unflatten_generic": self.unflatten_generic,
