@@ -35,7 +35,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
-from benchmarks import ad_cases, codec, construction, decoration, migrate
+from benchmarks import ad_cases, construction, decoration, migrate
 from benchmarks.styles import available_styles
 
 HAND = "hand-written (object.__new__)"
@@ -284,6 +284,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     row = [m.get("skipped", f"{m['lines']} lines, {m['registrations']} registrations")]
     report.append(_table(["package", "s"], [[*row, f"{m.get('seconds', 0):.2f}"]]))
     layers = 2 if args.quick else 64
+    # Imported here, after the other measurements: it imports torch, and once torch is imported
+    # every __init__ pytreekit wraps also asks torch.compile whether it is tracing (most JAX
+    # programs never import torch).
+    from benchmarks import codec
+
     results["artifacts"] = {
         row: compare(cases, repeats, budget * 3)
         for row, cases in codec.artifact_cases(layers).items()

@@ -157,6 +157,33 @@ def derivatives(results: dict[str, Any]) -> str:
     return table(["benchmark", "pytreekit (µs)", "JAX by hand (µs)", "ratio"], rows, align="r")
 
 
+def artifacts(results: dict[str, Any]) -> str:
+    measured = results.get("artifacts")
+    if not measured:
+        return "*Not measured in this run.*"
+    rows = [
+        [
+            name,
+            f"{m['pickle']['median_us']:.0f}",
+            f"{m['data']['median_us']:.0f}",
+            f"{m['data']['median_us'] / m['pickle']['median_us']:.2f}x",
+        ]
+        for name, m in measured.items()
+    ]
+    return table(["operation", "pickle (µs)", "static data (µs)", "ratio"], rows, align="r")
+
+
+def codemod(results: dict[str, Any]) -> str:
+    measured = results.get("migrate")
+    if not measured or "seconds" not in measured:
+        return "*Not measured in this run.*"
+    return (
+        f"`python -m pytreekit.migrate --check` on a generated package of "
+        f"{measured['lines']:,} lines with {measured['registrations']} registrations: "
+        f"{measured['seconds']:.1f} s."
+    )
+
+
 def import_time(results: dict[str, Any]) -> str:
     measured = results["import"]
     return (
@@ -222,6 +249,8 @@ SECTIONS = {
     "construction": construction,
     "decoration": decoration,
     "derivatives": derivatives,
+    "artifacts": artifacts,
+    "codemod": codemod,
     "import": import_time,
     "machine": machine,
 }
