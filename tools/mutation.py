@@ -52,6 +52,11 @@ SELECTIONS = {
         "tests/test_decoration_safety.py",
         "tests/test_user_traps.py",
         "tests/test_interop.py",
+        "tests/test_annotations.py",
+        "tests/test_eq_by_field.py",
+        "tests/test_checks.py",
+        "tests/test_custom_jvp.py",
+        "tests/test_sharded_tangents.py",
     ],
     "_custom_jvp": [
         "tests/test_custom_jvp.py",
