@@ -119,38 +119,35 @@ def public_name(value: Any) -> tuple[str, str] | None:
         return found
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    if module is None and isinstance(qualname, str):
-        module = _module_holding(value, qualname)
-    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
+    if not isinstance(qualname, str) or "<" in qualname:
         return None
-    package = module.partition(".")[0]
+    # Searched: its module if public, its package's public modules (shortest name first), then
+    # its module. A value naming no module (numpy < 1.25's ufuncs): every public module, as
+    # pickle.whichmodule searches them.
+    if isinstance(module, str):
+        package: str | None = module.partition(".")[0]
+        first, last = ([] if private_module(module) else [module]), [module]
+    elif module is None:
+        package, first, last = None, [], []
+    else:
+        return None
     public = sorted(
         (
             other
             for other in list(sys.modules)
-            if (other == package or other.startswith(package + "."))
+            if (package is None or other == package or other.startswith(package + "."))
             and not private_module(other)
             and other != module
         ),
         key=len,
     )
-    first = [] if private_module(module) else [module]
-    for candidate in (*first, *public, module):
+    for candidate in (*first, *public, *last):
         found, namespace, key = find_in(candidate, qualname)
         if found is value:
             name = (candidate, qualname)
             _remember(value, (name, namespace, key))
             return name
     _remember(value, None)
-    return None
-
-
-def _module_holding(value: Any, qualname: str) -> str | None:
-    """The public module holding ``value`` under ``qualname``, shortest name first: for objects
-    that name no module (numpy < 1.25's ufuncs), found as ``pickle.whichmodule`` finds them."""
-    for module in sorted((name for name in list(sys.modules) if not private_module(name)), key=len):
-        if find_in(module, qualname)[0] is value:
-            return module
     return None
 
 
