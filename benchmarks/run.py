@@ -35,7 +35,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
-from benchmarks import ad_cases, construction, decoration, migrate
+from benchmarks import ad_cases, construction, decoration, migrate, tables
 from benchmarks.styles import available_styles
 
 HAND = "hand-written (object.__new__)"
@@ -184,12 +184,6 @@ def import_times(runs: int) -> dict[str, Any]:
     }
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (smoke test)")
@@ -234,55 +228,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ["jitted optax adam step", str(size), *cells(m, BUILTIN)]
         for size, m in results["optax"].items()
     ]
-    report.append(_table(["operation", "layers", *styles], rows))
+    report.append(tables.table(["operation", "layers", *styles], rows))
     if missing:
         report.append("\nNot measured: " + "; ".join(f"{k}: {v}" for k, v in missing.items()))
 
     results["construction"] = construction.run(repeats, 200 if args.quick else 20000)
     report.append("\n## Building and replacing an instance: median ns\n")
-    report.append(
-        _table(
-            ["classes", "pytreekit", "reference", "ratio"],
-            [
-                [name, f"{r['pytreekit']:.0f}", f"{r['reference']:.0f}", f"{r['ratio']:.2f}x"]
-                for name, r in results["construction"].items()
-            ],
-        )
-    )
+    report.append(tables.construction(results))
 
     results["decoration"] = decoration.run(repeats, 20 if args.quick else 300)
     report.append("\n## Decorating a class: median µs per class\n")
-    report.append(
-        _table(
-            ["classes", "pytreekit", "reference", "ratio"],
-            [
-                [
-                    name,
-                    f"{r['pytreekit'] / 1e3:.0f}",
-                    f"{r['reference'] / 1e3:.0f}",
-                    f"{r['ratio']:.2f}x",
-                ]
-                for name, r in results["decoration"].items()
-            ],
-        )
-    )
+    report.append(tables.decoration(results))
 
     results["ad"] = ad_cases.run(repeats, budget, n_tangents=4 if args.quick else 32)
     report.append("\n## Custom derivatives and linearize: median µs\n")
-    report.append(
-        _table(
-            ["benchmark", "pytreekit", "JAX by hand", "ratio"],
-            [
-                [name, f"{r['pytreekit']:.1f}", f"{r['jax']:.1f}", f"{r['ratio']:.2f}x"]
-                for name, r in results["ad"].items()
-            ],
-        )
-    )
+    report.append(tables.derivatives(results))
+
     results["migrate"] = migrate.run(1, *((1_000, 5) if args.quick else (10_000, 50)))
-    report.append("\n## The codemod (python -m pytreekit.migrate --check): seconds\n")
-    m = results["migrate"]
-    row = [m.get("skipped", f"{m['lines']} lines, {m['registrations']} registrations")]
-    report.append(_table(["package", "s"], [[*row, f"{m.get('seconds', 0):.2f}"]]))
+    report.append("\n## The codemod\n")
+    report.append(tables.codemod(results))
+
     layers = 2 if args.quick else 64
     # Imported here, after the other measurements: it imports torch, and once torch is imported
     # every __init__ pytreekit wraps also asks torch.compile whether it is tracing (most JAX
@@ -297,24 +262,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"\n## Artifacts of a {layers}-layer model: median µs (pickle: the format before, "
         f"data: static data)\n"
     )
-    report.append(
-        _table(
-            ["operation", "pickle", "data", "ratio"],
-            [
-                [
-                    row,
-                    f"{m['pickle']['median_us']:.0f}",
-                    f"{m['data']['median_us']:.0f}",
-                    f"{m['data']['median_us'] / m['pickle']['median_us']:.2f}x",
-                ]
-                for row, m in results["artifacts"].items()
-            ],
-        )
-    )
+    report.append(tables.artifacts(results))
     results["import"] = import_times(1 if args.quick else 7)
     report.append("\n## Import time\n")
     report.append(
-        _table(["measure", "ms"], [[k, f"{v:.1f}"] for k, v in results["import"].items()])
+        tables.table(["measure", "ms"], [[k, f"{v:.1f}"] for k, v in results["import"].items()])
     )
 
     spreads = [

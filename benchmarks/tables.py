@@ -175,8 +175,10 @@ def artifacts(results: dict[str, Any]) -> str:
 
 def codemod(results: dict[str, Any]) -> str:
     measured = results.get("migrate")
-    if not measured or "seconds" not in measured:
+    if not measured:
         return "*Not measured in this run.*"
+    if "seconds" not in measured:
+        return f"*Not measured: {measured.get('skipped', 'no timing in the results')}.*"
     return (
         f"`python -m pytreekit.migrate --check` on a generated package of "
         f"{measured['lines']:,} lines with {measured['registrations']} registrations: "
