@@ -56,6 +56,7 @@ from typing import Any, NamedTuple
 import ml_dtypes
 import numpy as np
 
+from . import _markers as markers
 from ._compat import is_field
 from ._fields import looks_like_array, type_name
 from ._references import (
@@ -73,9 +74,8 @@ MAGIC = b"PTK1"
 # How deeply values may nest, at both ends: deeper data is refused before Python's recursion
 # limit is near, and a value that contains itself is refused at export.
 MAX_DEPTH = 100
-# The key pytreekit's __getstate__ adds for the layout (``_dunders.STATE_LAYOUT``; _dunders sits
+# The key pytreekit's __getstate__ adds for the layout (``_dunders.markers.FIELDS``; _dunders sits
 # above this module, tests/test_codec.py checks the two agree).
-STATE_LAYOUT = "__pytreekit_fields__"
 
 
 class StaticDataError(ValueError):
@@ -133,7 +133,7 @@ class _Bad(Exception):
 
 def _ours(method: Any) -> bool:
     """Whether a ``__getstate__``/``__setstate__`` found on a class is pytreekit's own."""
-    return type(method) is types.FunctionType and method.__dict__.get("__pytreekit_state__") is True
+    return type(method) is types.FunctionType and method.__dict__.get(markers.STATE) is True
 
 
 # A dict key or frozenset element is hashed (and maybe compared) as the container is rebuilt:
@@ -423,7 +423,7 @@ def _encoder_for(value: Any) -> Encoder:
         encoder = _encode_member
     elif issubclass(kind, type):
         encoder = _encode_class
-    elif "__pytreekit_spec__" in own_dict(kind):
+    elif markers.SPEC in own_dict(kind):
         encoder = _encode_pytree
     elif issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple:
         encoder = _encode_namedtuple
@@ -540,7 +540,7 @@ def _encode_fields(state: dict[str, Any], depth: int, where: str = ".{}") -> str
         try:
             parts.append(f"{_quote(name)}:{_encode(item, depth)}")
         except _Refused as refused:
-            refused.path.append("" if name == STATE_LAYOUT else where.format(name))
+            refused.path.append("" if name == markers.FIELDS else where.format(name))
             raise
     return "{" + ",".join(parts) + "}"
 
@@ -976,9 +976,9 @@ def _decode_dataclass(node: list[Any], depth: int, allowed: frozenset[str]) -> A
 def _decode_pytree(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
     cls, state = _fields_of(node, depth, allowed)
     setstate = lookup(cls, "__setstate__")
-    if "__pytreekit_spec__" not in own_dict(cls) or not _ours(setstate):
+    if markers.SPEC not in own_dict(cls) or not _ours(setstate):
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
-    layout = state.get(STATE_LAYOUT)
+    layout = state.get(markers.FIELDS)
     if not (
         type(layout) is tuple
         and len(layout) == 2
@@ -987,12 +987,12 @@ def _decode_pytree(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
         and len(layout[0]) == len(layout[1])
         and all(type(flag) is bool for flag in layout[1])
     ):
-        raise _Bad(f"{STATE_LAYOUT!r} must be (names, static flags)")
+        raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
     names = layout[0]
     _check_names(cls, names, _dataclass_names(cls))  # strings from here on
     if len(set(names)) != len(names):
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
-    if not {key for key in state if key != STATE_LAYOUT} <= set(names):
+    if not {key for key in state if key != markers.FIELDS} <= set(names):
         raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
     obj: Any = object.__new__(cls)
     setstate(obj, state)

@@ -12,9 +12,10 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from . import _markers as markers
 from ._compat import copy_annotations, signature, static_hash
 from ._frozen import begin_init, end_init
-from ._layouts import LAYOUT_ATTR, SPEC_ATTR, Layout, Storage
+from ._layouts import Layout, Storage
 
 _serial = itertools.count()
 
@@ -118,7 +119,7 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
         "    return",
     ]
     body += while_initialising(this, call) if frozen else [call]
-    body.append(f"__pytreekit_owner__.{SPEC_ATTR}.nodes.observe({this})")
+    body.append(f"__pytreekit_owner__.{markers.SPEC}.nodes.observe({this})")
     helpers = {"__pytreekit_init__": init, "__pytreekit_cls__": cls, **INITIALISING_HELPERS}
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
@@ -129,7 +130,7 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
     copy_annotations(init, wrapper)
     wrapper.__dict__.update(getattr(init, "__dict__", {}))
     wrapper.__wrapped__ = init  # type: ignore[attr-defined]
-    wrapper.__pytreekit_wraps_init__ = True  # type: ignore[attr-defined]
+    setattr(wrapper, markers.WRAPS_INIT, True)
     return wrapper
 
 
@@ -210,7 +211,7 @@ def _for_primary(lines: list[str], exact: bool, varied: bool) -> list[str]:
     unless ``exact``; behind the marker test once instances of other layouts exist."""
     if not exact:
         return []
-    return [f"if obj.{LAYOUT_ATTR} is _P:", *indent(lines)] if varied else lines
+    return [f"if obj.{markers.LAYOUT} is _P:", *indent(lines)] if varied else lines
 
 
 def _flatten(name: str, params: str, result: str, generic: str, exact: bool, varied: bool) -> str:

@@ -23,6 +23,7 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from . import _markers as markers
 from ._codegen import (
     INITIALISING_HELPERS,
     METHOD_HELPERS,
@@ -308,7 +309,7 @@ def generated_init(
         if isinstance(f, Field) and f.converter is not None
     }
     annotate_init(init, cls, [(f.name, f.type) for f in parameter_fields], converted)
-    init.__pytreekit_generated__ = True  # type: ignore[attr-defined]
+    setattr(init, markers.GENERATED, True)
     return init
 
 

@@ -31,11 +31,11 @@ from typing import Any, TypeVar, cast, overload
 from typing_extensions import dataclass_transform
 
 from . import _backends, _dataclass
+from . import _markers as markers
 from ._compat import annotations_given_since, registered_with_jax, travelling
 from ._dunders import install, nearest_init
 from ._fields import Field, field, flag
 from ._layouts import (
-    SPEC_ATTR,
     FixedLayouts,
     KeyFactory,
     LayoutTable,
@@ -258,7 +258,6 @@ def _names(value: Iterable[str], argument: str) -> tuple[str, ...]:
     return names
 
 
-_PENDING_ATTR = "__pytreekit_pending__"
 _ABSENT: Any = object()
 
 
@@ -276,7 +275,7 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
                 frozen=options.frozen or parent.options.frozen,  # no unfreezing a subclass
                 backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
             )
-        pending: dict[str, Any] | None = cls.__dict__.get(_PENDING_ATTR)  # a failed set-up
+        pending: dict[str, Any] | None = cls.__dict__.get(markers.PENDING)  # a failed set-up
         written = existing.as_written if existing is not None else pending
         # Annotations set after the class was made, and so after its automatic set-up (3.14's
         # make_dataclass with a pytree base): the class as written has them.
@@ -321,7 +320,7 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
                 return cls
             raise
         publish(spec.table)
-        setattr(cls, SPEC_ATTR, spec)  # the commit point
+        setattr(cls, markers.SPEC, spec)  # the commit point
         return cls
 
 
@@ -501,7 +500,7 @@ def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     setattr(cls, "__init__", __init__)
-    setattr(cls, _PENDING_ATTR, as_written)
+    setattr(cls, markers.PENDING, as_written)
 
 
 def _parent_spec(cls: type) -> ClassSpec | None:

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import _markers as markers
 from ._codegen import init_wrapper
 from ._compat import (
     DATACLASS_EQ_FIELD_BY_FIELD,
@@ -43,7 +44,7 @@ from ._compat import (
 )
 from ._fields import looks_like_array, unhashable_error
 from ._frozen import frozen_delattr, frozen_setattr
-from ._layouts import LAYOUT_ATTR, SPEC_ATTR, Layout, LayoutTable
+from ._layouts import Layout, LayoutTable
 from ._references import picklable, restored
 from ._spec import Options, own_spec
 
@@ -75,7 +76,6 @@ _HASH = {
 }
 _PICKLING = ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
 # What __getstate__ adds to the field values: the layout's names and static flags.
-STATE_LAYOUT = "__pytreekit_fields__"
 # Who wrote the __init__ a class runs (nearest_init).
 InitKind = Literal["object", "generated", "wrapped", "user"]
 
@@ -163,9 +163,9 @@ def nearest_init(
         init = next(k.__dict__["__init__"] for k in cls.__mro__[1:] if "__init__" in k.__dict__)
     if init is object.__init__:
         return init, "object"
-    if getattr(init, "__pytreekit_wraps_init__", False):
+    if getattr(init, markers.WRAPS_INIT, False):
         return init, "wrapped"
-    if getattr(init, "__pytreekit_generated__", False):
+    if getattr(init, markers.GENERATED, False):
         return init, "generated"
     return init, "user"
 
@@ -176,7 +176,7 @@ def _users(cls: type, name: str) -> bool:
     for klass in cls.__mro__[1:-1]:
         if name in klass.__dict__:
             value = klass.__dict__[name]
-            if getattr(value, "__pytreekit_owner__", None) is not None:
+            if getattr(value, markers.OWNER, None) is not None:
                 return False
             spec = own_spec(klass)
             return not (
@@ -193,7 +193,7 @@ def _writes(cls: type, own: Mapping[str, Any], names: tuple[str, ...]) -> bool:
         for klass in cls.__mro__[1:-1]:  # not object
             method = klass.__dict__.get(name)
             if method is not None:
-                if not getattr(method, "__pytreekit_state__", False):
+                if not getattr(method, markers.STATE, False):
                     return True
                 break
     return False
@@ -213,7 +213,7 @@ def _layout(owner: type, obj: object) -> Layout:
     """The layout whose fields a method that ``owner`` defines covers for ``obj``: ``owner``'s
     own for an annotated class (as dataclasses' methods use the fields of the class that
     generated them), the one ``obj`` holds otherwise."""
-    layout: Layout = getattr(owner, SPEC_ATTR).nodes.layout_of(obj)
+    layout: Layout = getattr(owner, markers.SPEC).nodes.layout_of(obj)
     return layout
 
 
@@ -250,7 +250,7 @@ def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | bool | None:
     ``__eq__`` that decides (another class, a user's)."""
     if a.__class__ is not b.__class__:
         return None
-    owner: type | None = getattr(type(a).__eq__, "__pytreekit_owner__", None)
+    owner: type | None = getattr(type(a).__eq__, markers.OWNER, None)
     if owner is None:
         return None
     layout, other = _layout(owner, a), _layout(owner, b)
@@ -312,7 +312,7 @@ def _eq_method(owner: type) -> Callable[[object, object], Any]:
             return NotImplemented
         return _all_equal(self, other)
 
-    __eq__.__pytreekit_owner__ = owner  # type: ignore[attr-defined]
+    setattr(__eq__, markers.OWNER, owner)
     return __eq__
 
 
@@ -334,7 +334,7 @@ def _hash_method(owner: type) -> Callable[[object], int]:
                     raise unhashable_error(type(self), name, value, "hash") from None
             raise
 
-    __hash__.__pytreekit_owner__ = owner  # type: ignore[attr-defined]
+    setattr(__hash__, markers.OWNER, owner)
     return __hash__
 
 
@@ -347,7 +347,7 @@ def _repr_method(owner: type) -> Callable[[object], str]:
         return summarise(self)
 
     guarded: Any = reprlib.recursive_repr()(__repr__)
-    guarded.__pytreekit_owner__ = owner
+    setattr(guarded, markers.OWNER, owner)
     return guarded  # type: ignore[no-any-return]
 
 
@@ -406,7 +406,7 @@ def _expand(value: Any, inside: set[int]) -> list[Any]:
         return [_Text("functools.partial("), *_joined(arguments, flat=True), _Text(")")]
     if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
         return [_Text(f"<function {value.__qualname__}>")]
-    owner: type | None = getattr(type(value).__repr__, "__pytreekit_owner__", None)
+    owner: type | None = getattr(type(value).__repr__, markers.OWNER, None)
     if owner is None:
         return [_Text(repr(value))]
     if id(value) in inside:
@@ -443,14 +443,14 @@ def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
 
 def pytree_getstate(self: object) -> dict[str, Any]:
     """The fields, by name, and the layout they form (names and static flags)."""
-    layout = getattr(type(self), SPEC_ATTR).nodes.layout_of(self)
+    layout = getattr(type(self), markers.SPEC).nodes.layout_of(self)
     state = {}
     for name in layout.names:
         try:
             state[name] = picklable(getattr(self, name))
         except AttributeError:
             continue  # an unset field stays unset
-    state[STATE_LAYOUT] = (layout.names, layout.static)
+    state[markers.FIELDS] = (layout.names, layout.static)
     return state
 
 
@@ -459,15 +459,15 @@ def pytree_setstate(self: object, state: Any) -> None:
     dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
     layout_state = None
     for name, value in {**(dict_state or {}), **(slot_state or {})}.items():
-        if name == STATE_LAYOUT:
+        if name == markers.FIELDS:
             layout_state = value
-        elif name != LAYOUT_ATTR:
+        elif name != markers.LAYOUT:
             object.__setattr__(self, name, restored(value))
-    table: LayoutTable = getattr(type(self), SPEC_ATTR).table
+    table: LayoutTable = getattr(type(self), markers.SPEC).table
     if layout_state is not None:
         layout = table.intern(tuple(layout_state[0]), tuple(layout_state[1]))
-    elif isinstance((dict_state or {}).get(LAYOUT_ATTR), Layout):  # pickled by pytreekit 0.2.0
-        layout = dict_state[LAYOUT_ATTR]
+    elif isinstance((dict_state or {}).get(markers.LAYOUT), Layout):  # pickled by pytreekit 0.2.0
+        layout = dict_state[markers.LAYOUT]
     else:
         return
     table.note(self, layout)
@@ -484,5 +484,5 @@ def pytree_replace(self: object, /, **changes: Any) -> object:  # pragma: Python
     return spec.nodes.replace(self, changes)
 
 
-pytree_getstate.__pytreekit_state__ = True  # type: ignore[attr-defined]
-pytree_setstate.__pytreekit_state__ = True  # type: ignore[attr-defined]
+setattr(pytree_getstate, markers.STATE, True)
+setattr(pytree_setstate, markers.STATE, True)

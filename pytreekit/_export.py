@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 
 import jax.export
 
+from . import _markers as markers
 from ._codec import MAGIC, StaticDataError, UnencodableError, dumps, is_pickle, loads
 from ._compat import export_registries, jax_from_children
 from ._nodes import NodeFunctions
@@ -347,7 +348,7 @@ def _pickled_format(raw: bytes) -> int | None:
 
 def _ours(entry: Any) -> bool:
     """Whether a ``jax.export`` registry entry is pytreekit's own registration."""
-    return getattr(entry[1], "__pytreekit_class__", None) is not None
+    return getattr(entry[1], markers.CLASS, None) is not None
 
 
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
@@ -361,12 +362,12 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
     def deserialize_auxdata(data: bytes) -> Any:
         return load_aux(nodes, data)
 
-    serialize_auxdata.__pytreekit_class__ = cls  # type: ignore[attr-defined]
-    deserialize_auxdata.__pytreekit_class__ = cls  # type: ignore[attr-defined]
+    setattr(serialize_auxdata, markers.CLASS, cls)
+    setattr(deserialize_auxdata, markers.CLASS, cls)
     by_type, by_name = export_registries()
     with _lock:
         previous = by_name.get(name)
-        if previous is None or getattr(previous[1], "__pytreekit_class__", None) is previous[0]:
+        if previous is None or getattr(previous[1], markers.CLASS, None) is previous[0]:
             # Free, or ours for a class of the same name defined earlier (re-pointed).
             by_name[name] = (cls, deserialize_auxdata, jax_from_children(cls))
         elif previous[0] is not cls:
@@ -422,11 +423,11 @@ def _giving_way(register: Callable[..., Any]) -> Callable[..., Any]:
                     registry[key] = entry
                 raise
 
-    register_pytree_node_serialization.__pytreekit_gives_way__ = True  # type: ignore[attr-defined]
+    setattr(register_pytree_node_serialization, markers.GIVES_WAY, True)
     return register_pytree_node_serialization
 
 
-if not getattr(jax.export.register_pytree_node_serialization, "__pytreekit_gives_way__", False):
+if not getattr(jax.export.register_pytree_node_serialization, markers.GIVES_WAY, False):
     jax.export.register_pytree_node_serialization = _giving_way(
         jax.export.register_pytree_node_serialization
     )

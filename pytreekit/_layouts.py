@@ -25,12 +25,11 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from . import _markers as markers
 from ._fields import ACCUSE, MISSING, Field, check_static_value, close_match
 
 # The class attributes pytreekit sets: a pytree class's ClassSpec (see _spec), and the layout of
 # the instances that carry no marker of their own (instance attribute of the same name).
-SPEC_ATTR = "__pytreekit_spec__"
-LAYOUT_ATTR = "__pytreekit_layout__"
 KeyFactory = Callable[[str], Any]
 
 # How many distinct instance-dict key tuples ``observe_slow`` remembers per class (a class whose
@@ -387,13 +386,13 @@ class LearnedLayouts(LayoutTable):
             table = published(type(obj))
             assert table is not None
             return table.layout_of(obj)
-        found: Layout | None = getattr(obj, LAYOUT_ATTR, None)
+        found: Layout | None = getattr(obj, markers.LAYOUT, None)
         if found is not None and found.cls is self.cls and self.exact(found):
             known: Layout = found
             try:
                 known.read(obj)
             except AttributeError:
-                if self.storage.has_dict and obj.__dict__.get(LAYOUT_ATTR) is known:
+                if self.storage.has_dict and obj.__dict__.get(markers.LAYOUT) is known:
                     present = tuple(n for n in known.names if hasattr(obj, n))  # deleted since
                     return self.intern(present, tuple(n in known.static_names for n in present))
             else:
@@ -409,16 +408,16 @@ class LearnedLayouts(LayoutTable):
         with self.lock:
             if self.primary is None:
                 self.primary = layout
-                setattr(self.cls, LAYOUT_ATTR, layout)  # the unmarked instances' layout
+                setattr(self.cls, markers.LAYOUT, layout)  # the unmarked instances' layout
                 self.used = True
                 self.on_change()
             if not self.storage.has_dict:
                 return  # no marker possible: a slot is a field whenever it holds a value
             instance_dict = obj.__dict__
             if layout is self.primary:
-                instance_dict.pop(LAYOUT_ATTR, None)
+                instance_dict.pop(markers.LAYOUT, None)
                 return
-            instance_dict[LAYOUT_ATTR] = layout
+            instance_dict[markers.LAYOUT] = layout
             if not self.varied:
                 self.varied = True
                 self.on_change()
@@ -439,7 +438,7 @@ class LearnedLayouts(LayoutTable):
         known = self._by_names.get((names, static))
         check(obj, known or Layout(self.cls, records(names, static)))
         layout = known or self.intern(names, static)
-        if raw is not None and LAYOUT_ATTR not in raw:
+        if raw is not None and markers.LAYOUT not in raw:
             with self.lock:  # the bound holds without the GIL too
                 if len(self._raw) < _RAW_CACHE_SIZE:
                     self._raw[raw] = layout

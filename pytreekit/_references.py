@@ -22,6 +22,8 @@ import types
 import weakref
 from typing import Any
 
+from . import _markers as markers
+
 # The C descriptors behind ``module.__dict__``, ``cls.__dict__`` and ``cls.__mro__``: read through
 # them, no class or metaclass can substitute a property of its own.
 _MODULE_DICT: Any = vars(types.ModuleType)["__dict__"]
@@ -199,7 +201,7 @@ def _rebuilt_kind(kind: type) -> bool:
         known = (
             (issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple)
             or getattr(params, "frozen", False) is True
-        ) and lookup(kind, "__pytreekit_spec__") is MISSING  # a pytree class has its own state
+        ) and lookup(kind, markers.SPEC) is MISSING  # a pytree class has its own state
         _rebuilt_kinds[kind] = known
     return known
 

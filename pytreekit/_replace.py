@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ._layouts import SPEC_ATTR
+from . import _markers as markers
 from ._spec import ClassSpec, spec_of
 
 T = TypeVar("T")
@@ -38,7 +38,7 @@ def replace(obj: T, /, **changes: Any) -> T:
     >>> replace(Linear(jnp.ones(2)), weights=jnp.zeros(2)).weights
     Array([0., 0.], dtype=float32)
     """
-    spec = type(obj).__dict__.get(SPEC_ATTR)
+    spec = type(obj).__dict__.get(markers.SPEC)
     if not isinstance(spec, ClassSpec):
         spec = spec_of(obj, "replace()")  # raises, naming what it got
         raise TypeError(

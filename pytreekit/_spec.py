@@ -13,8 +13,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from . import _markers as markers
 from ._fields import Field
-from ._layouts import SPEC_ATTR, LayoutTable
+from ._layouts import LayoutTable
 from ._nodes import NodeFunctions
 
 # Decorating a class and registering it happen one class at a time: a class decorated from several
@@ -58,7 +59,7 @@ class ClassSpec:
 
 def own_spec(cls: type) -> ClassSpec | None:
     """The spec of ``cls`` itself (not one inherited from a base)."""
-    spec = cls.__dict__.get(SPEC_ATTR)
+    spec = cls.__dict__.get(markers.SPEC)
     return spec if isinstance(spec, ClassSpec) else None
 
 

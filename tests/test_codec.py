@@ -35,7 +35,6 @@ from pytreekit import Static, pytree_class, register_static_codec
 from pytreekit._codec import (
     MAGIC,
     MAX_DEPTH,
-    STATE_LAYOUT,
     StaticDataError,
     UnencodableError,
     _codecs_by_name,
@@ -44,7 +43,7 @@ from pytreekit._codec import (
     is_pickle,
     loads,
 )
-from pytreekit._dunders import STATE_LAYOUT as DUNDERS_STATE_LAYOUT
+from pytreekit._markers import FIELDS as STATE_LAYOUT
 from pytreekit._references import StandIn, restored
 
 TESTS = Path(__file__).resolve().parent
@@ -354,8 +353,9 @@ def test_the_wire_format_is_tagged_json():
     assert dumps(fx.Interval(0.0, 1.0)) == MAGIC + b'["x","codec_fixtures:Interval",["t",0.0,1.0]]'
 
 
-def test_state_layout_is_the_key_pytreekit_getstate_writes():
-    assert STATE_LAYOUT == DUNDERS_STATE_LAYOUT
+def test_state_layout_is_the_key_pickles_store():
+    # Every instance pickled since 0.2.0 stores its layout under this key: it never changes.
+    assert STATE_LAYOUT == "__pytreekit_fields__"
 
 
 def test_loads_takes_bytes_like_data():

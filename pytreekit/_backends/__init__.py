@@ -20,7 +20,8 @@ import importlib
 from collections.abc import Callable, Iterable
 from types import ModuleType
 
-from .._layouts import SPEC_ATTR, KeyFactory
+from .. import _markers as markers
+from .._layouts import KeyFactory
 from .._nodes import NodeFunctions
 from .._spec import ClassSpec, decoration_lock, own_spec, spec_of
 
@@ -130,11 +131,11 @@ def _register_follower(follower: type, backend: str) -> list[Callable[[], None]]
     _add_key_factory(spec, backend)
     module = adapter(backend, follower)
     module.register(follower, spec.nodes)
-    setattr(follower, SPEC_ATTR, dataclasses.replace(spec, backends=(*spec.backends, backend)))
+    setattr(follower, markers.SPEC, dataclasses.replace(spec, backends=(*spec.backends, backend)))
 
     def undo() -> None:
         module.unregister(follower)
-        setattr(follower, SPEC_ATTR, spec)
+        setattr(follower, markers.SPEC, spec)
 
     return [undo]
 
@@ -184,4 +185,4 @@ def register_backend(cls: type, backend: str, /) -> None:
             return
         _add_key_factory(spec, backend)
         register_all(cls, spec.nodes, [backend])
-        setattr(cls, SPEC_ATTR, dataclasses.replace(spec, backends=(*spec.backends, backend)))
+        setattr(cls, markers.SPEC, dataclasses.replace(spec, backends=(*spec.backends, backend)))
