@@ -31,18 +31,26 @@ from __future__ import annotations
 
 from ._backends import BackendNotInstalledError, register_backend
 from ._codec import register_static_codec
-from ._custom_gradient import CustomGradientMethod, custom_gradient_method
-from ._custom_jvp import CustomJVPMethod, custom_jvp_method
-from ._custom_vjp import CustomVJPMethod, custom_vjp_method
 from ._decorator import pytree_class
+from ._derivatives import (
+    CustomGradientMethod,
+    CustomJVPMethod,
+    CustomVJPMethod,
+    combine,
+    custom_gradient_method,
+    custom_jvp_method,
+    custom_vjp_method,
+    is_array,
+    is_inexact_array,
+    linearize,
+    partition,
+)
 from ._export import allow_pickled_artifacts, pickle_static_fields
 from ._fields import MISSING, Field, field
-from ._filters import combine, is_array, is_inexact_array, partition
 from ._frozen import FrozenInstanceError
-from ._linearize import linearize
 from ._replace import replace
 from ._spec import fields, is_pytree_class
-from ._wrappers import Static
+from ._static import Static
 
 __all__ = [
     "MISSING",

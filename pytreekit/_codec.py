@@ -58,7 +58,7 @@ import numpy as np
 
 from . import _markers as markers
 from ._compat import is_field
-from ._fields import looks_like_array, type_name
+from ._messages import looks_like_array, type_name
 from ._references import (
     MISSING,
     StandIn,

@@ -40,16 +40,9 @@ from ._compat import (
     record_dataclass_params,
     signature,
 )
-from ._fields import (
-    MISSING,
-    SUGGEST,
-    Field,
-    as_pytree_field,
-    check_static_value,
-    close_match,
-    static_in_metadata,
-)
+from ._fields import MISSING, Field, as_pytree_field, check_static_value, static_in_metadata
 from ._layouts import Layout, check
+from ._messages import SUGGEST, close_match
 from ._spec import Options
 
 _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")

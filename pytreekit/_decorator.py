@@ -33,6 +33,7 @@ from typing_extensions import dataclass_transform
 from . import _backends, _dataclass
 from . import _markers as markers
 from ._compat import annotations_given_since, registered_with_jax, travelling
+from ._derivatives import inherit_rules
 from ._dunders import install, nearest_init
 from ._fields import Field, field, flag
 from ._layouts import (
@@ -43,7 +44,6 @@ from ._layouts import (
     Storage,
     publish,
 )
-from ._method import inherit_rules
 from ._nodes import NodeFunctions
 from ._spec import ClassSpec, Options, decoration_lock, own_spec
 

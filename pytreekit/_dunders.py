@@ -42,9 +42,10 @@ from ._compat import (
     HAS_COPY_REPLACE,
     set_annotations,
 )
-from ._fields import looks_like_array, unhashable_error
+from ._fields import unhashable_error
 from ._frozen import frozen_delattr, frozen_setattr
 from ._layouts import Layout, LayoutTable
+from ._messages import looks_like_array
 from ._references import picklable, restored
 from ._spec import Options, own_spec
 

@@ -14,14 +14,14 @@ value (``unhashable_error``) live here too.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import reprlib
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from ._compat import FIELD_HAS_DOC, static_hash
+from ._messages import describe, looks_like_array
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -361,31 +361,6 @@ def field(
 # -- the values fields hold ---------------------------------------------------------------------
 
 
-def looks_like_array(value: Any) -> bool:
-    """An array of any library (JAX, NumPy, torch, a tracer): it has a shape and a dtype. Python
-    numbers are not arrays."""
-    return (
-        hasattr(value, "shape")
-        and hasattr(value, "dtype")
-        and not isinstance(value, (int, float, complex, bool))
-    )
-
-
-def type_name(value: Any) -> str:
-    """The name of ``value``'s type as error messages give it: with its module, unless builtin."""
-    kind = type(value)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
-
-
-def describe(value: Any) -> str:
-    """A value as an error message names it: arrays by kind, dtype and shape, others by repr."""
-    kind = type_name(value)
-    if looks_like_array(value):
-        return f"an array ({kind} of dtype {value.dtype} and shape {tuple(value.shape)})"
-    return f"a {kind} ({value!r:.60})"
-
-
 def unhashable_error(cls: type, name: str, value: Any, role: str) -> TypeError:
     """Why ``cls.name``'s value must be hashable and is not. ``role``: ``"static"`` (the value
     lives in the treedef) or ``"hash"`` (hashing a frozen instance hashes its fields)."""
@@ -425,16 +400,3 @@ def check_static_value(cls: type, name: str, value: Any) -> None:
         static_hash(value)
     except TypeError:
         raise unhashable_error(cls, name, value, "static") from None
-
-
-# How alike two names must be (difflib's ratio) for one to be taken for a misspelling of the other:
-# loosely to suggest a name in an error raised anyway, strictly to raise an error because of it
-# (``x1`` is no misspelling of ``x10``; ``widht`` is one of ``width``, 0.8 alike).
-SUGGEST = 0.6
-ACCUSE = 0.85
-
-
-def close_match(name: str, candidates: Iterable[str], cutoff: float) -> str | None:
-    """The candidate ``name`` is most likely a misspelling of, if any is ``cutoff`` alike."""
-    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
-    return matches[0] if matches else None

@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from . import _markers as markers
-from ._fields import ACCUSE, MISSING, Field, check_static_value, close_match
+from ._fields import MISSING, Field, check_static_value
+from ._messages import ACCUSE, close_match
 
 # The class attributes pytreekit sets: a pytree class's ClassSpec (see _spec), and the layout of
 # the instances that carry no marker of their own (instance attribute of the same name).

@@ -68,7 +68,7 @@ def test_partition_mismatch_after_a_matching_subtree_is_located():
 def test_mismatch_explanation_falls_back_to_jaxs_error():
     # Only reached if JAX refuses a prefix the walk finds no difference in: the message still
     # says which tree is not a prefix of which, with JAX's own reason.
-    from pytreekit._filters import _is_none, _where_not_prefix
+    from pytreekit._derivatives.filters import _is_none, _where_not_prefix
 
     where = _where_not_prefix(
         {"a": True}, "filter_spec", {"a": 1}, "tree", _is_none, ValueError("JAX's reason")

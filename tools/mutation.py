@@ -14,7 +14,7 @@ and calls ``pytest.main`` on the selection, stopping at the first failure.
 
     python tools/mutation.py                       # every mutant of the default modules
     python tools/mutation.py --sample 40 --seed 0  # at most 40 mutants per module
-    python tools/mutation.py --module _filters -v  # one module, survivors printed with context
+    python tools/mutation.py --module _derivatives.filters -v  # one module, with context
 """
 
 from __future__ import annotations
@@ -58,12 +58,12 @@ SELECTIONS = {
         "tests/test_custom_jvp.py",
         "tests/test_sharded_tangents.py",
     ],
-    "_custom_jvp": [
+    "_derivatives.custom_jvp": [
         "tests/test_custom_jvp.py",
         "tests/test_custom_overrides.py",
         "tests/test_custom_reference.py",
     ],
-    "_custom_vjp": [
+    "_derivatives.custom_vjp": [
         "tests/test_custom_vjp.py",
         "tests/test_custom_overrides.py",
         "tests/test_custom_gradient.py",
@@ -107,7 +107,11 @@ SELECTIONS = {
         "tests/test_catalogue.py",
         "tests/test_dataclasses.py",
     ],
-    "_filters": ["tests/test_filters.py", "tests/test_misuse.py", "tests/test_linearize.py"],
+    "_derivatives.filters": [
+        "tests/test_filters.py",
+        "tests/test_misuse.py",
+        "tests/test_linearize.py",
+    ],
     "_frozen": ["tests/test_frozen.py", "tests/test_dataclasses.py"],
     "_layouts": [
         "tests/test_layouts.py",
@@ -116,8 +120,8 @@ SELECTIONS = {
         "tests/test_static.py",
         "tests/test_spec.py",
     ],
-    "_linearize": ["tests/test_linearize.py", "tests/test_misuse.py"],
-    "_method": [
+    "_derivatives.linearize": ["tests/test_linearize.py", "tests/test_misuse.py"],
+    "_derivatives.method": [
         "tests/test_custom_jvp.py",
         "tests/test_custom_vjp.py",
         "tests/test_custom_overrides.py",
@@ -134,13 +138,13 @@ SELECTIONS = {
     "_references": ["tests/test_pickling.py", "tests/test_codec.py", "tests/test_catalogue.py"],
     "_replace": ["tests/test_replace.py", "tests/test_frozen.py"],
     "_spec": ["tests/test_spec.py", "tests/test_fields.py", "tests/test_decorator.py"],
-    "_split": [
+    "_derivatives.split": [
         "tests/test_linearize.py",
         "tests/test_custom_jvp.py",
         "tests/test_custom_vjp.py",
         "tests/test_custom_gradient.py",
     ],
-    "_wrappers": ["tests/test_wrappers.py"],
+    "_static": ["tests/test_wrappers.py"],
 }
 
 _BINOPS: dict[type[ast.operator], type[ast.operator]] = {
@@ -371,7 +375,7 @@ def main() -> int:
     totals = {"killed": 0, "survived": 0}
     for name in options.module or sorted(SELECTIONS):
         tests = SELECTIONS[name]
-        path = root / "pytreekit" / f"{name}.py"
+        path = root / "pytreekit" / f"{name.replace('.', '/')}.py"
         if _run(root, tests, None, options.timeout) != "passed":
             print(f"{name}: the unmutated selection fails; fix that first", file=sys.stderr)
             return 2
@@ -392,7 +396,7 @@ def main() -> int:
         lines = source.splitlines()
         for line, description in sorted(survivors):
             context = f"    {lines[line - 1].strip()}" if options.verbose else ""
-            print(f"  survived: {name}.py:{line}: {description}{context}")
+            print(f"  survived: {path.relative_to(root)}:{line}: {description}{context}")
     total = totals["killed"] + totals["survived"]
     print(f"total: {totals['killed']}/{total} killed ({100 * totals['killed'] / total:.1f}%)")
     return 0

@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._compat import zeros_like
-from ._filters import is_inexact_array
-from ._split import Split, leaves_by_position, split
+from .._compat import zeros_like
+from .filters import is_inexact_array
+from .split import Split, leaves_by_position, split
 
 Primals = TypeVarTuple("Primals")
 Out = TypeVar("Out")

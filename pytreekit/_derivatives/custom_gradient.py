@@ -14,9 +14,9 @@ from typing import Any, Concatenate, overload
 import jax
 import jax.numpy as jnp
 
-from ._custom_vjp import CustomVJPMethod, Res
-from ._method import P, R, S, build_or_decorate, describe_non_pair, is_pair
-from ._split import Split
+from .custom_vjp import CustomVJPMethod, Res
+from .method import P, R, S, build_or_decorate, describe_non_pair, is_pair
+from .split import Split
 
 
 class CustomGradientMethod(CustomVJPMethod[S, P, R]):

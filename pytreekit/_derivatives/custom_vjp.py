@@ -9,8 +9,8 @@ from typing import Any, Concatenate, TypeVar, cast, overload
 
 import jax
 
-from ._filters import is_array
-from ._method import (
+from .filters import is_array
+from .method import (
     CustomMethod,
     P,
     R,
@@ -20,7 +20,7 @@ from ._method import (
     is_pair,
     named_after,
 )
-from ._split import PyTreeDef, Split, leaves_by_position, split
+from .split import PyTreeDef, Split, leaves_by_position, split
 
 # The residuals ``fwd`` returns, which ``bwd`` takes: checkers match the two rules' types.
 Res = TypeVar("Res")

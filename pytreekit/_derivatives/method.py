@@ -17,9 +17,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-from ._compat import signature
-from ._filters import is_array
-from ._split import Split, split
+from .._compat import signature
+from .filters import is_array
+from .split import Split, split
 
 S = TypeVar("S")
 P = ParamSpec("P")

@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._fields import type_name
-from ._split import PyTreeDef
+from .._messages import type_name
+from .split import PyTreeDef
 
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
 

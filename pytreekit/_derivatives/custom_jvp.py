@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import keystr, tree_flatten_with_path
 
-from ._compat import zeros_like
-from ._method import (
+from .._compat import zeros_like
+from .method import (
     CustomMethod,
     P,
     R,
@@ -21,7 +21,7 @@ from ._method import (
     is_pair,
     named_after,
 )
-from ._split import PyTreeDef, Split
+from .split import PyTreeDef, Split
 
 T = TypeVar("T")
 
