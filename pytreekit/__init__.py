@@ -30,6 +30,7 @@ and ``custom_vjp_method`` put custom derivative rules on their methods; ``linear
 from __future__ import annotations
 
 from ._backends import BackendNotInstalledError, register_backend
+from ._classes import MISSING, Field, FrozenInstanceError, field, fields, is_pytree_class, replace
 from ._codec import register_static_codec
 from ._decorator import pytree_class
 from ._derivatives import (
@@ -46,10 +47,6 @@ from ._derivatives import (
     partition,
 )
 from ._export import allow_pickled_artifacts, pickle_static_fields
-from ._fields import MISSING, Field, field
-from ._frozen import FrozenInstanceError
-from ._replace import replace
-from ._spec import fields, is_pytree_class
 from ._static import Static
 
 __all__ = [

@@ -30,22 +30,29 @@ from typing import Any, TypeVar, cast, overload
 
 from typing_extensions import dataclass_transform
 
-from . import _backends, _dataclass
+from . import _backends
 from . import _markers as markers
-from ._compat import annotations_given_since, registered_with_jax, travelling
-from ._derivatives import inherit_rules
-from ._dunders import install, nearest_init
-from ._fields import Field, field, flag
-from ._layouts import (
+from ._classes import (
+    ClassSpec,
+    Field,
     FixedLayouts,
     KeyFactory,
     LayoutTable,
     LearnedLayouts,
+    NodeFunctions,
+    Options,
     Storage,
+    decoration_lock,
+    field,
+    flag,
+    install,
+    nearest_init,
+    own_spec,
     publish,
 )
-from ._nodes import NodeFunctions
-from ._spec import ClassSpec, Options, decoration_lock, own_spec
+from ._classes import dataclass as _dataclass
+from ._compat import annotations_given_since, registered_with_jax, travelling
+from ._derivatives import inherit_rules
 
 T = TypeVar("T")
 

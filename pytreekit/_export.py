@@ -43,11 +43,10 @@ from typing import Any, TypeVar
 import jax.export
 
 from . import _markers as markers
+from ._classes import NodeFunctions, spec_of
 from ._codec import MAGIC, StaticDataError, UnencodableError, dumps, is_pickle, loads
 from ._compat import export_registries, jax_from_children
-from ._nodes import NodeFunctions
 from ._references import MISSING, by_reference, import_by_name, lookup
-from ._spec import spec_of
 
 C = TypeVar("C", bound=type)
 

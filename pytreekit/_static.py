@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
 from ._backends import follow_every_backend
+from ._classes import field
 from ._decorator import pytree_class
-from ._fields import field
 
 T = TypeVar("T")
 

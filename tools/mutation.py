@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The tests that exercise each module, its own test file first (it kills most mutants fastest).
 SELECTIONS = {
-    "_codegen": [
+    "_classes.codegen": [
         "tests/test_codegen.py",
         "tests/test_nodes.py",
         "tests/test_checks.py",
@@ -69,7 +69,7 @@ SELECTIONS = {
         "tests/test_custom_gradient.py",
         "tests/test_custom_reference.py",
     ],
-    "_dataclass": [
+    "_classes.dataclass": [
         "tests/test_dataclasses.py",
         "tests/test_checks.py",
         "tests/test_init.py",
@@ -85,7 +85,7 @@ SELECTIONS = {
         "tests/test_dataclasses.py",
         "tests/test_spec.py",
     ],
-    "_dunders": [
+    "_classes.methods": [
         "tests/test_dunders.py",
         "tests/test_user_traps_classes.py",
         "tests/test_frozen.py",
@@ -99,7 +99,7 @@ SELECTIONS = {
         "tests/test_user_traps.py",
         "tests/test_catalogue.py",
     ],
-    "_fields": [
+    "_classes.fields": [
         "tests/test_fields.py",
         "tests/test_misuse.py",
         "tests/test_user_traps.py",
@@ -112,8 +112,8 @@ SELECTIONS = {
         "tests/test_misuse.py",
         "tests/test_linearize.py",
     ],
-    "_frozen": ["tests/test_frozen.py", "tests/test_dataclasses.py"],
-    "_layouts": [
+    "_classes.frozen": ["tests/test_frozen.py", "tests/test_dataclasses.py"],
+    "_classes.layouts": [
         "tests/test_layouts.py",
         "tests/test_checks.py",
         "tests/test_nodes.py",
@@ -128,7 +128,7 @@ SELECTIONS = {
         "tests/test_custom_gradient.py",
         "tests/test_misuse.py",
     ],
-    "_nodes": [
+    "_classes.nodes": [
         "tests/test_nodes.py",
         "tests/test_layouts.py",
         "tests/test_checks.py",
@@ -136,8 +136,8 @@ SELECTIONS = {
         "tests/test_user_traps.py",  # torch.compile tracing __init__
     ],
     "_references": ["tests/test_pickling.py", "tests/test_codec.py", "tests/test_catalogue.py"],
-    "_replace": ["tests/test_replace.py", "tests/test_frozen.py"],
-    "_spec": ["tests/test_spec.py", "tests/test_fields.py", "tests/test_decorator.py"],
+    "_classes.replace": ["tests/test_replace.py", "tests/test_frozen.py"],
+    "_classes.spec": ["tests/test_spec.py", "tests/test_fields.py", "tests/test_decorator.py"],
     "_derivatives.split": [
         "tests/test_linearize.py",
         "tests/test_custom_jvp.py",

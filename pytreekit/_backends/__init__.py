@@ -21,9 +21,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 
 from .. import _markers as markers
-from .._layouts import KeyFactory
-from .._nodes import NodeFunctions
-from .._spec import ClassSpec, decoration_lock, own_spec, spec_of
+from .._classes import ClassSpec, KeyFactory, NodeFunctions, decoration_lock, own_spec, spec_of
 
 # backend name -> (the library it needs, its adapter module, how to install it). pytreekit is
 # installed from its clone, so the advice names the library itself, not an extra of pytreekit.

@@ -6,7 +6,7 @@ from typing import Any
 
 import optree
 
-from .._nodes import NodeFunctions
+from .._classes import NodeFunctions
 
 NAMESPACE = "pytreekit"
 KEY = str  # optree's path entries are the field names themselves

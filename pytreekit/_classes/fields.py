@@ -20,8 +20,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
-from ._compat import FIELD_HAS_DOC, static_hash
-from ._messages import describe, looks_like_array
+from .._compat import FIELD_HAS_DOC, static_hash
+from .._messages import describe, looks_like_array
 
 T = TypeVar("T")
 V = TypeVar("V")

@@ -34,20 +34,20 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _markers as markers
-from ._codegen import init_wrapper
-from ._compat import (
+from .. import _markers as markers
+from .._compat import (
     DATACLASS_EQ_FIELD_BY_FIELD,
     DATACLASSES_REPLACE,
     HAS_COPY_REPLACE,
     set_annotations,
 )
-from ._fields import unhashable_error
-from ._frozen import frozen_delattr, frozen_setattr
-from ._layouts import Layout, LayoutTable
-from ._messages import looks_like_array
-from ._references import picklable, restored
-from ._spec import Options, own_spec
+from .._messages import looks_like_array
+from .._references import picklable, restored
+from .codegen import init_wrapper
+from .fields import unhashable_error
+from .frozen import frozen_delattr, frozen_setattr
+from .layouts import Layout, LayoutTable
+from .spec import Options, own_spec
 
 # -- what install() puts on a class, and when ---------------------------------------------------
 #

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from . import _markers as markers
-from ._spec import ClassSpec, spec_of
+from .. import _markers as markers
+from .spec import ClassSpec, spec_of
 
 T = TypeVar("T")
 

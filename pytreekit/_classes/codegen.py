@@ -12,10 +12,10 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from . import _markers as markers
-from ._compat import copy_annotations, signature, static_hash
-from ._frozen import begin_init, end_init
-from ._layouts import Layout, Storage
+from .. import _markers as markers
+from .._compat import copy_annotations, signature, static_hash
+from .frozen import begin_init, end_init
+from .layouts import Layout, Storage
 
 _serial = itertools.count()
 

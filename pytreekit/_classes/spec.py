@@ -13,10 +13,10 @@ import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from . import _markers as markers
-from ._fields import Field
-from ._layouts import LayoutTable
-from ._nodes import NodeFunctions
+from .. import _markers as markers
+from .fields import Field
+from .layouts import LayoutTable
+from .nodes import NodeFunctions
 
 # Decorating a class and registering it happen one class at a time: a class decorated from several
 # threads at once is decorated once, and every thread sees it complete.

@@ -16,9 +16,9 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._codegen import compile_source, node_functions_source
-from ._compat import static_hash
-from ._layouts import Layout, LayoutTable, check
+from .._compat import static_hash
+from .codegen import compile_source, node_functions_source
+from .layouts import Layout, LayoutTable, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.

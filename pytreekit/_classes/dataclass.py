@@ -23,16 +23,8 @@ import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import _markers as markers
-from ._codegen import (
-    INITIALISING_HELPERS,
-    METHOD_HELPERS,
-    METHOD_NAMES,
-    check_lines,
-    method,
-    while_initialising,
-)
-from ._compat import (
+from .. import _markers as markers
+from .._compat import (
     annotate_init,
     class_annotations,
     is_field,
@@ -40,10 +32,18 @@ from ._compat import (
     record_dataclass_params,
     signature,
 )
-from ._fields import MISSING, Field, as_pytree_field, check_static_value, static_in_metadata
-from ._layouts import Layout, check
-from ._messages import SUGGEST, close_match
-from ._spec import Options
+from .._messages import SUGGEST, close_match
+from .codegen import (
+    INITIALISING_HELPERS,
+    METHOD_HELPERS,
+    METHOD_NAMES,
+    check_lines,
+    method,
+    while_initialising,
+)
+from .fields import MISSING, Field, as_pytree_field, check_static_value, static_in_metadata
+from .layouts import Layout, check
+from .spec import Options
 
 _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")
 

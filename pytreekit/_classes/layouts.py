@@ -1,0 +1,508 @@
+"""Layouts: which attributes of an instance are its fields, which are static, and what each class
+knows about its instances' layouts (its *layout table*).
+
+A ``Layout`` is one kind of instance: its fields in order, as ``Field`` records. Everything below
+decoration reads layouts, never the kind of class. Decoration picks the table:
+
+- ``FixedLayouts``: an annotated class has exactly one layout, built from its dataclass fields;
+- ``LearnedLayouts``: a class without annotations learns one per set of attributes its instances
+  hold, by the field rule: the fields of an instance are the attributes its outermost
+  ``__init__`` had set when it returned (dict entries and slots, in the order first assigned),
+  except ``__`` names, name-mangled private ones and names the class binds to a descriptor
+  (a property, a ``cached_property``), while they hold a value. Instances without a ``__dict__``
+  cannot record what ``__init__`` set: there a slot is a field whenever it holds a value.
+
+``check`` is the one rule every value of a new instance follows, wherever it was built.
+"""
+
+from __future__ import annotations
+
+import keyword
+import operator
+import threading
+import types
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from .. import _markers as markers
+from .._messages import ACCUSE, close_match
+from .fields import MISSING, Field, check_static_value
+
+# The class attributes pytreekit sets: a pytree class's ClassSpec (see _spec), and the layout of
+# the instances that carry no marker of their own (instance attribute of the same name).
+KeyFactory = Callable[[str], Any]
+
+# How many distinct instance-dict key tuples ``observe_slow`` remembers per class (a class whose
+# instances set arbitrary attributes must not grow this without bound).
+_RAW_CACHE_SIZE = 256
+
+
+class Layout:
+    """One kind of instance: its fields (``Field`` records, in order), the names each method
+    covers, and each child's key in each registry (``keys[backend]``). Interned per class, so
+    treedefs compare layouts by identity; aux data carries the layout, so a process that never
+    built an instance can rebuild one."""
+
+    __slots__ = (
+        "child_names",
+        "cls",
+        "compared",
+        "fields",
+        "hashed",
+        "hashed_values",
+        "keys",
+        "name_set",
+        "names",
+        "read",
+        "shown",
+        "static",
+        "static_names",
+    )
+
+    def __init__(self, cls: type, fields: tuple[Field, ...]) -> None:
+        self.cls = cls
+        self.fields = fields
+        self.names = tuple(f.name for f in fields)
+        self.name_set = frozenset(self.names)
+        self.static = tuple(f.static for f in fields)
+        self.child_names = tuple(f.name for f in fields if not f.static)
+        self.static_names = tuple(f.name for f in fields if f.static)
+        # As dataclasses chooses them: __eq__ compares, __hash__ hashes, __repr__ shows.
+        self.compared = tuple(f.name for f in fields if f.compare)
+        self.hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+        self.shown = tuple(f.name for f in fields if f.repr)
+        # Every field (AttributeError if one is unset), and the tuple __hash__ hashes, each read in
+        # one C call.
+        self.read = _getter(self.names)
+        self.hashed_values = _getter(self.hashed)
+        self.keys: dict[str, tuple[Any, ...]] = {}
+
+    def __reduce__(self) -> tuple[Callable[..., Layout], tuple[Any, ...]]:
+        # Unpickled into the interned layout of the receiving process: identity stays equality.
+        return layout_for, (self.cls, self.names, self.static)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{n} (static)" if s else n for n, s in zip(self.names, self.static, strict=True)
+        )
+        return f"<layout of {self.cls.__qualname__}: {fields}>"
+
+
+def records(names: Iterable[str], static: Iterable[bool]) -> tuple[Field, ...]:
+    """``Field`` records for fields known by name and static flag only (found on instances)."""
+    made = []
+    for name, is_static in zip(names, static, strict=True):
+        f = Field(static=is_static)
+        f.name = name
+        made.append(f)
+    return tuple(made)
+
+
+# The table of each decorated class, published when its decoration commits (or it arrives,
+# pickled by value): what unpickling a layout interns into. Weak both ways (the class's spec
+# keeps its table alive, and a table refers to its class): a class whose registrations are
+# undone may be freed.
+_published: weakref.WeakKeyDictionary[type, weakref.ref[LayoutTable]] = weakref.WeakKeyDictionary()
+
+
+def publish(table: LayoutTable) -> None:
+    _published[table.cls] = weakref.ref(table)
+
+
+def published(cls: type) -> LayoutTable | None:
+    found = _published.get(cls)
+    return None if found is None else found()
+
+
+def layout_for(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
+    """The interned layout of ``cls`` with these fields (what unpickling a layout calls)."""
+    table = published(cls)
+    if table is None:
+        # The class itself is being unpickled by value and this is one of its own attributes
+        # (a generated __init__'s layout); its table is built when its spec arrives.
+        return Layout(cls, records(names, static))
+    return table.intern(tuple(names), tuple(static))
+
+
+class Storage(NamedTuple):
+    """How instances of a class hold their fields, decided once when it is decorated."""
+
+    has_dict: bool
+    slots: tuple[str, ...]  # every slot that can hold a value, base first
+    plain_setattr: bool  # no __setattr__ of its own (frozen or the user's): plain stores work
+    descriptor_fields: frozenset[str]  # fields whose class attribute is a data descriptor
+    private_prefixes: tuple[str, ...]  # name-mangled attributes: "_Linear__"
+    descriptors: frozenset[str]  # names bound to a descriptor on the class: never fields
+
+    @classmethod
+    def of(cls, klass: type, field_names: tuple[str, ...], frozen: bool) -> Storage:
+        slots = all_slots(klass)
+        return cls(
+            has_dict=bool(getattr(klass, "__dictoffset__", 0)),
+            slots=slots,
+            plain_setattr=not frozen
+            and resolved(klass, "__setattr__") is object.__dict__["__setattr__"],
+            descriptor_fields=frozenset(
+                n for n in field_names if hasattr(type(resolved(klass, n)), "__set__")
+            ),
+            private_prefixes=tuple(
+                f"_{k.__name__.lstrip('_')}__" for k in klass.__mro__ if k is not object
+            ),
+            # A cached_property, a property, any descriptor but a callable (a function or
+            # staticmethod at class level is a default an instance may override).
+            descriptors=frozenset(
+                name
+                for k in klass.__mro__[:-1]
+                for name, value in vars(k).items()
+                if hasattr(type(value), "__get__") and not callable(value) and name not in slots
+            ),
+        )
+
+
+class LayoutTable:
+    """The interned layouts of one class and what it has learnt: its *primary* layout (the one
+    generated code is written for), whether it was ``used`` as a pytree, and whether instances of
+    other layouts exist (*varied*: each carries its layout in ``__pytreekit_layout__``, whose
+    class attribute is the primary). ``on_change`` tells the class's node functions.
+
+    Interning and every change of state happen under ``lock``; lookups do not lock (a dict read
+    is atomic, also on free-threaded CPython).
+    """
+
+    def __init__(self, cls: type, storage: Storage, key_factories: dict[str, KeyFactory]) -> None:
+        self.cls = cls
+        self.storage = storage
+        self.key_factories = dict(key_factories)
+        self.lock = threading.RLock()
+        self._by_names: dict[tuple[tuple[str, ...], tuple[bool, ...]], Layout] = {}
+        self.primary: Layout | None = None
+        self.varied = False  # an instance of another layout than the primary exists
+        self.used = False  # flattened, unflattened or built at least once
+        self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
+
+    # -- interning --------------------------------------------------------------------------
+
+    def intern(self, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
+        key = (names, static)
+        layout = self._by_names.get(key)
+        if layout is None:
+            with self.lock:
+                layout = self._by_names.get(key)
+                if layout is None:
+                    self._check_names(names)
+                    layout = self._add(Layout(self.cls, records(names, static)))
+        return layout
+
+    def _add(self, layout: Layout) -> Layout:
+        for backend, make_key in self.key_factories.items():
+            layout.keys[backend] = tuple(make_key(n) for n in layout.child_names)
+        self._by_names[layout.names, layout.static] = layout
+        return layout
+
+    def add_key_factory(self, backend: str, make_key: KeyFactory) -> None:
+        with self.lock:
+            self.key_factories[backend] = make_key
+            for layout in self._by_names.values():
+                layout.keys[backend] = tuple(make_key(n) for n in layout.child_names)
+
+    def _check_names(self, names: tuple[str, ...]) -> None:
+        for name in names:
+            if not name.isidentifier() or keyword.iskeyword(name):
+                raise TypeError(
+                    f"{self.cls.__qualname__}: attribute {name!r} is not a Python identifier (or "
+                    f"is a keyword), so it cannot be a pytree field (key paths and generated code "
+                    f"name fields as attributes). Store it under an identifier, or inside a dict "
+                    f"field."
+                )
+
+    # -- what each kind of table decides -------------------------------------------------------
+
+    def layout_of(self, obj: object) -> Layout:
+        """The layout of ``obj``, an instance of this class."""
+        raise NotImplementedError
+
+    def for_names(self, names: tuple[str, ...]) -> Layout:
+        """The layout an instance holding the fields ``names`` has, by the class as it is now."""
+        raise NotImplementedError
+
+    def observe_slow(self, obj: object) -> None:
+        """After ``__init__`` returned: what it set completed and checked, its layout noted (the
+        general path of the generated ``observe``)."""
+        raise NotImplementedError
+
+    def fields_of(self, class_or_instance: object) -> tuple[Field, ...]:
+        """What ``pytreekit.fields`` returns."""
+        raise NotImplementedError
+
+    def exact(self, layout: Layout) -> bool:
+        """Whether an instance holding ``layout``'s fields (and, with ``varied``, no marker) has
+        exactly that layout: what generated code for it relies on."""
+        return True
+
+    def note(self, obj: object, layout: Layout) -> None:
+        """``obj`` (being built, not yet visible to others) has ``layout``: record it."""
+
+    def first_use(self) -> None:
+        """The class is flattened, unflattened or built (generic code runs until the first time)."""
+        if self.used:
+            return
+        with self.lock:
+            if not self.used:
+                self.used = True
+                self.on_change()
+
+
+class FixedLayouts(LayoutTable):
+    """The table of an annotated class: one layout, its dataclass fields."""
+
+    def __init__(
+        self,
+        cls: type,
+        fields: tuple[Field, ...],
+        storage: Storage,
+        key_factories: dict[str, KeyFactory],
+    ) -> None:
+        super().__init__(cls, storage, key_factories)
+        self.primary = self._add(Layout(cls, fields))
+
+    def layout_of(self, obj: object) -> Layout:
+        assert self.primary is not None
+        return self.primary
+
+    def for_names(self, names: tuple[str, ...]) -> Layout:
+        assert self.primary is not None
+        return self.primary
+
+    def fields_of(self, class_or_instance: object) -> tuple[Field, ...]:
+        assert self.primary is not None
+        return self.primary.fields
+
+    def observe_slow(self, obj: object) -> None:
+        """After a user's own ``__init__``: every field set (a ``default_factory`` fills one left
+        unset), nothing set that is not a field, the values checked."""
+        self.first_use()
+        layout = self.primary
+        assert layout is not None
+        owner = self.cls.__qualname__
+        for f in layout.fields:
+            if hasattr(obj, f.name):
+                continue
+            if f.default_factory is MISSING:
+                raise TypeError(
+                    f"{owner}.__init__ returned without setting field {f.name!r}, which has no "
+                    f"default. Set self.{f.name} in __init__, or give the field a default in the "
+                    f"class body."
+                )
+            factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
+            object.__setattr__(obj, f.name, factory())
+        instance_dict = getattr(obj, "__dict__", None)
+        if instance_dict:
+            storage = self.storage
+            extras = [
+                n for n in instance_dict if n not in layout.names and n not in storage.descriptors
+            ]
+            # Each descriptor field may store its value under a name that is not a field's.
+            if len(extras) > len(storage.descriptor_fields):
+                extra = extras[-1]
+                raise TypeError(
+                    f"{owner}.__init__ set attribute {extra!r}, which is not a field, so JAX "
+                    f"transformations would drop it. Declare it in the class body "
+                    f"(`{extra}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
+                    f"array), or do not store it on the instance."
+                )
+        check(obj, layout)
+
+
+class LearnedLayouts(LayoutTable):
+    """The table of a class without annotations: layouts learnt from instances (the field rule);
+    the primary is the first an instance had."""
+
+    def __init__(
+        self,
+        cls: type,
+        static_names: frozenset[str],
+        storage: Storage,
+        key_factories: dict[str, KeyFactory],
+    ) -> None:
+        super().__init__(cls, storage, key_factories)
+        self.static_names = static_names
+        self._raw: dict[tuple[str, ...], Layout] = {}
+
+    def for_names(self, names: tuple[str, ...]) -> Layout:
+        return self.intern(names, tuple(n in self.static_names for n in names))
+
+    def _check_names(self, names: tuple[str, ...]) -> None:
+        super()._check_names(names)
+        # A static name this instance does not set is fine (only some instances may set it),
+        # unless it looks like a misspelling of one it does set.
+        for static_name in sorted(self.static_names.difference(names)):
+            close = close_match(static_name, names, ACCUSE)
+            if close:
+                raise TypeError(
+                    f"{self.cls.__qualname__}: static={static_name!r} names no attribute that "
+                    f"__init__ set, but {close!r} is one. Check the spelling in "
+                    f"@pytree_class(static=...)."
+                )
+
+    def fields_of(self, class_or_instance: object) -> tuple[Field, ...]:
+        if isinstance(class_or_instance, type):
+            raise TypeError(
+                f"fields({self.cls.__qualname__}): this class has no field annotations, so its "
+                f"fields are the attributes each instance sets in __init__; call fields() on an "
+                f"instance instead."
+            )
+        return self.layout_of(class_or_instance).fields
+
+    def exact(self, layout: Layout) -> bool:
+        # Without a __dict__ there is no marker: the slots themselves say which are fields.
+        return self.storage.has_dict or set(self.storage.slots) <= set(layout.names)
+
+    # -- the field rule -------------------------------------------------------------------------
+
+    def attribute_names(self, obj: object) -> tuple[str, ...]:
+        """The fields of ``obj`` by the field rule, read from the instance itself."""
+        storage = self.storage
+        prefixes = storage.private_prefixes
+        names = [
+            slot
+            for slot in storage.slots
+            if not slot.startswith("__") and not slot.startswith(prefixes) and hasattr(obj, slot)
+        ]
+        if storage.has_dict:
+            names.extend(
+                n
+                for n in obj.__dict__
+                if not n.startswith("__")
+                and not n.startswith(prefixes)
+                and n not in storage.descriptors
+                and n not in names
+            )
+        return tuple(names)
+
+    def layout_of(self, obj: object) -> Layout:
+        """The layout of ``obj``: its marker, else the primary if it holds every primary field,
+        else what it holds (a field deleted since, or an instance made without ``__init__``)."""
+        if type(obj) is not self.cls:  # a method of this class on a subclass's instance
+            table = published(type(obj))
+            assert table is not None
+            return table.layout_of(obj)
+        found: Layout | None = getattr(obj, markers.LAYOUT, None)
+        if found is not None and found.cls is self.cls and self.exact(found):
+            known: Layout = found
+            try:
+                known.read(obj)
+            except AttributeError:
+                if self.storage.has_dict and obj.__dict__.get(markers.LAYOUT) is known:
+                    present = tuple(n for n in known.names if hasattr(obj, n))  # deleted since
+                    return self.intern(present, tuple(n in known.static_names for n in present))
+            else:
+                return known
+        layout = self.for_names(self.attribute_names(obj))
+        if self.primary is None:
+            self.note(obj, layout)
+        return layout
+
+    # -- what instances teach the class -------------------------------------------------------
+
+    def note(self, obj: object, layout: Layout) -> None:
+        with self.lock:
+            if self.primary is None:
+                self.primary = layout
+                setattr(self.cls, markers.LAYOUT, layout)  # the unmarked instances' layout
+                self.used = True
+                self.on_change()
+            if not self.storage.has_dict:
+                return  # no marker possible: a slot is a field whenever it holds a value
+            instance_dict = obj.__dict__
+            if layout is self.primary:
+                instance_dict.pop(markers.LAYOUT, None)
+                return
+            instance_dict[markers.LAYOUT] = layout
+            if not self.varied:
+                self.varied = True
+                self.on_change()
+
+    def observe_slow(self, obj: object) -> None:
+        raw = None
+        if self.storage.has_dict and not self.storage.slots:
+            raw = tuple(obj.__dict__)
+            layout = self._raw.get(raw)
+            if layout is not None:
+                check(obj, layout)
+                if layout is not self.primary:
+                    self.note(obj, layout)
+                return
+        names = self.attribute_names(obj)
+        static = tuple(n in self.static_names for n in names)
+        # Checked before interning: a refused instance leaves the table as it was.
+        known = self._by_names.get((names, static))
+        check(obj, known or Layout(self.cls, records(names, static)))
+        layout = known or self.intern(names, static)
+        if raw is not None and markers.LAYOUT not in raw:
+            with self.lock:  # the bound holds without the GIL too
+                if len(self._raw) < _RAW_CACHE_SIZE:
+                    self._raw[raw] = layout
+        self.note(obj, layout)
+
+
+# -- the check of a new instance's values -----------------------------------------------------
+
+
+def check(obj: object, layout: Layout) -> None:
+    """The rule for the values of an instance ``obj`` of ``layout`` that was just built: static
+    values hashable, no method bound to ``obj`` itself. Generated code checks the same inline and
+    calls this to name the culprit; an unset field is left for flatten to name."""
+    cls = type(obj)
+    for name, static in zip(layout.names, layout.static, strict=True):
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            continue
+        if static:
+            check_static_value(cls, name, value)
+        check_not_bound_to(obj, name, value)
+
+
+def check_not_bound_to(obj: object, name: str, value: Any) -> None:
+    """Refuse a field holding a method bound to the instance being built: every rebuilt copy
+    (``tree_map``, ``replace``, unflatten) would keep calling the original instance."""
+    if type(value) is types.MethodType and value.__self__ is obj:
+        owner = type(obj).__qualname__
+        function = value.__func__.__name__
+        raise TypeError(
+            f"{owner}.{name} holds self.{function}, a method bound to the instance being built; "
+            f"copies JAX rebuilds would keep calling this instance's method, with its old "
+            f"values. Call self.{function}(...) where it is needed, or store the function: "
+            f"self.{name} = type(self).{function} (or a module-level function)."
+        )
+
+
+def _nothing(*_: object) -> None:
+    pass
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[object], tuple[Any, ...]]:
+    """``obj -> tuple(getattr(obj, name) for name in names)``, in C."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
+
+
+def all_slots(cls: type) -> tuple[str, ...]:
+    """Every slot of ``cls`` that holds a value (not ``__dict__``/``__weakref__``), base first."""
+    names: list[str] = []
+    for klass in reversed(cls.__mro__):
+        slots = klass.__dict__.get("__slots__", ())
+        if isinstance(slots, str):  # __slots__ = "x": the one slot x
+            slots = (slots,)
+        names.extend(s for s in slots if s not in ("__dict__", "__weakref__"))
+    return tuple(dict.fromkeys(names))
+
+
+def resolved(cls: type, name: str) -> Any:
+    """What ``cls.<name>`` resolves to, as stored in the defining class's ``__dict__``."""
+    return next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
