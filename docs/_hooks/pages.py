@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
+import ast
 import re
-import tomllib
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -27,8 +27,13 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+)\s*python\s*$")
 
 
 def version() -> str:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return str(project["version"])
+    # The one version source, pytreekit.__version__, read without importing the package (as
+    # setuptools reads it: pyproject.toml's dynamic version).
+    tree = ast.parse((ROOT / "pytreekit" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__version__":
+            return str(ast.literal_eval(node.value))
+    raise RuntimeError("pytreekit/__init__.py sets no __version__")
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
