@@ -17,7 +17,16 @@ offline. It fails, listing every problem, when:
 - the site's search finds nothing, or nothing on the Pitfalls page, for an error text the
   Pitfalls page shows.
 
-The pages generated from the repository's files (tests/, benchmarks/: docs/_hooks/
+Before the browser, it reads every built page's HTML and fails on:
+
+- a link (``<a href>``, ``<img src>``, a stylesheet, a script) into the site that names no file
+  of the built site, or an anchor (``#name``) that its page does not define;
+- a link to another host that mkdocs.yml does not name: its ``repo_url`` and ``site_url``, the
+  hosts of the API reference's inventories, and ``extra.linked_sites`` (the other sites the pages
+  cite). The project has no public repository or package index entry yet, so a link to either
+  would be invented.
+
+The pages generated from the repository's files (tests/, benchmarks/, pytreekit/: docs/_hooks/
 repository_files.py) show those files as they are: they are checked for errors, at 1280 px only.
 ``--screenshots DIR`` also saves full-page screenshots at 1280 px of the pages a visitor sees
 first (the front page, API reference, Speed and Why).
@@ -34,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -41,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 # What a closed network needs: nothing that phones home, a profile of its own (user_data_dir).
 CHROMIUM_FLAGS = [
@@ -54,7 +65,7 @@ CHROMIUM_FLAGS = [
 ]
 DESKTOPS = (1280, 1920)
 PHONE = 390
-SOURCE_PAGES = ("tests/", "benchmarks/")  # the repository's files, shown as they are
+SOURCE_PAGES = ("tests/", "benchmarks/", "pytreekit/")  # the repository's files, as they are
 SCREENSHOTS = {"index": "", "api": "api/", "speed": "speed/", "why": "why/"}
 PITFALLS = "pitfalls/"
 # Browsers at once, each in a thread of its own: one per core of the CI machines.
@@ -208,6 +219,79 @@ class Viewer:
             report.add(where, problem)
 
 
+# What a page links to and what it can be linked to: tags whose address is followed, and ids.
+TARGET = re.compile(
+    r"<(?P<tag>a|img|link|script)\b[^>]*?\s(?P<attribute>href|src)=\"(?P<url>[^\"]*)\"", re.I
+)
+DEFINED = re.compile(r"\s(?:id|name)=\"([^\"]+)\"")
+# Addresses that are not pages: the browser handles them, there is nothing to look up.
+NOT_A_PAGE = ("mailto:", "javascript:", "data:", "tel:")
+
+
+def configured_hosts(config_file: Path) -> set[str]:
+    """The hosts mkdocs.yml names, that a page may link to."""
+    from mkdocs.utils.yaml import yaml_load  # understands mkdocs.yml's !ENV
+
+    with config_file.open(encoding="utf-8") as stream:
+        config = yaml_load(stream)
+    addresses = [config.get("repo_url") or "", config.get("site_url") or ""]
+    addresses += (config.get("extra") or {}).get("linked_sites") or []
+    for plugin in config.get("plugins") or []:
+        if isinstance(plugin, dict) and "mkdocstrings" in plugin:
+            for handler in plugin["mkdocstrings"].get("handlers", {}).values():
+                for inventory in handler.get("inventories", []):
+                    addresses.append(inventory if isinstance(inventory, str) else inventory["url"])
+    return {urllib.parse.urlsplit(address).hostname or "" for address in addresses} - {""}
+
+
+def _page_file(site: Path, path: str) -> Path | None:
+    """The built file an address's path (from the site's root) names, if there is one."""
+    candidate = site / urllib.parse.unquote(path).lstrip("/")
+    if path.endswith("/") or candidate.is_dir():
+        candidate = candidate / "index.html"
+    return candidate if candidate.is_file() else None
+
+
+def check_links(site: Path, hosts: set[str]) -> Report:
+    """Every link of every built page: into the site, to a file and an anchor that exist;
+    elsewhere, to a host of ``hosts``."""
+    report = Report()
+    ids: dict[Path, set[str]] = {}
+
+    def defined(page: Path) -> set[str]:
+        if page not in ids:
+            ids[page] = set(DEFINED.findall(page.read_text(encoding="utf-8")))
+        return ids[page]
+
+    for page in sorted(site.rglob("*.html")):
+        where = "/" + page.relative_to(site).as_posix()
+        base = "http://site/" + page.relative_to(site).as_posix()
+        html = page.read_text(encoding="utf-8")
+        for match in TARGET.finditer(html):
+            url = htmllib.unescape(match.group("url"))
+            if not url or url.startswith(NOT_A_PAGE):
+                continue
+            parts = urllib.parse.urlsplit(urllib.parse.urljoin(base, url))
+            if parts.netloc != "site":
+                if match.group("tag") == "link" and "canonical" in match.group(0):
+                    continue  # the page's own address where it is published (site_url)
+                if parts.scheme in ("http", "https") and not parts.hostname:
+                    report.add(where, f"a malformed address: {url}")
+                elif parts.scheme in ("http", "https") and parts.hostname not in hosts:
+                    report.add(where, f"a link to a host mkdocs.yml does not name: {url}")
+                continue
+            target = _page_file(site, parts.path)
+            if target is None:
+                report.add(where, f"a link to nothing: {url}")
+            elif (
+                parts.fragment
+                and target.suffix == ".html"
+                and urllib.parse.unquote(parts.fragment) not in defined(target)
+            ):
+                report.add(where, f"a link to an anchor its page lacks: {url}")
+    return report
+
+
 def repository_facts(site: Path) -> str:
     """The address of the repository's facts (stars, forks, latest release) that Material's
     header fetches from GitHub's API: refused here like every request off the site, and allowed
@@ -289,12 +373,14 @@ def search_and_screenshots(site: Path, base: str, screenshots: Path | None) -> R
     return report
 
 
-def run(site: Path, screenshots: Path | None = None) -> Report:
+def run(
+    site: Path, screenshots: Path | None = None, config_file: Path = ROOT / "mkdocs.yml"
+) -> Report:
     if not (site / "index.html").is_file():
         sys.exit(f"{site} has no index.html: build the site first (mkdocs build -d {site})")
     if not Path(CHROMIUM).is_file():
         sys.exit(f"no {CHROMIUM}: install Debian's chromium package (apt-get install chromium)")
-    report = Report()
+    report = check_links(site, configured_hosts(config_file))
     with serve(site) as base, ThreadPoolExecutor(max_workers=WORKERS) as pool:
         jobs = [pool.submit(view_every_page, site, base, width) for width in (*DESKTOPS, PHONE)]
         jobs.append(pool.submit(search_and_screenshots, site, base, screenshots))
@@ -311,9 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site", type=Path, help="the built site (mkdocs build -d SITE)")
     parser.add_argument("--screenshots", type=Path, help="save screenshots into this directory")
+    parser.add_argument(
+        "--config", type=Path, default=ROOT / "mkdocs.yml", help="the site's mkdocs.yml"
+    )
     args = parser.parse_args(argv)
     start = time.monotonic()
-    report = run(args.site, args.screenshots)
+    report = run(args.site, args.screenshots, args.config)
     seconds = time.monotonic() - start
     for where, problems in report.problems.items():
         print(where)
