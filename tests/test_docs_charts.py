@@ -213,7 +213,8 @@ def test_the_speed_page_is_drawn_from_the_committed_results() -> None:
     committed results file makes every one of them."""
     page = (ROOT / "docs" / "speed.md").read_text(encoding="utf-8")
     markers = re.findall(r"^<!--\s*speed:\s*(\S+)\s*-->$", page, re.MULTILINE)
-    assert sorted(markers) == sorted(tables.SECTIONS)
+    # The front page's sentence is on the front page (tests/test_docs_speed.py).
+    assert sorted(markers) == sorted(set(tables.SECTIONS) - {"front-page"})
     results = json.loads((ROOT / "docs" / "speed" / "results.json").read_text(encoding="utf-8"))
     for name in markers:
         assert tables.SECTIONS[name](results)
