@@ -194,3 +194,29 @@ def test_site_builds_in_strict_mode(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "site" / "search" / "search_index.json").exists()
+
+
+def test_the_front_page_shows_the_codemod_s_own_output(tmp_path: Path) -> None:
+    """docs/index.md's "after" is what ``python -m pytreekit.migrate`` makes of its "before",
+    and its last block prints what its comments say."""
+    require("libcst")
+    from migrate_helpers import codemod, write
+
+    page = ROOT / "docs" / "index.md"
+    blocks = [block for block in code_blocks(page) if block.language == "python"]
+    [before] = [block.code for block in blocks if block.heading == "`model.py` before"]
+    [after, demo] = [block.code for block in blocks if block.heading == "`model.py` after"]
+    write(tmp_path, {"model.py": before})
+    assert codemod(tmp_path, "model.py").code == 0
+    assert (tmp_path / "model.py").read_text(encoding="utf-8") == after
+    commands = [block.code for block in code_blocks(page) if block.heading == "The codemod"]
+    assert "python -m pytreekit.migrate model.py" in commands[0]
+    run = subprocess.run(
+        [sys.executable, "-c", after + demo],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    said = re.findall(r"^print\(.*\)  # (.*)$", demo, re.MULTILINE)
+    assert run.stdout.splitlines() == said

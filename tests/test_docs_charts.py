@@ -218,8 +218,11 @@ def test_the_speed_page_is_drawn_from_the_committed_results() -> None:
     results = json.loads((ROOT / "docs" / "speed" / "results.json").read_text(encoding="utf-8"))
     for name in markers:
         assert tables.SECTIONS[name](results)
-    images = re.findall(r"\]\(speed/([\w-]+\.svg)\)", page)
+    images = re.findall(r"!\[[^\]]*\]\(speed/([\w-]+\.svg)\)", page)
     assert sorted(images) == sorted(charts.render(results))
+    # Each linked to itself at full size (on a phone the chart is shrunk to the screen).
+    for image in images:
+        assert f"[Open the chart at full size](speed/{image})" in page
 
 
 def test_pages_quote_speed_figures_the_results_have() -> None:

@@ -287,9 +287,10 @@ def test_griffe_sees_the_init_pytree_class_generates_and_the_package_example() -
 # --- in a browser ------------------------------------------------------------------------------
 
 
-def _tiny_site(tmp_path: Path, line: str) -> Path:
+def _tiny_site(tmp_path: Path, line: str, chart: bool = False) -> Path:
     """A Material site of two pages (its content column about 700 px wide: 80 columns of code):
-    the front page shows ``line`` in a code block."""
+    the front page shows ``line`` in a code block. ``chart``: a third page shows an image 2000 px
+    wide without a link to it."""
     (tmp_path / "docs").mkdir(parents=True)
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: tiny\ntheme:\n  name: material\n  font: false\n"
@@ -301,6 +302,12 @@ def _tiny_site(tmp_path: Path, line: str) -> Path:
     (tmp_path / "docs" / "pitfalls.md").write_text(
         "# Pitfalls\n\n```text\nTypeError: zeros_like requires ndarray or scalar arguments\n```\n"
     )
+    if chart:
+        (tmp_path / "docs" / "chart.md").write_text("# Chart\n\n![a chart](chart.svg)\n")
+        (tmp_path / "docs" / "chart.svg").write_text(
+            '<svg xmlns="http://www.w3.org/2000/svg" width="2000" height="400">'
+            '<rect width="2000" height="400" fill="#ccc"/></svg>'
+        )
     subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(tmp_path / "site")],
         cwd=tmp_path,
@@ -318,7 +325,9 @@ def test_the_browser_check_fails_on_a_code_block_wider_than_the_column(tmp_path:
     assert fits.problems == {}
     assert fits.checked == 6  # 2 pages at 3 widths
 
-    too_wide = site_check.run(_tiny_site(tmp_path / "wide", "x = " + "1 + " * 50 + "1"))
-    assert list(too_wide.problems) == ["/ at 1280 px", "/ at 1920 px"]
+    too_wide = site_check.run(_tiny_site(tmp_path / "wide", "x = " + "1 + " * 50 + "1", chart=True))
+    assert sorted(too_wide.problems) == ["/ at 1280 px", "/ at 1920 px", "/chart/ at 390 px"]
+    [shrunk] = too_wide.problems["/chart/ at 390 px"]
+    assert "an image is shown at" in shrunk and "of its 2000 px" in shrunk
     assert "a code block scrolls sideways" in too_wide.problems["/ at 1280 px"][0]
     assert "x = 1 + 1 + 1" in too_wide.problems["/ at 1280 px"][0]

@@ -12,8 +12,10 @@ offline. It fails, listing every problem, when:
 - an image does not load;
 - at 1280 and 1920 px wide, a code block scrolls sideways (its lines are longer than the content
   column shows) or a table is wider than the content column;
-- at 390 px wide (a phone), the page itself is wider than the screen (a code block or a table
-  may scroll inside its own box there);
+- at 390 px wide (a phone), the page itself is wider than the screen (a code block or a wide
+  table of figures may scroll inside its own box there, as code does), a table of the API
+  reference does not fit, text is cut by a box that hides what overflows it, or an image is
+  shown at under half its width without a link to it at full size;
 - the site's search finds nothing, or nothing on the Pitfalls page, for an error text the
   Pitfalls page shows.
 
@@ -102,6 +104,43 @@ BROKEN_IMAGES = """
 """
 PAGE_WIDER_THAN_SCREEN = """
 () => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1
+"""
+# On a phone: what is cut or shrunk past reading. A table of the API reference must fit (it is
+# laid out as one block per row there); a box whose content it hides is cut, unless it is a box
+# made to scroll (code, a wide table of figures); an image shown at under half its width must
+# link to itself at full size.
+PHONE_MEASURE = """
+() => {
+  const problems = [];
+  for (const table of document.querySelectorAll(".md-content .doc-contents table")) {
+    const box = table.closest(".md-typeset__scrollwrap") || table;
+    if (table.offsetParent !== null && box.scrollWidth > box.clientWidth + 1) {
+      const text = table.innerText.replace(/\\s+/g, " ").slice(0, 60);
+      problems.push(`an API table scrolls sideways (${box.scrollWidth} px in ` +
+                    `${box.clientWidth} px): ${text}`);
+    }
+  }
+  for (const element of document.querySelectorAll(".md-content *")) {
+    if (element.closest("pre, code, svg, .md-typeset__scrollwrap, .tabbed-labels")) continue;
+    const style = getComputedStyle(element);
+    const hides = ["hidden", "clip"].includes(style.overflowX);
+    if (hides && element.offsetParent !== null &&
+        element.scrollWidth > element.clientWidth + 1 && element.innerText.trim()) {
+      problems.push(`text is cut (${element.scrollWidth} px in ${element.clientWidth} px): ` +
+                    element.innerText.replace(/\\s+/g, " ").slice(0, 60));
+    }
+  }
+  for (const img of document.querySelectorAll(".md-content img")) {
+    const shown = img.getBoundingClientRect().width;
+    const link = img.closest("a");
+    const linked = link && link.href === img.src;
+    if (img.naturalWidth > 2 * shown && shown > 0 && !linked) {
+      problems.push(`an image is shown at ${Math.round(shown)} of its ${img.naturalWidth} px ` +
+                    `with no link to it at full size: ${img.getAttribute("src")}`);
+    }
+  }
+  return problems;
+}
 """
 
 
@@ -214,6 +253,8 @@ class Viewer:
         if self.width == PHONE:
             if self.page.evaluate(PAGE_WIDER_THAN_SCREEN):
                 report.add(where, "the page is wider than the screen")
+            for problem in self.page.evaluate(PHONE_MEASURE):
+                report.add(where, problem)
             return
         for problem in self.page.evaluate(MEASURE):
             report.add(where, problem)
