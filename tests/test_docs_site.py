@@ -76,6 +76,41 @@ def test_the_api_page_has_every_public_name_pytree_class_and_field_first() -> No
     assert "`MISSING`" in text
 
 
+def test_every_type_variable_of_a_public_signature_is_explained_once() -> None:
+    """The API page explains each type variable (and ``JVPRule``) its signatures show, once."""
+    import typing
+
+    found: set[str] = set()
+
+    def collect(hint: object) -> None:
+        if isinstance(hint, typing.TypeVar | typing.ParamSpec | typing.TypeVarTuple):
+            found.add(hint.__name__)
+        for argument in typing.get_args(hint):
+            collect(argument)
+
+    objects = [getattr(pytreekit, name) for name in pytreekit.__all__ if name != "MISSING"]
+    for obj in objects:
+        functions = [obj, *vars(obj).values()] if isinstance(obj, type) else [obj]
+        for function in functions:
+            if not callable(function) or getattr(function, "__module__", "") == "builtins":
+                continue
+            try:
+                hints = typing.get_type_hints(function)
+            except Exception:  # a class attribute that is not a function
+                continue
+            for hint in hints.values():
+                collect(hint)
+            written = " ".join(map(str, getattr(function, "__annotations__", {}).values()))
+            found |= {"JVPRule"} & set(re.findall(r"\w+", written))
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    section = text.split("## Reading the signatures")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| (.+?) \|", section, re.MULTILINE)[1:]  # after the header
+    explained = [name for row in rows for name in re.findall(r"`(\w+)", row)]
+    assert {"T", "S", "P", "R"} <= found
+    assert sorted(set(explained)) == sorted(explained)  # once each
+    assert found <= set(explained), found - set(explained)
+
+
 # --- the hooks -------------------------------------------------------------------------------
 
 
