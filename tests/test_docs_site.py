@@ -335,7 +335,8 @@ def _tiny_site(tmp_path: Path, line: str, chart: bool = False) -> Path:
     )
     (tmp_path / "docs" / "index.md").write_text(f"# Tiny\n\n```python\n{line}\n```\n")
     (tmp_path / "docs" / "pitfalls.md").write_text(
-        "# Pitfalls\n\n```text\nTypeError: zeros_like requires ndarray or scalar arguments\n```\n"
+        "# Pitfalls\n\n```text\nTypeError: zeros_like requires ndarray or scalar arguments\n"
+        "TypeError: unhashable type: 'Linear'\n```\n"
     )
     if chart:
         (tmp_path / "docs" / "chart.md").write_text("# Chart\n\n![a chart](chart.svg)\n")

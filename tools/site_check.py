@@ -16,8 +16,8 @@ offline. It fails, listing every problem, when:
   table of figures may scroll inside its own box there, as code does), a table of the API
   reference does not fit, text is cut by a box that hides what overflows it, or an image is
   shown at under half its width without a link to it at full size;
-- the site's search finds nothing, or nothing on the Pitfalls page, for an error text the
-  Pitfalls page shows.
+- the site's search finds nothing on the Pitfalls page for an error text that page shows, or
+  does not put it among the first 3 results for "unhashable type".
 
 Before the browser, it reads every built page's HTML and fails on:
 
@@ -70,6 +70,10 @@ PHONE = 390
 SOURCE_PAGES = ("tests/", "benchmarks/", "pytreekit/")  # the repository's files, as they are
 SCREENSHOTS = {"index": "", "api": "api/", "speed": "speed/", "why": "why/"}
 PITFALLS = "pitfalls/"
+# The Pitfalls page must be among the results of a search for each of its error texts, and
+# among the first of them for these short ones, which a reader types from a traceback's last line.
+FIRST_RESULTS = 3
+SEARCHES = ("unhashable type",)
 # Browsers at once, each in a thread of its own: one per core of the CI machines.
 WORKERS = 2
 
@@ -342,9 +346,9 @@ def repository_facts(site: Path) -> str:
     return f"https://api.github.com/repos/{match.group(1)}" if match else ""
 
 
-def check_search(page: Any, error: str, report: Report) -> None:
+def check_search(page: Any, error: str, report: Report, first: int | None = None) -> None:
     """Search the site for ``error`` as a reader does, in the search box of the page open: the
-    Pitfalls page must be among the results."""
+    Pitfalls page must be among the results (among the ``first`` ones, if given)."""
     page.click(".md-search__input")
     page.keyboard.press("Control+A")
     page.keyboard.press("Backspace")
@@ -360,11 +364,14 @@ def check_search(page: Any, error: str, report: Report) -> None:
         report.add("search", f"no result for {error!r}")
         return
     links = page.eval_on_selector_all(
-        ".md-search-result__item a", "links => links.map(a => a.getAttribute('href'))"
+        ".md-search-result__item > a", "links => links.map(a => a.getAttribute('href'))"
     )
-    if not any(PITFALLS in (link or "") for link in links):
-        first = ", ".join(link.split("?")[0].removeprefix(page.url) for link in links[:5])
-        report.add("search", f"the Pitfalls page is not among the results for {error!r}: {first}")
+    if not any(PITFALLS in (link or "") for link in links[:first]):
+        shown = ", ".join(link.split("?")[0].removeprefix(page.url) for link in links[:5])
+        among = f"the first {first} " if first else "the "
+        report.add(
+            "search", f"the Pitfalls page is not among {among}results for {error!r}: {shown}"
+        )
 
 
 @contextmanager
@@ -404,6 +411,8 @@ def search_and_screenshots(site: Path, base: str, screenshots: Path | None) -> R
         page = context.new_page()
         page.set_viewport_size({"width": DESKTOPS[0], "height": 900})
         page.goto(base, wait_until="networkidle")
+        for error in SEARCHES:
+            check_search(page, error, report, FIRST_RESULTS)
         for error in pitfalls_errors(site):
             check_search(page, error, report)
         if screenshots is not None:
