@@ -319,6 +319,32 @@ def test_griffe_sees_the_init_pytree_class_generates_and_the_package_example() -
     assert "```pycon\n>>> import jax" in package.docstring.value
 
 
+@needs_docs_extra
+def test_every_pytree_class_parameter_is_described_in_its_own_words() -> None:
+    import griffe
+
+    extensions = griffe.load_extensions(f"{HOOKS / 'griffe_pytree_class.py'}:PytreeClassInit")
+    package = griffe.load("pytreekit", search_paths=[ROOT], extensions=extensions)
+    function = package["_decorator.pytree_class"]
+    assert function.docstring is not None
+    [parameters] = [
+        section.value
+        for section in function.docstring.parse("google")
+        if section.kind is griffe.DocstringSectionKind.parameters
+    ]
+    described = {
+        parameter.name: " ".join(parameter.description.split()) for parameter in parameters
+    }
+    assert list(described) == [p.name for p in function.parameters]
+    assert len(set(described.values())) == len(described)  # no two alike
+    for name, text in described.items():
+        assert not text.startswith("See "), name
+        assert "dataclasses.dataclass``'s arguments" not in text, name
+    # A docstring with its own words is shown as it is.
+    own = "Args:\n    order: Only ``False``: mine.\n    init: Mine too.\n"
+    assert hook("griffe_pytree_class").described(own) == own
+
+
 # --- in a browser ------------------------------------------------------------------------------
 
 
