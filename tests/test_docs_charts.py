@@ -237,3 +237,20 @@ def test_pages_quote_speed_figures_the_results_have() -> None:
     assert quotes, "docs/why.md quotes the round trips"
     for operation, style in quotes:
         assert tables.ratio(tables.at(results["tree"][operation], size), style) is not None
+
+
+def test_a_text_past_the_figure_s_edge_is_refused_and_the_charts_have_none() -> None:
+    """A one-line axis caption wider than the chart was cut off ("...against the refere"):
+    drawing such a chart fails; the real charts, from the committed results, draw."""
+    plt = charts._pyplot()
+    figure, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+    ax.set_xlabel("µs per call, median (lower is better); in brackets: against the reference " * 2)
+    assert charts.cut_texts(figure)
+    with pytest.raises(ValueError, match="cut off at the figure's edge"):
+        charts._svg(figure)
+    results = json.loads((ROOT / "docs" / "speed" / "results.json").read_text(encoding="utf-8"))
+    assert sorted(charts.render(results)) == [
+        "construction.svg",
+        "decoration.svg",
+        "tree-operations.svg",
+    ]
