@@ -49,7 +49,37 @@ def _pyplot() -> Any:
     return plt
 
 
+def cut_texts(figure: Any) -> list[str]:
+    """The texts of ``figure`` that reach past its edges (they would be cut off in the image):
+    axis captions, titles, the bars' labels, the legend and the tick labels drawn."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    box = figure.bbox
+    texts = []
+    for ax in figure.axes:
+        texts += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        legend = ax.get_legend()
+        texts += legend.get_texts() if legend is not None else []
+        for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            low, high = min(low, high), max(low, high)
+            for tick in axis.get_major_ticks():
+                if low <= tick.get_loc() <= high:
+                    texts.append(tick.label1)
+    cut = []
+    for text in texts:
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        extent = text.get_window_extent(renderer)
+        if extent.x0 < box.x0 - 1 or extent.x1 > box.x1 + 1 or extent.y0 < box.y0 - 1:
+            cut.append(text.get_text())
+    return cut
+
+
 def _svg(figure: Any) -> str:
+    cut = cut_texts(figure)
+    if cut:
+        _pyplot().close(figure)
+        raise ValueError(f"chart texts cut off at the figure's edge: {cut}")
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None}, facecolor="white")
     _pyplot().close(figure)
@@ -102,7 +132,8 @@ def tree_operations(results: dict[str, Any]) -> str:
         ax.set_yticks(range(len(shown)), [_plain(s) for s in shown])
         ax.invert_yaxis()
         ax.set_title(f"{tables.OPERATIONS[operation]}, {size} layers", loc="left")
-        ax.set_xlabel("µs per call, median (lower is better); in brackets: against hand-written")
+        # Two short lines: one long line is cut at the figure's edge when the labels are wide.
+        ax.set_xlabel("µs per call, median (lower is better)\nin brackets: against hand-written")
         ax.grid(True, axis="x", alpha=0.3)
     return _svg(figure)
 
@@ -137,7 +168,7 @@ def _pairs(rows: dict[str, dict[str, float]], scale: float, unit: str, title: st
     _bar_labels(ax, theirs, [f"{rows[n]['reference'] / scale:.0f}" for n in names])
     ax.set_yticks(list(positions), names)
     ax.invert_yaxis()
-    ax.set_xlabel(f"{unit}, median (lower is better); in brackets: pytreekit against the reference")
+    ax.set_xlabel(f"{unit}, median (lower is better)\nin brackets: pytreekit against the reference")
     ax.set_title(title, loc="left")
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, frameon=False, borderaxespad=1.5)
     ax.grid(True, axis="x", alpha=0.3)

@@ -10,6 +10,7 @@ Each function takes the results as ``json.load`` reads them (sizes are then stri
 
 from __future__ import annotations
 
+import re
 import statistics
 from typing import Any
 
@@ -41,6 +42,13 @@ MEASURED_REPEATS = 3
 
 def style_name(style: str) -> str:
     return STYLE_NAMES.get(style, f"`{style}`")
+
+
+def label(name: str) -> str:
+    """A benchmark's name as a table shows it: dunders, decorators and ``==`` as code (bare,
+    Markdown would make ``__post_init__`` a bold "post_init"), and "1 leaf", not "1 leaves"."""
+    name = re.sub(r"\b1 leaves\b", "1 leaf", name)
+    return re.sub(r"(@\w+|\b__\w+__\b|==|dataclasses\.replace|jax\.jvp)", r"`\1`", name)
 
 
 def table(header: list[str], rows: list[list[str]], align: str = "l") -> str:
@@ -101,8 +109,8 @@ def summary(results: dict[str, Any]) -> str:
         cells = [_ratio_text(ratio(measured, style)) for measured in found.values()]
         rows.append([style_name(style), *cells])
     return (
-        f"At {size} layers, each style's median time against hand-written code's (lower is "
-        f"better; hand-written is 1.00x):\n\n"
+        f"At {size} layers{_jax(results)}, each style's median time against hand-written "
+        f"code's (lower is better; hand-written is 1.00x):\n\n"
         + table(["style", *(titles[op] for op in found)], rows, align="r")
     )
 
@@ -135,7 +143,7 @@ def operation_tabs(results: dict[str, Any]) -> str:
 
 def construction(results: dict[str, Any]) -> str:
     rows = [
-        [name, f"{r['pytreekit']:.0f}", f"{r['reference']:.0f}", f"{r['ratio']:.2f}x"]
+        [label(name), f"{r['pytreekit']:.0f}", f"{r['reference']:.0f}", f"{r['ratio']:.2f}x"]
         for name, r in results["construction"].items()
     ]
     return table(["classes", "pytreekit (ns)", "reference (ns)", "ratio"], rows, align="r")
@@ -143,7 +151,12 @@ def construction(results: dict[str, Any]) -> str:
 
 def decoration(results: dict[str, Any]) -> str:
     rows = [
-        [name, f"{r['pytreekit'] / 1e3:.0f}", f"{r['reference'] / 1e3:.1f}", f"{r['ratio']:.2f}x"]
+        [
+            label(name),
+            f"{r['pytreekit'] / 1e3:.0f}",
+            f"{r['reference'] / 1e3:.1f}",
+            f"{r['ratio']:.2f}x",
+        ]
         for name, r in results["decoration"].items()
     ]
     return table(["classes", "pytreekit (µs)", "reference (µs)", "ratio"], rows, align="r")
@@ -151,7 +164,7 @@ def decoration(results: dict[str, Any]) -> str:
 
 def derivatives(results: dict[str, Any]) -> str:
     rows = [
-        [name, f"{r['pytreekit']:.1f}", f"{r['jax']:.1f}", f"{r['ratio']:.2f}x"]
+        [label(name), f"{r['pytreekit']:.1f}", f"{r['jax']:.1f}", f"{r['ratio']:.2f}x"]
         for name, r in results["ad"].items()
     ]
     return table(["benchmark", "pytreekit (µs)", "JAX by hand (µs)", "ratio"], rows, align="r")
@@ -245,6 +258,180 @@ def machine(results: dict[str, Any]) -> str:
     return note
 
 
+# --- the sentences around the tables --------------------------------------------------------
+# Every ratio a page states in prose is made here from the results, with the sizes and the JAX
+# version it holds for, so the text cannot contradict the tables a later run draws. A claim in
+# words ("cost what hand-written code costs") is made only when the figures bear it out.
+
+# Within this of hand-written code's time, a style "costs what hand-written code costs".
+SAME = 0.10
+PYTREEKIT = ("pytreekit annotated", "pytreekit existing class")
+PEERS = ("register_dataclass", "flax.struct", "equinox.Module")
+# How a sentence names each style.
+PROSE_NAMES = {
+    "builtin dict/list": "builtin dicts and lists",
+    HAND: "hand-written code",
+    "register_dataclass": "`register_dataclass`",
+    "equinox.Module": "Equinox",
+    "flax.struct": "flax.struct",
+    "pytreekit annotated": "pytreekit (annotated)",
+    "pytreekit existing class": "pytreekit (existing class)",
+}
+
+
+def _prose_name(style: str) -> str:
+    return PROSE_NAMES.get(style, f"`{style}`")
+
+
+def _jax(results: dict[str, Any]) -> str:
+    version = results["machine"].get("versions", {}).get("jax")
+    return f", JAX {version}" if version else ""
+
+
+def _ratios(results: dict[str, Any], operation: str, style: str) -> list[float]:
+    """``style``'s ratios to hand-written code for ``operation`` at every size measured."""
+    by_size = measurements(results).get(operation, {})
+    found = (ratio(at(by_size, size), style) for size in sizes(results))
+    return [value for value in found if value is not None]
+
+
+def _span(values: list[float]) -> str:
+    low, high = f"{min(values):.2f}x", f"{max(values):.2f}x"
+    return low if low == high else f"{low} to {high}"
+
+
+def _sizes_text(results: dict[str, Any]) -> str:
+    measured = sizes(results)
+    return f"{measured[0]} to {measured[-1]} layers{_jax(results)}"
+
+
+def _styles_text(results: dict[str, Any], operation: str, names: tuple[str, ...]) -> str:
+    parts = [
+        f"{_span(found)} with {_prose_name(style)}"
+        for style in names
+        if (found := _ratios(results, operation, style))
+    ]
+    return ", ".join(parts)
+
+
+def findings(results: dict[str, Any]) -> str:
+    """What the tree tables say, as bullets whose every figure is the tables'."""
+    where = _sizes_text(results)
+    bullets = []
+    core = ("tree_flatten", "tree_unflatten", "round trip", "tree_map")
+    ours = [value for op in core for style in PYTREEKIT for value in _ratios(results, op, style)]
+    if ours:
+        verb = "cost what hand-written code costs" if max(ours) <= 1 + SAME else "take"
+        text = (
+            f"Flatten, unflatten, round trip and `tree_map` with pytreekit {verb}: "
+            f"{_span(ours)} of its time at {where}."
+        )
+        peers = _styles_text(results, "round trip", PEERS)
+        if peers:
+            text += f" A round trip takes {peers}."
+        flatten = _ratios(results, "tree_flatten", "register_dataclass")
+        unflatten = _ratios(results, "tree_unflatten", "register_dataclass")
+        if flatten and unflatten and max(flatten) < 1 < min(unflatten):
+            text += (
+                f" `register_dataclass` flattens in C++, faster than any Python flatten "
+                f"({_span(flatten)}), but its unflatten calls `__init__` ({_span(unflatten)})."
+            )
+        bullets.append(text)
+    constructed = "tree_flatten (as constructed)"
+    existing = [
+        (size, ratio(at(results["tree"].get(constructed, {}), size), PYTREEKIT[1]))
+        for size in sizes(results)
+    ]
+    if all(value is not None for _, value in existing) and existing:
+        figures = ", ".join(f"{value:.2f}x at {size} layers" for size, value in existing)
+        text = (
+            f"Instances of an existing class *as built by its `__init__`* flatten at {figures}"
+            f"{_jax(results)}: pytreekit recognises the class's first layout without reading the "
+            f"instance's `__dict__` (on CPython, reading it makes later attribute reads of that "
+            f"instance slower), so only the first instance of each layout is read that way."
+        )
+        first, last = existing[0][1], existing[-1][1]
+        assert first is not None and last is not None
+        if first > last + SAME / 2:
+            text += " That first read is what shows in the smallest model."
+        bullets.append(text)
+    others = (*PYTREEKIT, *PEERS, "builtin dict/list")
+    for operation, title in (
+        ("jax.jit dispatch", "A jitted call's dispatch"),
+        (OPTAX, "The optax step"),
+    ):
+        found = _styles_text(results, operation, others)
+        if found:
+            bullets.append(f"{title}, against hand-written code's time at {where}: {found}.")
+    return "\n".join(f"- {bullet}" for bullet in bullets)
+
+
+def _ad(results: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    return next((r for name, r in results.get("ad", {}).items() if name.startswith(prefix)), None)
+
+
+def derivative_notes(results: dict[str, Any]) -> str:
+    """The derivatives table in words: each figure is the table's."""
+    sentences = []
+    dispatch = _ad(results, "custom_jvp_method: jit(grad) dispatch")
+    trace = _ad(results, "custom_jvp_method: trace of grad")
+    if dispatch:
+        sentences.append(
+            f"A `custom_jvp_method` compiles to the same function as `jax.custom_jvp`: with "
+            f"JAX {results['machine']['versions'].get('jax', '(version not recorded)')}, a "
+            f"jitted `grad` call dispatches at {dispatch['ratio']:.2f}x the time of the same rule "
+            f"written with `jax.custom_jvp`"
+            + (f", and tracing `grad` takes {trace['ratio']:.2f}x." if trace else ".")
+        )
+    linearize = _ad(results, "linearize")
+    if linearize:
+        sentences.append(
+            f"`linearize` applied to the tangents took {linearize['ratio']:.2f}x the time of as "
+            f"many `jax.jvp` calls here; how much it saves depends on how much of each "
+            f"`jax.jvp` call is tracing rather than computing: measure your own case before "
+            f"relying on it."
+        )
+    return " ".join(sentences)
+
+
+def init_check(results: dict[str, Any]) -> str:
+    """What checking an instance after its own ``__init__`` costs, from the construction
+    table."""
+    measured = results["construction"].get("existing class vs undecorated")
+    if not measured:
+        return ""
+    extra = measured["pytreekit"] - measured["reference"]
+    return (
+        f"When your `__init__` returns, pytreekit checks what it set (the fields it expects and "
+        f"nothing else, static values hashable, no method bound to the instance). That is a "
+        f"fixed cost per instance, whatever your `__init__` does: here {extra:.0f} ns, "
+        f"{measured['ratio']:.2f}x an `__init__` that only stores three attributes, and little "
+        f"beside one that draws its weights from a PRNG key (microseconds)."
+    )
+
+
+def front_page(results: dict[str, Any]) -> str:
+    """The front page's claim: a round trip against hand-written code and the other styles."""
+    size = middle_size(results)
+    measured = at(results["tree"].get("round trip", {}), size)
+    ours = ratio(measured, PYTREEKIT[1])
+    if ours is None:
+        return ""
+    peers = [
+        (_prose_name(style), value)
+        for style in PEERS
+        if (value := ratio(measured, style)) is not None
+    ]
+    text = ("It costs what the pair you wrote costs: " if abs(ours - 1) <= SAME else "") + (
+        f"on a {size}-layer model{_jax(results)}, a round trip (flatten, then unflatten) takes "
+        f"{ours:.2f}x the time of a careful hand-written pair"
+    )
+    text = text[0].upper() + text[1:]
+    if peers:
+        text += "; " + ", ".join(f"{value:.2f}x with {name}" for name, value in peers)
+    return text + "."
+
+
 SECTIONS = {
     "summary": summary,
     "operations": operation_tabs,
@@ -255,4 +442,8 @@ SECTIONS = {
     "codemod": codemod,
     "import": import_time,
     "machine": machine,
+    "findings": findings,
+    "derivative-notes": derivative_notes,
+    "init-check": init_check,
+    "front-page": front_page,
 }

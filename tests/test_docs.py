@@ -10,6 +10,7 @@ backends, whose absence fails in CI (``conftest.require``), as for the backend t
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -194,3 +195,60 @@ def test_site_builds_in_strict_mode(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "site" / "search" / "search_index.json").exists()
+
+
+def test_the_front_page_shows_the_codemod_s_own_output(tmp_path: Path) -> None:
+    """docs/index.md's "after" is what ``python -m pytreekit.migrate`` makes of its "before",
+    and its last block prints what its comments say."""
+    require("libcst")
+    from migrate_helpers import codemod, write
+
+    page = ROOT / "docs" / "index.md"
+    blocks = [block for block in code_blocks(page) if block.language == "python"]
+    [before] = [block.code for block in blocks if block.heading == "`model.py` before"]
+    [after, demo] = [block.code for block in blocks if block.heading == "`model.py` after"]
+    write(tmp_path, {"model.py": before})
+    assert codemod(tmp_path, "model.py").code == 0
+    assert (tmp_path / "model.py").read_text(encoding="utf-8") == after
+    commands = [block.code for block in code_blocks(page) if block.heading == "The codemod"]
+    assert "python -m pytreekit.migrate model.py" in commands[0]
+    run = subprocess.run(
+        [sys.executable, "-c", after + demo],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    said = re.findall(r"^print\(.*\)  # (.*)$", demo, re.MULTILINE)
+    assert run.stdout.splitlines() == said
+
+
+def test_the_host_callback_recipe_holds_in_a_fresh_process() -> None:
+    """docs/using/jax-export.md's last block exports a model that runs an Equinox check, with
+    EQX_ON_ERROR=nan set before Equinox is imported; without that line, exporting fails as the
+    page says. Each runs in a fresh interpreter (Equinox reads the setting once, on import)."""
+    require("equinox")
+    page = ROOT / "docs" / "using" / "jax-export.md"
+    [recipe] = [
+        block.code
+        for block in code_blocks(page)
+        if block.language == "python" and "EQX_ON_ERROR" in block.code
+    ]
+    line = 'os.environ["EQX_ON_ERROR"] = "nan"'
+    assert line in recipe
+
+    def run(code: str) -> subprocess.CompletedProcess[str]:
+        env = {key: value for key, value in os.environ.items() if key != "EQX_ON_ERROR"}
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env
+        )
+
+    works = run(recipe)
+    assert works.returncode == 0, works.stderr
+    said = re.findall(r"^print\(.*\)  # (\[[^\]]*\])", recipe, re.MULTILINE)
+    assert works.stdout.splitlines() == said
+    fails = run(recipe.replace(line, ""))
+    assert "NotImplementedError: serialization of host_callbacks is not yet implemented" in (
+        fails.stderr
+    )
+    assert "NotImplementedError: serialization of host_callbacks" in page.read_text("utf-8")

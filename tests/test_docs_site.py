@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tomllib
+import urllib.parse
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -58,12 +59,13 @@ def page(src_uri: str) -> Any:
 # --- without the docs extra ------------------------------------------------------------------
 
 
-def test_the_repository_address_is_the_same_for_the_site_and_for_pip() -> None:
+def test_pip_names_the_repository_the_site_names_and_none_while_it_is_empty() -> None:
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     repo_url = re.search(r"^repo_url: (\S+)$", config, re.MULTILINE)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert repo_url is not None
-    assert project["urls"]["Repository"] == repo_url.group(1)
+    named = repo_url.group(1).strip("\"'")
+    assert project.get("urls", {}).get("Repository", "") == named
 
 
 def test_the_api_page_has_every_public_name_pytree_class_and_field_first() -> None:
@@ -74,19 +76,108 @@ def test_the_api_page_has_every_public_name_pytree_class_and_field_first() -> No
     assert "`MISSING`" in text
 
 
+def test_every_type_variable_of_a_public_signature_is_explained_once() -> None:
+    """The API page explains each type variable (and ``JVPRule``) its signatures show, once."""
+    import typing
+
+    found: set[str] = set()
+
+    def collect(hint: object) -> None:
+        if isinstance(hint, typing.TypeVar | typing.ParamSpec | typing.TypeVarTuple):
+            found.add(hint.__name__)
+        for argument in typing.get_args(hint):
+            collect(argument)
+
+    objects = [getattr(pytreekit, name) for name in pytreekit.__all__ if name != "MISSING"]
+    for obj in objects:
+        functions = [obj, *vars(obj).values()] if isinstance(obj, type) else [obj]
+        for function in functions:
+            if not callable(function) or getattr(function, "__module__", "") == "builtins":
+                continue
+            try:
+                hints = typing.get_type_hints(function)
+            except Exception:  # a class attribute that is not a function
+                continue
+            for hint in hints.values():
+                collect(hint)
+            written = " ".join(map(str, getattr(function, "__annotations__", {}).values()))
+            found |= {"JVPRule"} & set(re.findall(r"\w+", written))
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    section = text.split("## Reading the signatures")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| (.+?) \|", section, re.MULTILINE)[1:]  # after the header
+    explained = [name for row in rows for name in re.findall(r"`(\w+)", row)]
+    assert {"T", "S", "P", "R"} <= found
+    assert sorted(set(explained)) == sorted(explained)  # once each
+    assert found <= set(explained), found - set(explained)
+
+
 # --- the hooks -------------------------------------------------------------------------------
+
+
+@needs_docs_extra
+def test_no_page_links_to_a_host_the_configuration_does_not_name() -> None:
+    site_check = load(ROOT / "tools" / "site_check.py")
+    hosts = site_check.configured_hosts(ROOT / "mkdocs.yml")
+    assert {"docs.python.org", "docs.jax.dev"} <= hosts
+    assert "github.com" not in hosts and "pypi.org" not in hosts  # neither is published yet
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    found = {
+        f"{path.relative_to(ROOT)}: {url}"
+        for path in pages
+        for url in re.findall(r"https?://[^\s)\"'<>`]+", path.read_text(encoding="utf-8"))
+        if urllib.parse.urlsplit(url).hostname not in hosts
+    }
+    found |= {
+        f"pyproject.toml: {url}"
+        for url in pyproject.get("urls", {}).values()
+        if urllib.parse.urlsplit(url).hostname not in hosts
+    }
+    assert found == set()
+
+
+@needs_docs_extra
+def test_the_link_check_finds_missing_pages_anchors_and_unnamed_hosts(tmp_path: Path) -> None:
+    site_check = load(ROOT / "tools" / "site_check.py")
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "index.html").write_text(
+        '<h1 id="top">T</h1><a href="guide/#part">ok</a> <a href="#top">ok</a> '
+        '<a href="https://docs.python.org/3/">ok</a> <a href="mailto:x@y.z">ok</a> '
+        '<img src="guide/missing.png"> <a href="guide/#nowhere">no anchor</a> '
+        '<a href="https://github.com/someone/pytreekit">unnamed host</a> '
+        '<a href="https:/github.com/x/tests/test_why.md">one slash</a>',
+        encoding="utf-8",
+    )
+    (tmp_path / "guide" / "index.html").write_text(
+        '<h2 id="part">P</h2><a href="../">up</a> <a href="../other/">gone</a>', encoding="utf-8"
+    )
+    report = site_check.check_links(tmp_path, {"docs.python.org"})
+    assert report.problems == {
+        "/index.html": [
+            "a link to nothing: guide/missing.png",
+            "a link to an anchor its page lacks: guide/#nowhere",
+            "a link to a host mkdocs.yml does not name: https://github.com/someone/pytreekit",
+            "a malformed address: https:/github.com/x/tests/test_why.md",
+        ],
+        "/guide/index.html": ["a link to nothing: ../other/"],
+    }
 
 
 @needs_docs_extra
 def test_a_cited_test_file_is_a_page_with_a_section_per_function() -> None:
     repository_files = hook("repository_files")
-    markdown = repository_files.source_page("tests/test_why.py", "https://example.org/r")
+    assert "In the repository" not in repository_files.source_page("tests/test_why.py", "")
+    markdown = repository_files.source_page("tests/test_why.py", "https://example.org/r/")
     source = (ROOT / "tests" / "test_why.py").read_text(encoding="utf-8").splitlines()
     sections = re.findall(r'^## `(\w+)` \{#\1\}\n\n```python linenums="(\d+)"\n', markdown, re.M)
     for name in ("test_rebuilding_calls_init", "test_static_fields"):
         assert dict(sections)[name] == str(_first_line(name, source))
     assert "search:\n  exclude: true" in markdown
-    assert "[tests/test_why.py](https://example.org/r/blob/main/tests/test_why.py)" in markdown
+    link = "[tests/test_why.py](https://example.org/r/blob/main/tests/test_why.py)"
+    assert link in markdown
+    # The page's own links are rewritten like any page's; an address with a scheme is left alone.
+    generated = repository_files.on_page_markdown(markdown, page("tests/test_why.md"), None, None)
+    assert link in generated
 
 
 def _first_line(name: str, source: list[str]) -> int:
@@ -102,12 +193,14 @@ def test_links_to_repository_files_open_their_page_at_the_name() -> None:
     repository_files = hook("repository_files")
     markdown = (
         "[a](../tests/test_why.py#test_static_fields), [b](../examples/quickstart.py), "
-        "[c](../tests/test_why.py), [d](other.md), [e](../examples/missing.py)"
+        "[c](../tests/test_why.py), [d](other.md), [e](../examples/missing.py), "
+        "[f](https://example.org/r/blob/main/tests/test_why.py)"
     )
     rewritten = repository_files.on_page_markdown(markdown, page("guide/x.md"), None, None)
     assert rewritten == (
         "[a](../tests/test_why.md#test_static_fields), [b](../examples/training-loop.md), "
-        "[c](../tests/test_why.md), [d](other.md), [e](../examples/missing.py)"
+        "[c](../tests/test_why.md), [d](other.md), [e](../examples/missing.py), "
+        "[f](https://example.org/r/blob/main/tests/test_why.py)"
     )
 
 
@@ -154,6 +247,13 @@ def test_reproductions_and_fixes_are_told_apart_and_variables_filled_in() -> Non
     ]
     plain = "# Q\n```python\nx = 1\n```\n"
     assert pages.on_page_markdown(plain, page("q.md"), config, None) == plain
+    # No repository yet: a page that would link to it fails the build, naming itself.
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match=r"docs/p\.md uses \{\{ repo_url \}\}"):
+        pages.on_page_markdown(
+            "[r]({{ repo_url }})", page("p.md"), SimpleNamespace(repo_url=""), None
+        )
 
 
 @needs_docs_extra
@@ -191,7 +291,6 @@ def test_inventories_made_from_the_installed_packages_give_the_documented_addres
 def test_an_unreachable_inventory_is_generated_and_linked_to_its_site(monkeypatch) -> None:
     crossrefs = hook("crossrefs")
     monkeypatch.setattr(crossrefs, "_reachable", lambda url: False)
-    monkeypatch.delenv("GRIFFE_GIT_REMOTE_URL", raising=False)
     handler = {"inventories": ["https://docs.jax.dev/en/latest/objects.inv", "https://x.org/o.inv"]}
     mkdocstrings = SimpleNamespace(config={"handlers": {"python": handler}})
     config = SimpleNamespace(plugins={"mkdocstrings": mkdocstrings}, repo_url="https://r.org/p/")
@@ -201,7 +300,6 @@ def test_an_unreachable_inventory_is_generated_and_linked_to_its_site(monkeypatc
     assert generated["url"].startswith("file://")
     assert b"# Project: JAX" in Path(generated["url"].removeprefix("file://")).read_bytes()
     assert other == "https://x.org/o.inv"  # a site it cannot stand in for stays as it is
-    assert crossrefs.os.environ["GRIFFE_GIT_REMOTE_URL"] == "https://r.org/p"
 
 
 @needs_docs_extra
@@ -221,12 +319,39 @@ def test_griffe_sees_the_init_pytree_class_generates_and_the_package_example() -
     assert "```pycon\n>>> import jax" in package.docstring.value
 
 
+@needs_docs_extra
+def test_every_pytree_class_parameter_is_described_in_its_own_words() -> None:
+    import griffe
+
+    extensions = griffe.load_extensions(f"{HOOKS / 'griffe_pytree_class.py'}:PytreeClassInit")
+    package = griffe.load("pytreekit", search_paths=[ROOT], extensions=extensions)
+    function = package["_decorator.pytree_class"]
+    assert function.docstring is not None
+    [parameters] = [
+        section.value
+        for section in function.docstring.parse("google")
+        if section.kind is griffe.DocstringSectionKind.parameters
+    ]
+    described = {
+        parameter.name: " ".join(parameter.description.split()) for parameter in parameters
+    }
+    assert list(described) == [p.name for p in function.parameters]
+    assert len(set(described.values())) == len(described)  # no two alike
+    for name, text in described.items():
+        assert not text.startswith("See "), name
+        assert "dataclasses.dataclass``'s arguments" not in text, name
+    # A docstring with its own words is shown as it is.
+    own = "Args:\n    order: Only ``False``: mine.\n    init: Mine too.\n"
+    assert hook("griffe_pytree_class").described(own) == own
+
+
 # --- in a browser ------------------------------------------------------------------------------
 
 
-def _tiny_site(tmp_path: Path, line: str) -> Path:
+def _tiny_site(tmp_path: Path, line: str, chart: bool = False) -> Path:
     """A Material site of two pages (its content column about 700 px wide: 80 columns of code):
-    the front page shows ``line`` in a code block."""
+    the front page shows ``line`` in a code block. ``chart``: a third page shows an image 2000 px
+    wide without a link to it."""
     (tmp_path / "docs").mkdir(parents=True)
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: tiny\ntheme:\n  name: material\n  font: false\n"
@@ -236,8 +361,15 @@ def _tiny_site(tmp_path: Path, line: str) -> Path:
     )
     (tmp_path / "docs" / "index.md").write_text(f"# Tiny\n\n```python\n{line}\n```\n")
     (tmp_path / "docs" / "pitfalls.md").write_text(
-        "# Pitfalls\n\n```text\nTypeError: zeros_like requires ndarray or scalar arguments\n```\n"
+        "# Pitfalls\n\n```text\nTypeError: zeros_like requires ndarray or scalar arguments\n"
+        "TypeError: unhashable type: 'Linear'\n```\n"
     )
+    if chart:
+        (tmp_path / "docs" / "chart.md").write_text("# Chart\n\n![a chart](chart.svg)\n")
+        (tmp_path / "docs" / "chart.svg").write_text(
+            '<svg xmlns="http://www.w3.org/2000/svg" width="2000" height="400">'
+            '<rect width="2000" height="400" fill="#ccc"/></svg>'
+        )
     subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(tmp_path / "site")],
         cwd=tmp_path,
@@ -255,7 +387,9 @@ def test_the_browser_check_fails_on_a_code_block_wider_than_the_column(tmp_path:
     assert fits.problems == {}
     assert fits.checked == 6  # 2 pages at 3 widths
 
-    too_wide = site_check.run(_tiny_site(tmp_path / "wide", "x = " + "1 + " * 50 + "1"))
-    assert list(too_wide.problems) == ["/ at 1280 px", "/ at 1920 px"]
+    too_wide = site_check.run(_tiny_site(tmp_path / "wide", "x = " + "1 + " * 50 + "1", chart=True))
+    assert sorted(too_wide.problems) == ["/ at 1280 px", "/ at 1920 px", "/chart/ at 390 px"]
+    [shrunk] = too_wide.problems["/chart/ at 390 px"]
+    assert "an image is shown at" in shrunk and "of its 2000 px" in shrunk
     assert "a code block scrolls sideways" in too_wide.problems["/ at 1280 px"][0]
     assert "x = 1 + 1 + 1" in too_wide.problems["/ at 1280 px"][0]

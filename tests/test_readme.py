@@ -30,7 +30,7 @@ def test_readme_is_a_front_door_with_the_quickstart() -> None:
     ("marker", "command"),
     [
         ("quickstart", "python -m pip install . && python examples/quickstart.py"),
-        ("test", 'python -m pip install ".[test]" && python -m pytest'),
+        ("test", 'python -m pip install ".[test]" && python -m pytest -n auto --dist loadfile'),
     ],
 )
 def test_readme_commands_follow_their_markers(marker: str, command: str) -> None:

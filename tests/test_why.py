@@ -9,12 +9,14 @@ releases for this JAX need Python 3.12, and this suite runs on 3.11 too; the pag
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import pytest
+from conftest import ROOT, require
 from jax import export
 
 from pytreekit import field, pytree_class, replace
@@ -231,3 +233,50 @@ def test_updated_copy(style: str, update: Callable[[Any], Any]) -> None:
     model = build(style)
     updated = update(model)
     assert (updated.weight.tolist(), model.weight.tolist()) == ([0.0, 0.0], [1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("style", "registers"),
+    [
+        ("pytreekit", True),
+        ("equinox", False),
+        ("flax.struct", False),
+        ("register_dataclass", False),
+        ("chex", False),
+    ],
+)
+def test_one_declaration_registers_with_optree_and_torch(style: str, registers: bool) -> None:
+    """optree and ``torch.utils._pytree`` see the model's arrays, from the class's one
+    declaration, or see the whole model as a single leaf (registered with JAX only)."""
+    optree = require("optree")
+    torch_pytree = require("torch.utils._pytree")
+    if style == "pytreekit":
+
+        @pytree_class(backends=("jax", "optree", "torch"))
+        class Everywhere:
+            weight: jax.Array
+            name: str = field(static=True, default="linear")
+
+        model = Everywhere(weight=jnp.ones(2))
+    else:
+        model = build(style)
+    seen_by = {
+        "optree": optree.tree_leaves(model, namespace="pytreekit"),
+        "torch": torch_pytree.tree_leaves(model),
+    }
+    for library, leaves in seen_by.items():
+        assert len(leaves) == 1, library
+        assert leaves[0] is model.weight if registers else leaves[0] is model, library
+
+
+def test_every_row_of_the_page_is_backed_for_every_library() -> None:
+    """docs/why.md's table: each row links the test or benchmark behind it, and no cell is left
+    uncompared (what is not compared is listed below the table, about pytreekit only)."""
+    text = (ROOT / "docs" / "why.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "](" in line]
+    assert len(rows) >= 9
+    for row in rows:
+        assert re.search(r"\]\((tests|benchmarks)/\w+\.py#\w+\)", row), row
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        assert len(cells) == 6, row
+        assert "not compared" not in row, row

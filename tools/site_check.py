@@ -12,12 +12,23 @@ offline. It fails, listing every problem, when:
 - an image does not load;
 - at 1280 and 1920 px wide, a code block scrolls sideways (its lines are longer than the content
   column shows) or a table is wider than the content column;
-- at 390 px wide (a phone), the page itself is wider than the screen (a code block or a table
-  may scroll inside its own box there);
-- the site's search finds nothing, or nothing on the Pitfalls page, for an error text the
-  Pitfalls page shows.
+- at 390 px wide (a phone), the page itself is wider than the screen (a code block or a wide
+  table of figures may scroll inside its own box there, as code does), a table of the API
+  reference does not fit, text is cut by a box that hides what overflows it, or an image is
+  shown at under half its width without a link to it at full size;
+- the site's search finds nothing on the Pitfalls page for an error text that page shows, or
+  does not put it among the first 3 results for "unhashable type".
 
-The pages generated from the repository's files (tests/, benchmarks/: docs/_hooks/
+Before the browser, it reads every built page's HTML and fails on:
+
+- a link (``<a href>``, ``<img src>``, a stylesheet, a script) into the site that names no file
+  of the built site, or an anchor (``#name``) that its page does not define;
+- a link to another host that mkdocs.yml does not name: its ``repo_url`` and ``site_url``, the
+  hosts of the API reference's inventories, and ``extra.linked_sites`` (the other sites the pages
+  cite). The project has no public repository or package index entry yet, so a link to either
+  would be invented.
+
+The pages generated from the repository's files (tests/, benchmarks/, pytreekit/: docs/_hooks/
 repository_files.py) show those files as they are: they are checked for errors, at 1280 px only.
 ``--screenshots DIR`` also saves full-page screenshots at 1280 px of the pages a visitor sees
 first (the front page, API reference, Speed and Why).
@@ -34,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -41,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 # What a closed network needs: nothing that phones home, a profile of its own (user_data_dir).
 CHROMIUM_FLAGS = [
@@ -54,9 +67,13 @@ CHROMIUM_FLAGS = [
 ]
 DESKTOPS = (1280, 1920)
 PHONE = 390
-SOURCE_PAGES = ("tests/", "benchmarks/")  # the repository's files, shown as they are
+SOURCE_PAGES = ("tests/", "benchmarks/", "pytreekit/")  # the repository's files, as they are
 SCREENSHOTS = {"index": "", "api": "api/", "speed": "speed/", "why": "why/"}
 PITFALLS = "pitfalls/"
+# The Pitfalls page must be among the results of a search for each of its error texts, and
+# among the first of them for these short ones, which a reader types from a traceback's last line.
+FIRST_RESULTS = 3
+SEARCHES = ("unhashable type",)
 # Browsers at once, each in a thread of its own: one per core of the CI machines.
 WORKERS = 2
 
@@ -91,6 +108,43 @@ BROKEN_IMAGES = """
 """
 PAGE_WIDER_THAN_SCREEN = """
 () => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1
+"""
+# On a phone: what is cut or shrunk past reading. A table of the API reference must fit (it is
+# laid out as one block per row there); a box whose content it hides is cut, unless it is a box
+# made to scroll (code, a wide table of figures); an image shown at under half its width must
+# link to itself at full size.
+PHONE_MEASURE = """
+() => {
+  const problems = [];
+  for (const table of document.querySelectorAll(".md-content .doc-contents table")) {
+    const box = table.closest(".md-typeset__scrollwrap") || table;
+    if (table.offsetParent !== null && box.scrollWidth > box.clientWidth + 1) {
+      const text = table.innerText.replace(/\\s+/g, " ").slice(0, 60);
+      problems.push(`an API table scrolls sideways (${box.scrollWidth} px in ` +
+                    `${box.clientWidth} px): ${text}`);
+    }
+  }
+  for (const element of document.querySelectorAll(".md-content *")) {
+    if (element.closest("pre, code, svg, .md-typeset__scrollwrap, .tabbed-labels")) continue;
+    const style = getComputedStyle(element);
+    const hides = ["hidden", "clip"].includes(style.overflowX);
+    if (hides && element.offsetParent !== null &&
+        element.scrollWidth > element.clientWidth + 1 && element.innerText.trim()) {
+      problems.push(`text is cut (${element.scrollWidth} px in ${element.clientWidth} px): ` +
+                    element.innerText.replace(/\\s+/g, " ").slice(0, 60));
+    }
+  }
+  for (const img of document.querySelectorAll(".md-content img")) {
+    const shown = img.getBoundingClientRect().width;
+    const link = img.closest("a");
+    const linked = link && link.href === img.src;
+    if (img.naturalWidth > 2 * shown && shown > 0 && !linked) {
+      problems.push(`an image is shown at ${Math.round(shown)} of its ${img.naturalWidth} px ` +
+                    `with no link to it at full size: ${img.getAttribute("src")}`);
+    }
+  }
+  return problems;
+}
 """
 
 
@@ -203,9 +257,84 @@ class Viewer:
         if self.width == PHONE:
             if self.page.evaluate(PAGE_WIDER_THAN_SCREEN):
                 report.add(where, "the page is wider than the screen")
+            for problem in self.page.evaluate(PHONE_MEASURE):
+                report.add(where, problem)
             return
         for problem in self.page.evaluate(MEASURE):
             report.add(where, problem)
+
+
+# What a page links to and what it can be linked to: tags whose address is followed, and ids.
+TARGET = re.compile(
+    r"<(?P<tag>a|img|link|script)\b[^>]*?\s(?P<attribute>href|src)=\"(?P<url>[^\"]*)\"", re.I
+)
+DEFINED = re.compile(r"\s(?:id|name)=\"([^\"]+)\"")
+# Addresses that are not pages: the browser handles them, there is nothing to look up.
+NOT_A_PAGE = ("mailto:", "javascript:", "data:", "tel:")
+
+
+def configured_hosts(config_file: Path) -> set[str]:
+    """The hosts mkdocs.yml names, that a page may link to."""
+    from mkdocs.utils.yaml import yaml_load  # understands mkdocs.yml's !ENV
+
+    with config_file.open(encoding="utf-8") as stream:
+        config = yaml_load(stream)
+    addresses = [config.get("repo_url") or "", config.get("site_url") or ""]
+    addresses += (config.get("extra") or {}).get("linked_sites") or []
+    for plugin in config.get("plugins") or []:
+        if isinstance(plugin, dict) and "mkdocstrings" in plugin:
+            for handler in plugin["mkdocstrings"].get("handlers", {}).values():
+                for inventory in handler.get("inventories", []):
+                    addresses.append(inventory if isinstance(inventory, str) else inventory["url"])
+    return {urllib.parse.urlsplit(address).hostname or "" for address in addresses} - {""}
+
+
+def _page_file(site: Path, path: str) -> Path | None:
+    """The built file an address's path (from the site's root) names, if there is one."""
+    candidate = site / urllib.parse.unquote(path).lstrip("/")
+    if path.endswith("/") or candidate.is_dir():
+        candidate = candidate / "index.html"
+    return candidate if candidate.is_file() else None
+
+
+def check_links(site: Path, hosts: set[str]) -> Report:
+    """Every link of every built page: into the site, to a file and an anchor that exist;
+    elsewhere, to a host of ``hosts``."""
+    report = Report()
+    ids: dict[Path, set[str]] = {}
+
+    def defined(page: Path) -> set[str]:
+        if page not in ids:
+            ids[page] = set(DEFINED.findall(page.read_text(encoding="utf-8")))
+        return ids[page]
+
+    for page in sorted(site.rglob("*.html")):
+        where = "/" + page.relative_to(site).as_posix()
+        base = "http://site/" + page.relative_to(site).as_posix()
+        html = page.read_text(encoding="utf-8")
+        for match in TARGET.finditer(html):
+            url = htmllib.unescape(match.group("url"))
+            if not url or url.startswith(NOT_A_PAGE):
+                continue
+            parts = urllib.parse.urlsplit(urllib.parse.urljoin(base, url))
+            if parts.netloc != "site":
+                if match.group("tag") == "link" and "canonical" in match.group(0):
+                    continue  # the page's own address where it is published (site_url)
+                if parts.scheme in ("http", "https") and not parts.hostname:
+                    report.add(where, f"a malformed address: {url}")
+                elif parts.scheme in ("http", "https") and parts.hostname not in hosts:
+                    report.add(where, f"a link to a host mkdocs.yml does not name: {url}")
+                continue
+            target = _page_file(site, parts.path)
+            if target is None:
+                report.add(where, f"a link to nothing: {url}")
+            elif (
+                parts.fragment
+                and target.suffix == ".html"
+                and urllib.parse.unquote(parts.fragment) not in defined(target)
+            ):
+                report.add(where, f"a link to an anchor its page lacks: {url}")
+    return report
 
 
 def repository_facts(site: Path) -> str:
@@ -217,9 +346,9 @@ def repository_facts(site: Path) -> str:
     return f"https://api.github.com/repos/{match.group(1)}" if match else ""
 
 
-def check_search(page: Any, error: str, report: Report) -> None:
+def check_search(page: Any, error: str, report: Report, first: int | None = None) -> None:
     """Search the site for ``error`` as a reader does, in the search box of the page open: the
-    Pitfalls page must be among the results."""
+    Pitfalls page must be among the results (among the ``first`` ones, if given)."""
     page.click(".md-search__input")
     page.keyboard.press("Control+A")
     page.keyboard.press("Backspace")
@@ -235,11 +364,14 @@ def check_search(page: Any, error: str, report: Report) -> None:
         report.add("search", f"no result for {error!r}")
         return
     links = page.eval_on_selector_all(
-        ".md-search-result__item a", "links => links.map(a => a.getAttribute('href'))"
+        ".md-search-result__item > a", "links => links.map(a => a.getAttribute('href'))"
     )
-    if not any(PITFALLS in (link or "") for link in links):
-        first = ", ".join(link.split("?")[0].removeprefix(page.url) for link in links[:5])
-        report.add("search", f"the Pitfalls page is not among the results for {error!r}: {first}")
+    if not any(PITFALLS in (link or "") for link in links[:first]):
+        shown = ", ".join(link.split("?")[0].removeprefix(page.url) for link in links[:5])
+        among = f"the first {first} " if first else "the "
+        report.add(
+            "search", f"the Pitfalls page is not among {among}results for {error!r}: {shown}"
+        )
 
 
 @contextmanager
@@ -279,6 +411,8 @@ def search_and_screenshots(site: Path, base: str, screenshots: Path | None) -> R
         page = context.new_page()
         page.set_viewport_size({"width": DESKTOPS[0], "height": 900})
         page.goto(base, wait_until="networkidle")
+        for error in SEARCHES:
+            check_search(page, error, report, FIRST_RESULTS)
         for error in pitfalls_errors(site):
             check_search(page, error, report)
         if screenshots is not None:
@@ -289,12 +423,14 @@ def search_and_screenshots(site: Path, base: str, screenshots: Path | None) -> R
     return report
 
 
-def run(site: Path, screenshots: Path | None = None) -> Report:
+def run(
+    site: Path, screenshots: Path | None = None, config_file: Path = ROOT / "mkdocs.yml"
+) -> Report:
     if not (site / "index.html").is_file():
         sys.exit(f"{site} has no index.html: build the site first (mkdocs build -d {site})")
     if not Path(CHROMIUM).is_file():
         sys.exit(f"no {CHROMIUM}: install Debian's chromium package (apt-get install chromium)")
-    report = Report()
+    report = check_links(site, configured_hosts(config_file))
     with serve(site) as base, ThreadPoolExecutor(max_workers=WORKERS) as pool:
         jobs = [pool.submit(view_every_page, site, base, width) for width in (*DESKTOPS, PHONE)]
         jobs.append(pool.submit(search_and_screenshots, site, base, screenshots))
@@ -311,9 +447,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site", type=Path, help="the built site (mkdocs build -d SITE)")
     parser.add_argument("--screenshots", type=Path, help="save screenshots into this directory")
+    parser.add_argument(
+        "--config", type=Path, default=ROOT / "mkdocs.yml", help="the site's mkdocs.yml"
+    )
     args = parser.parse_args(argv)
     start = time.monotonic()
-    report = run(args.site, args.screenshots)
+    report = run(args.site, args.screenshots, args.config)
     seconds = time.monotonic() - start
     for where, problems in report.problems.items():
         print(where)

@@ -1,4 +1,4 @@
-"""mkdocs hook: links into the Python, NumPy and JAX documentation, and to pytreekit's source.
+"""mkdocs hook: links into the Python, NumPy and JAX documentation.
 
 - The API reference's signatures, and any inline code on any page that names an object
   (`jax.custom_jvp`, `dataclasses.replace`, `jnp.tanh`, `object.__new__`, `pytreekit.replace`),
@@ -9,8 +9,9 @@
   installed package: every public name of the modules below, at the address that project's
   documentation gives such a name (JAX's and NumPy's autosummary pages, Python's library pages).
   Only names that the installed release has are listed.
-- The API reference's "source" links (docs/_templates/) point into the repository (mkdocs.yml's
-  ``repo_url``) at the commit being built: griffe computes them from ``GRIFFE_GIT_REMOTE_URL``.
+
+(The API reference's "source" links open the site's own pages of the package's modules:
+docs/_hooks/repository_files.py.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import builtins
 import functools
 import importlib
 import logging
-import os
 import re
 import tempfile
 import types
@@ -208,8 +208,6 @@ def _stand_in(url: str) -> tuple[tuple[str, str], ...]:
 
 @event_priority(100)  # before mkdocstrings' on_config, which starts the downloads
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    if config.repo_url:
-        os.environ.setdefault("GRIFFE_GIT_REMOTE_URL", config.repo_url.rstrip("/"))
     handler = config.plugins["mkdocstrings"].config["handlers"]["python"]
     inventories = []
     for entry in handler.get("inventories", []):

@@ -1,8 +1,8 @@
 """mkdocs hook: what every page shows besides its own text.
 
-- ``{{ repo_url }}`` and ``{{ version }}`` in a page are the repository (mkdocs.yml's
-  ``repo_url``) and the version pip installs (pyproject.toml), each defined once; the footer
-  shows the version on every page.
+- ``{{ version }}`` in a page is the version pip installs (pyproject.toml), defined once; the
+  footer shows it on every page. ``{{ repo_url }}`` is the repository (mkdocs.yml's
+  ``repo_url``): the build fails on a page that uses it while it is empty (no repository yet).
 - A code block marked ``<!-- docs-test: raises -->`` (any ``word-test`` spelling; tests/
   markdown_blocks.py runs it and expects it to raise) is shown in a red box saying that it
   raises, and on such a page the blocks that run cleanly (the fixes, on the Pitfalls page) in a
@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
@@ -41,10 +42,17 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
-def _substitute(markdown: str, config: MkDocsConfig) -> str:
-    values = {"repo_url": config.repo_url.rstrip("/"), "version": version()}
+def _substitute(markdown: str, config: MkDocsConfig, where: str) -> str:
+    repo_url = (config.repo_url or "").rstrip("/")
+    values = {"repo_url": repo_url, "version": version()}
 
-    return VARIABLE.sub(lambda match: values.get(match.group(1), match.group(0)), markdown)
+    def value(match: re.Match[str]) -> str:
+        if match.group(1) == "repo_url" and not repo_url:
+            # An empty address would make an empty link: the page must not need one.
+            raise PluginError(f"docs/{where} uses {{{{ repo_url }}}}, but mkdocs.yml sets none")
+        return values.get(match.group(1), match.group(0))
+
+    return VARIABLE.sub(value, markdown)
 
 
 def _boxed(lines: list[str], start: int, kind: str, title: str) -> tuple[list[str], int]:
@@ -92,4 +100,4 @@ def _label_blocks(markdown: str) -> str:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if getattr(page.file, "generated_by", None):
         return markdown  # a page made from a repository file shows the file as it is
-    return _label_blocks(_substitute(markdown, config))
+    return _label_blocks(_substitute(markdown, config, page.file.src_uri))

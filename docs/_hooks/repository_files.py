@@ -12,8 +12,15 @@ subfolder), optionally with a function or class name as the anchor
   highlighted with its line numbers, one section per top-level function or class, so the link
   opens at the test it names. These pages are out of the navigation and of the search.
 
+Every module of the package (``pytreekit/``) gets such a page too: the API reference's "source"
+links (docs/_templates/python/material/source_link.html.jinja writes them as
+``pytreekit-source:PATH#NAME``) open the module's page at the top-level name, so they work
+offline and show the code the site was built from. A generated page links to the file in the
+repository only when mkdocs.yml's ``repo_url`` names one (it is empty until the repository is
+published).
+
 ``mkdocs build --strict`` fails on a link to a file that does not exist, or to a name that the
-file does not define at its top level.
+file does not define at its top level. A link with a scheme (``https://...``) is left alone.
 """
 
 from __future__ import annotations
@@ -24,15 +31,22 @@ import re
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 GALLERY = DOCS / "examples"
-SOURCES = ("tests/", "benchmarks/")
-# A Markdown link's target to a .py file: (path)(#anchor)
-LINK = re.compile(r"(?P<open>\]\()(?P<path>[^)#\s]+\.py)(?P<anchor>#[\w-]+)?(?P<close>\))")
+PACKAGE = "pytreekit/"
+SOURCES = ("tests/", "benchmarks/", PACKAGE)
+# A Markdown link's target to a .py file of the repository (not an address with a scheme):
+# (path)(#anchor)
+LINK = re.compile(
+    r"(?P<open>\]\()(?![a-zA-Z][\w+.-]*:)(?P<path>[^)#\s]+\.py)(?P<anchor>#[\w-]+)?(?P<close>\))"
+)
+# What the API reference's source links hold before on_page_content makes them relative.
+SOURCE_LINK = re.compile(r'href="pytreekit-source:(?P<path>[\w/]+\.py)(?P<anchor>#\w+)?"')
 SNIPPET = re.compile(r'--8<--\s+"(examples/[\w/]+\.py)"')
 
 
@@ -81,8 +95,13 @@ def _chunks(source: str) -> list[tuple[str | None, int, int]]:
     return chunks
 
 
+def _package_modules() -> set[str]:
+    return {path.relative_to(ROOT).as_posix() for path in (ROOT / PACKAGE).rglob("*.py")}
+
+
 def source_page(path: str, repo_url: str) -> str:
-    """The Markdown of the page that shows the repository file at ``path``."""
+    """The Markdown of the page that shows the repository file at ``path``; with a ``repo_url``,
+    a link to the file there."""
     source = (ROOT / path).read_text(encoding="utf-8")
     lines = source.splitlines()
     out = [
@@ -93,9 +112,9 @@ def source_page(path: str, repo_url: str) -> str:
         "",
         f"# `{path}`",
         "",
-        f"From the repository: [{path}]({repo_url}/blob/main/{path}).",
-        "",
     ]
+    if repo_url:
+        out += [f"In the repository: [{path}]({repo_url.rstrip('/')}/blob/main/{path}).", ""]
     for name, first, last in _chunks(source):
         body = lines[first - 1 : last]
         while body and not body[0].strip():
@@ -108,13 +127,13 @@ def source_page(path: str, repo_url: str) -> str:
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    for path in sorted(_cited(files)):
+    for path in sorted(_cited(files) | _package_modules()):
         if not (ROOT / path).is_file():
             continue  # the link stays as written: the strict build reports it as broken
         page = File.generated(
             config,
             path.removesuffix(".py") + ".md",
-            content=source_page(path, config.repo_url.rstrip("/")),
+            content=source_page(path, config.repo_url or ""),
             inclusion=InclusionLevel.NOT_IN_NAV,
         )
         files.append(page)
@@ -135,3 +154,15 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         return f"{match.group('open')}{relative}{match.group('anchor') or ''}{match.group('close')}"
 
     return LINK.sub(rewrite, markdown)
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    def relative(match: re.Match[str]) -> str:
+        target = match.group("path").removesuffix(".py") + ".md"
+        source = files.get_file_from_path(target)
+        if source is None:
+            raise PluginError(f"docs/{page.file.src_uri}: no page for {match.group('path')}")
+        url = source.url_relative_to(page.file)
+        return f'href="{url}{match.group("anchor") or ""}"'
+
+    return SOURCE_LINK.sub(relative, html)
