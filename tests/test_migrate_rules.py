@@ -671,7 +671,7 @@ REWRITES += [
         args=("--adopt-dunders",),
     ),
     Case(
-        "conversions and checks in __init__ (reported: unflatten no longer runs them)",
+        "conversions and checks in __init__ (reported: unflatten no longer runs them; unsafe)",
         """
         import jax.numpy as jnp
         from jax import tree_util
@@ -706,8 +706,10 @@ REWRITES += [
                 self.w = jnp.asarray(w)
                 self.sizes = tuple(sizes)
         """,
-        (None,),
+        # the rebuild no longer converts w: unsafe (PTK205), applied with --unsafe
+        ("PTK205",),
         "[Weights(jnp.ones((2, 2)), [2, 2])]",
+        args=("--unsafe",),
     ),
     Case(
         "an import of pytreekit is extended, not repeated; other registrations keep theirs",

@@ -20,8 +20,9 @@ attributes. Everything else gets a code (``_codes``) and a reason naming the cul
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 
@@ -104,12 +105,62 @@ class Outcome:
     reason: str = ""
     rewrite: Rewrite | None = None
     verified: str = ""  # what --verify found, when it ran
+    # every reason the class is left, the decisive (``code``, ``reason``) first
+    reasons: list[Refusal] = field(default_factory=list)
+    comment: bool = True  # leave (or keep) the TODO comment
+    suppressed: str = ""  # why the report does not count it (a noqa comment, --ignore)
+
+    def leave(self, code: str, reason: str, node: cst.CSTNode | None = None) -> None:
+        """Left for ``reason``, which comes first; the reasons found before follow it."""
+        refusal = Refusal(code, reason, node)
+        self.verdict, self.code, self.reason, self.rewrite = "left", code, reason, None
+        self.reasons = [refusal, *self.reasons]
 
 
 @dataclass(frozen=True)
 class Options:
     unsafe: bool = False
     adopt_dunders: bool = False
+    # class decorators (qualified names) declared to set attributes and return the class
+    transparent: frozenset[str] = frozenset()
+
+
+_NOQA = re.compile(r"#\s*noqa\s*:\s*(PTK\d{0,3}(?:\s*,\s*PTK\d{0,3})*)", re.IGNORECASE)
+
+
+def suppressions(registration: Registration) -> tuple[str, ...]:
+    """The codes a ``# noqa: PTKnnn`` comment on the registration's lines names (``PTK`` alone:
+    every code, and the rewrite too)."""
+    lines = registration.module.source.splitlines()
+    found: list[str] = []
+    for number in {registration.line, registration.class_line}:
+        if 0 < number <= len(lines):
+            for match in _NOQA.finditer(lines[number - 1]):
+                found += [part.strip().upper() for part in match.group(1).split(",")]
+    return tuple(found)
+
+
+def settle(
+    outcomes: Sequence[Outcome],
+    *,
+    select: Sequence[str] | None,
+    ignore: Sequence[str],
+    comments: bool,
+) -> None:
+    """Apply ``--select``, ``--ignore``, ``--comments never`` and ``# noqa`` comments: a
+    suppressed registration gets no comment and is not counted as a warning."""
+    for outcome in outcomes:
+        outcome.comment = comments
+        code = outcome.code
+        if code is None or outcome.verdict == "rewritten":
+            continue
+        noqa = suppressions(outcome.registration)
+        if any(code.startswith(prefix) for prefix in noqa):
+            outcome.suppressed, outcome.comment = "# noqa", False
+        elif any(code.startswith(prefix) for prefix in ignore) or (
+            select is not None and not any(code.startswith(prefix) for prefix in select)
+        ):
+            outcome.suppressed, outcome.comment = "--ignore/--select", False
 
 
 def analyze(project: Project, options: Options) -> list[Outcome]:
@@ -163,6 +214,14 @@ def _blocked(
     """Why a hand-registered subclass keeps ``info`` from being rewritten, if one does."""
     own = plans[info].rewrite
     assert own is not None
+    for base in project.mro(info)[1:]:
+        if base in codes:
+            # pytreekit decides a subclass's fields from its nearest pytree base: with that
+            # base left hand-registered, the proof of this class does not hold
+            return (
+                f"its hand-registered base {_named(base, info)} is left ({codes[base]}), and a "
+                f"hierarchy is rewritten whole or not at all"
+            )
     for sub in project.subclasses(info):
         if sub in codes:
             return (
@@ -187,7 +246,27 @@ def _named(info: ClassInfo, seen_from: ClassInfo) -> str:
 
 
 def _leave(outcome: Outcome, code: str, reason: str) -> None:
-    outcome.verdict, outcome.code, outcome.reason, outcome.rewrite = "left", code, reason, None
+    outcome.leave(code, reason)
+
+
+def _named_in(info: ClassInfo, module: Module) -> str:
+    return info.name if info.module is module else f"{info.module.name}.{info.name}"
+
+
+def _left(registration: Registration, found: list[Refusal]) -> Outcome:
+    first = found[0]
+    return Outcome(registration, "left", first.code, first.reason, reasons=list(found))
+
+
+class _Reasons(Exception):
+    """Every reason a registration is left, the decisive first."""
+
+    def __init__(self, found: list[Refusal]) -> None:
+        super().__init__("; ".join(str(f) for f in found))
+        self.found = found
+
+
+_T = TypeVar("_T")
 
 
 class _InitProof:
@@ -197,8 +276,25 @@ class _InitProof:
     project: Project
     options: Options
 
-    def _check_inverse(self, info: ClassInfo, carried: Carried, run: InitRun) -> None:
-        for name in carried.children + carried.aux:
+    def _check_inverse(
+        self, info: ClassInfo, carried: Carried, run: InitRun, unflatten: Unflatten
+    ) -> None:
+        """The constructor call's run, then unflatten's stores over it (the dummy-key form:
+        ``obj = cls(key, *aux)`` then ``obj.weights = children[0]``), gives back every carried
+        attribute as flatten read it."""
+        stores = unflatten.stores
+        extra = [name for name in stores if name not in carried.names]
+        if extra:
+            raise Refusal("PTK107", f"unflatten also stores {', '.join(extra)}")
+        for name in carried.names:
+            if name in stores:
+                if stores[name] != carried.slot_of(name):
+                    raise Refusal(
+                        "PTK107",
+                        f"flatten reads {name} into {carried.slot_of(name)}, but unflatten "
+                        f"stores {describe_value(stores[name])} there",
+                    )
+                continue
             if name not in run.attributes:
                 continue  # reported by _check_attributes
             value, _ = strip(run.attributes[name])
@@ -220,11 +316,12 @@ class _InitProof:
                 "PTK109",
                 f"__init__ stores {describe_value(value)} in {name}, not the argument itself",
             )
-        for note in run.transforming:
-            raise Refusal("PTK109", note)
+        for name, note in run.transforming.items():
+            if name not in stores:
+                raise Refusal("PTK109", note)
 
     def _check_stores(self, info: ClassInfo, carried: Carried, stores: dict[str, Value]) -> None:
-        for name in carried.children + carried.aux:
+        for name in carried.names:
             if name not in stores:
                 raise Refusal("PTK107", f"unflatten never stores {name}")
             if stores[name] != carried.slot_of(name):
@@ -233,7 +330,7 @@ class _InitProof:
                     f"flatten reads {name} into {carried.slot_of(name)}, but unflatten stores "
                     f"{describe_value(stores[name])} there",
                 )
-        extra = [name for name in stores if name not in carried.children + carried.aux]
+        extra = [name for name in stores if name not in carried.names]
         if extra:
             raise Refusal("PTK107", f"unflatten also stores {', '.join(extra)}")
 
@@ -242,9 +339,17 @@ class _InitProof:
     ) -> tuple[str, ...]:
         if run.failure is not None:
             raise run.failure
-        carried_names = set(carried.children + carried.aux)
+        carried_names = set(carried.names)
         if fields.annotated is not None:
             annotated = fields.annotated
+            if not annotated and carried_names:
+                raise Refusal(
+                    "PTK108",
+                    f"pytreekit would take {info.name}'s fields from annotations "
+                    f"({fields.annotated_why}), and there are none: the rewrite would carry "
+                    f"no leaves (flatten carries {', '.join(carried.names)})",
+                    info.node.name,
+                )
             if set(annotated) != carried_names:
                 extra = sorted(set(annotated) - carried_names)
                 missing = sorted(carried_names - set(annotated))
@@ -261,7 +366,7 @@ class _InitProof:
                 "PTK108",
                 f"__init__ sets {', '.join(extra)}, which flatten does not carry",
             )
-        missing = [name for name in carried.children + carried.aux if name not in set_names]
+        missing = [name for name in carried.names if name not in set_names]
         if missing:
             raise Refusal("PTK108", f"__init__ never sets {', '.join(missing)}")
         return fields.annotated if fields.annotated is not None else tuple(run.attributes)
@@ -272,7 +377,7 @@ class _InitProof:
         """A list, dict or set reaching a static attribute through the ``__init__`` parameter
         that feeds it (its default, or an argument somewhere in the scanned files) is refused."""
         params: dict[str, str] = {}
-        for name in carried.aux:
+        for name in carried.static:
             value, functions = strip(symbolic.attributes[name])
             qualified = {info.module.qualify(cst.parse_expression(f)) for f in functions}
             if isinstance(value, Param) and not (qualified & _HASHABLE_RESULT):
@@ -322,10 +427,11 @@ class _Description:
         carried: Carried,
         leaves: tuple[str, ...],
         run: InitRun,
-        through_init: bool,
+        unflatten: Unflatten,
         sources: list[Function],
     ) -> Rewrite:
-        static = carried.aux
+        through_init = unflatten.construct is not None
+        static = carried.static
         unsafe: list[Refusal] = []
         if leaves != carried.children:
             unsafe.append(
@@ -360,6 +466,26 @@ class _Description:
                     f"there and deletes this registration",
                 )
             )
+        if through_init:
+            dropped = [
+                (name, functions[0])
+                # an aux value comes back as flatten read it (converted already); a leaf
+                # comes back as whatever JAX, tree_map or an optimizer made of it
+                for name in carried.children
+                if name not in unflatten.stores
+                for functions in [strip(run.attributes.get(name, Opaque("")))[1]]
+                if functions
+            ]
+            if dropped:
+                described = ", ".join(f"{function}({name})" for name, function in dropped)
+                unsafe.append(
+                    Refusal(
+                        "PTK205",
+                        f"unflatten converted through __init__ ({described}); pytreekit "
+                        f"rebuilds without converting, so a leaf JAX hands back (a NumPy array, "
+                        f"a Python number) stays as it is",
+                    )
+                )
         kept: dict[str, str] = {}
         remove: list[str] = []
         remove_functions: list[tuple[Module, cst.CSTNode]] = []
@@ -378,20 +504,19 @@ class _Description:
         write_eq = not body_eq and not self.options.adopt_dunders
         write_repr = not body_repr and not self.options.adopt_dunders
         dataclass = dataclass_options(info) is not None
+        before = _hashing(self.project, info)
         if body_eq:
-            hashing = "unchanged: the class's own __eq__ and __hash__ stay"
-        elif write_eq and dataclass:
-            hashing = "unchanged: the dataclass's __eq__ and __hash__ stay (eq=False)"
+            hashing = f"unchanged: the class's own __eq__ stays; {before}, as before"
         elif write_eq:
-            hashing = "by identity (eq=False), as before"
+            hashing = f"unchanged (eq=False): {before}, as before"
         elif dataclass:
             hashing = (
                 "pytreekit's __eq__ replaces the dataclass's; hashing as the dataclass decided"
             )
         else:
             hashing = (
-                "changed: pytreekit's __eq__ compares fields, so instances are unhashable "
-                "(they hashed by identity: jax.jit(..., static_argnums=...) on one breaks)"
+                f"changed: pytreekit's __eq__ compares fields, so instances are unhashable "
+                f"(before: {before}; jax.jit(..., static_argnums=...) on one breaks)"
             )
         notes = list(run.notes)
         proven = [
@@ -470,14 +595,81 @@ class _Analysis(_InitProof, _Description):
         self.path_reader = _path_reader(project)
 
     def outcome(self, registration: Registration) -> Outcome:
+        outcome = self._outcome(registration)
+        where = self._where(registration)
+        for refusal in outcome.reasons:
+            refusal.where = where
+        return outcome
+
+    def _outcome(self, registration: Registration) -> Outcome:
         pinned = self._pinned(registration)
         if pinned is not None:
-            return Outcome(registration, "left", pinned[0], pinned[1])
+            return _left(registration, [Refusal(pinned[0], pinned[1])])
+        if "PTK" in suppressions(registration):
+            return _left(registration, [Refusal("PTK100", "a '# noqa: PTK' comment keeps it")])
         try:
             rewrite = self._rewrite(registration)
         except Refusal as refusal:
-            return Outcome(registration, "left", refusal.code, refusal.reason)
+            return _left(registration, [refusal])
+        except _Reasons as reasons:
+            return _left(registration, reasons.found)
+        except RecursionError:
+            return _left(registration, [Refusal("PTK116", "the code nests too deep to follow")])
         return Outcome(registration, "rewritten", rewrite=rewrite)
+
+    def _helper_classes(self, helper: str) -> list[str]:
+        """The classes a helper (``def register(cls): register_pytree_node(cls, ...)``)
+        registers: decorated with it, or passed to it at module level."""
+        short = helper.rpartition(".")[2]
+        found: list[str] = []
+        for module in self.project.modules:
+            if module.tree is None or short not in module.source:
+                continue
+            for info in module.classes.values():
+                for decorator in info.node.decorators:
+                    expression = decorator.decorator
+                    target = expression.func if isinstance(expression, cst.Call) else expression
+                    if module.qualify(target) == helper:
+                        found.append(_named_in(info, module))
+            for statement in module.tree.body:
+                if not isinstance(statement, cst.SimpleStatementLine):
+                    continue
+                for small in statement.body:
+                    value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+                    if (
+                        isinstance(value, cst.Call)
+                        and module.qualify(value.func) == helper
+                        and value.args
+                    ):
+                        registered = module.qualify(value.args[0].value)
+                        passed = self.project.classes.get(registered or "")
+                        if passed is not None:
+                            found.append(_named_in(passed, module))
+        return list(dict.fromkeys(found))
+
+    def _where(self, registration: Registration) -> list[tuple[Module, cst.CSTNode]]:
+        """The top-level statements a reason's code may be in."""
+        module = registration.module
+        places: list[tuple[Module, cst.CSTNode]] = []
+        if registration.anchor is not None:
+            places.append((module, registration.anchor))
+        if module.tree is not None and registration.place:
+            places += [(module, top) for top in module.tree.body]
+        info = self.project.classes.get(registration.target or "")
+        if info is not None:
+            places += [(a.module, a.node) for a in self.project.mro(info)]
+        for argument in registration.args.values():
+            if isinstance(argument, cst.Name):
+                function = module.functions.get(argument.value)
+                if function is not None:
+                    places.append((module, function))
+                if argument.value in module.lambdas and module.tree is not None:
+                    places += [
+                        (module, top)
+                        for top in module.tree.body
+                        if isinstance(top, cst.SimpleStatementLine)
+                    ]
+        return places
 
     def _pinned(self, registration: Registration) -> tuple[str, str] | None:
         anchor = registration.anchor
@@ -492,25 +684,67 @@ class _Analysis(_InitProof, _Description):
                 return codes[0], reason
         return None
 
-    # The steps, in the order of the module docstring.
+    # The steps, in the order of the module docstring. Each independent step runs even when
+    # one before it refused, so that the report gives every reason at once.
     def _rewrite(self, registration: Registration) -> Rewrite:
-        info = self._place(registration)
-        self._check_containers(info)
-        carried, flatten_sources = self._flatten(info, registration)
-        unflatten, unflatten_source = self._unflatten(info, registration, carried)
-        self._check_class(info, registration)
-        fields = Fields(self.project, info)
+        info = self._place(registration)  # nothing else can be read without the class
+        found: list[Refusal] = []
+
+        def attempt(step: Callable[[], _T]) -> _T | None:
+            try:
+                return step()
+            except Refusal as refusal:
+                if all((refusal.code, refusal.reason) != (f.code, f.reason) for f in found):
+                    found.append(refusal)
+                return None
+
+        attempt(lambda: self._check_containers(info))
+        attempt(lambda: self._check_class(info, registration))
+        flattened = attempt(lambda: self._flatten(info, registration))
+        fields = attempt(lambda: Fields(self.project, info))
+        plan: Rewrite | None = None
+        if flattened is not None:
+            carried, flatten_sources = flattened
+            read = attempt(lambda: self._unflatten(info, registration, carried))
+            if read is not None and fields is not None:
+                unflatten, unflatten_source = read
+                plan = attempt(
+                    lambda: self._prove(
+                        info,
+                        registration,
+                        carried,
+                        fields,
+                        unflatten,
+                        flatten_sources + unflatten_source,
+                    )
+                )
+        if found:
+            raise _Reasons(found)
+        assert plan is not None
+        return plan
+
+    def _prove(
+        self,
+        info: ClassInfo,
+        registration: Registration,
+        carried: Carried,
+        fields: Fields,
+        unflatten: Unflatten,
+        sources: list[Function],
+    ) -> Rewrite:
         if unflatten.construct is not None:
             positional, keywords = unflatten.construct
             run = fields.run(positional, keywords)
-            self._check_inverse(info, carried, run)
             symbolic = fields.run_symbolic()
+            # the attributes first: a path that sets others is the decisive reason
+            order = self._check_attributes(info, carried, symbolic, fields)
+            self._check_inverse(info, carried, run, unflatten)
         else:
             symbolic = fields.run_symbolic()
+            order = self._check_attributes(info, carried, symbolic, fields)
             self._check_stores(info, carried, unflatten.stores)
             run = symbolic
-        order = self._check_attributes(info, carried, symbolic, fields)
-        static = carried.aux
+        static = carried.static
         leaves = tuple(name for name in order if name not in static)
         self._check_statics(info, carried, symbolic, fields)
         return self._describe(
@@ -519,15 +753,26 @@ class _Analysis(_InitProof, _Description):
             carried,
             leaves,
             run,
-            unflatten.construct is not None,
-            flatten_sources + unflatten_source,
+            unflatten,
+            sources,
         )
 
     def _place(self, registration: Registration) -> ClassInfo:
         if registration.place.startswith("under"):
             raise Refusal("PTK102", f"the registration is {registration.place}")
         if registration.place:
-            raise Refusal("PTK101", f"the registration is {registration.place}")
+            if registration.helper:
+                registration.registers = self._helper_classes(registration.helper)
+                if registration.registers:
+                    named = ", ".join(registration.registers)
+                    raise Refusal(
+                        "PTK101",
+                        f"the registration is {registration.place}, which registers {named}: "
+                        f"decorate {'each' if len(registration.registers) > 1 else 'it'} with "
+                        f"@pytree_class instead",
+                        registration.node,
+                    )
+            raise Refusal("PTK101", f"the registration is {registration.place}", registration.node)
         anchor = registration.anchor
         if registration.form == "call" and not _plain_statement(registration):
             statement = anchor.body[0] if isinstance(anchor, cst.SimpleStatementLine) else None
@@ -630,7 +875,10 @@ class _Analysis(_InitProof, _Description):
         return carried, [f for f in (plain, keyed) if f is not None]
 
     def _check_reads(self, info: ClassInfo, carried: Carried) -> None:
-        names = carried.children + carried.aux
+        names = carried.names
+        for derived in carried.aux:
+            if "." in derived:
+                self._check_derived(info, carried, derived)
         for name in names:
             if names.count(name) > 1:
                 raise Refusal("PTK104", f"flatten reads {name} twice")
@@ -642,6 +890,60 @@ class _Analysis(_InitProof, _Description):
                     raise Refusal(
                         "PTK106", f"flatten reads {name}, which {ancestor.name} defines as {kind}"
                     )
+
+    def _check_derived(self, info: ClassInfo, carried: Carried, derived: str) -> None:
+        """An aux value read through a child (``self.linear.in_features``) adds nothing to the
+        treedef when the child's own class carries that attribute in its aux: two instances'
+        treedefs are equal exactly when the children's are. The child's class is the class
+        ``__init__`` builds it with."""
+        child, _, attribute = derived.partition(".")
+        if child not in carried.children:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}, and {child} is not a child flatten carries",
+            )
+        built = self._built_class(info, child)
+        if built is None:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}: the codemod cannot tell which class {child} is, so "
+                f"not that {attribute} is static there",
+            )
+        static = self._static_of(built)
+        if attribute not in static:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}, which {built.name}'s registration does not keep static",
+            )
+
+    def _built_class(self, info: ClassInfo, attribute: str) -> ClassInfo | None:
+        """The scanned class whose constructor ``__init__`` stores in ``attribute``."""
+        try:
+            run = Fields(self.project, info).run_symbolic()
+        except Refusal:
+            return None
+        value = run.attributes.get(attribute)
+        text = value.text if isinstance(value, Opaque) else ""
+        head = text.partition("(")[0]
+        if not head or not text.endswith(")"):
+            return None
+        try:
+            qualified = info.module.qualify(cst.parse_expression(head))
+        except cst.ParserSyntaxError:
+            return None
+        return self.project.classes.get(qualified or "")
+
+    def _static_of(self, info: ClassInfo) -> tuple[str, ...]:
+        """What the class's own registration keeps in its aux (the plain attributes)."""
+        for registration in self.project.registrations:
+            if registration.target != info.qualname:
+                continue
+            try:
+                carried, _ = self._flatten(info, registration)
+            except Refusal:
+                return ()
+            return carried.static
+        return ()
 
     def _method(self, info: ClassInfo, name: str, *, required: bool) -> Function | None:
         for ancestor in self.project.mro(info):
@@ -690,6 +992,25 @@ class _Analysis(_InitProof, _Description):
     # -- __init__ -------------------------------------------------------------------------------
 
     # -- what the rewrite changes ---------------------------------------------------------------
+
+
+def _hashing(project: Project, info: ClassInfo) -> str:
+    """How instances hash before the rewrite, as Python decides it along the class's bases."""
+    for ancestor in project.mro(info):
+        assigned = ancestor.assigned_names().get("__hash__")
+        if isinstance(assigned, cst.Assign) and code(assigned.value) == "None":
+            return f"unhashable ({ancestor.name} sets __hash__ = None)"
+        if ancestor.defines("__hash__"):
+            return f"hashed by {ancestor.name}.__hash__"
+        if ancestor.defines("__eq__"):
+            return f"unhashable ({ancestor.name} defines __eq__ without __hash__)"
+        options = dataclass_options(ancestor)
+        if options is not None:
+            if options.get("unsafe_hash") or (options.get("frozen") and options.get("eq", True)):
+                return f"hashed by field values (dataclass {ancestor.name})"
+            if options.get("eq", True):
+                return f"unhashable (dataclass {ancestor.name} compares fields, not frozen)"
+    return "hashed by identity"
 
 
 def _path_reader(project: Project) -> str:

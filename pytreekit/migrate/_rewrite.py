@@ -39,8 +39,12 @@ class _Edits:
         return bool(self.decorate or self.drop_methods or self.drop or self.comments)
 
 
-def rewrite(project: Project, outcomes: Sequence[Outcome]) -> dict[Module, str]:
-    """The new source of every module the outcomes change."""
+def rewrite(
+    project: Project, outcomes: Sequence[Outcome], *, line_length: int = 88
+) -> tuple[dict[Module, str], dict[Module, str]]:
+    """The new source of every module the outcomes change, and why a module could not be
+    rewritten (its new source does not compile, or the rewrite failed): a failure is per
+    module, and such a module is left as it was."""
     edits: dict[Module, _Edits] = {}
 
     def of(module: Module) -> _Edits:
@@ -66,17 +70,35 @@ def rewrite(project: Project, outcomes: Sequence[Outcome]) -> dict[Module, str]:
                 call_edits.drop.add(_small_statement(anchor, registration.node))
             for module, function in plan.remove_functions:
                 of(module).drop.add(function)
-        elif anchor is not None:
+        elif anchor is not None and outcome.comment:
             code = outcome.code
             assert code is not None
-            of(registration.module).comments[anchor] = comment(code, outcome.reason)
+            # a nested registration's comment is indented: keep it within the line length
+            width = line_length - (8 if registration.place else 0)
+            of(registration.module).comments[anchor] = comment(code, outcome.reason, width)
     sources: dict[Module, str] = {}
+    failures: dict[Module, str] = {}
     for module, module_edits in edits.items():
-        if module_edits and module.tree is not None:
+        if not module_edits or module.tree is None:
+            continue
+        try:
             new = _apply(module, module_edits)
-            if new != module.source:
-                sources[module] = new
-    return sources
+            compile(new, module.display, "exec", dont_inherit=True)
+        except SyntaxError as error:
+            failures[module] = (
+                f"the rewritten module does not compile ({error.msg}, line {error.lineno}): not "
+                f"written; please report it"
+            )
+            continue
+        except Exception as error:  # a bug of the codemod is one module's failure, not the run's
+            failures[module] = (
+                f"the codemod failed on it ({type(error).__name__}: {error}): not written; "
+                f"please report it"
+            )
+            continue
+        if new != module.source:
+            sources[module] = new
+    return sources, failures
 
 
 def decorator_source(plan: Rewrite) -> str:

@@ -16,8 +16,11 @@ resolve is reported, never guessed at.
 from __future__ import annotations
 
 import builtins
+import fnmatch
+import io
 import os
 import re
+import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +76,11 @@ class Registration:
     args: dict[str, cst.BaseExpression]  # "flatten", "unflatten", "flatten_with_keys"
     place: str  # "" at module level, else why not: "inside function 'f'", "under an if"
     line: int = 0
+    column: int = 1
+    class_line: int = 0  # the decorated class statement's line (the decorator form)
+    # a helper's registration (inside ``def register(cls)``): the classes the helper registers
+    registers: list[str] = field(default_factory=list)
+    helper: str = ""  # the helper's qualified name
 
 
 @dataclass(eq=False, repr=False)
@@ -136,7 +144,9 @@ class Module:
     root: Path  # the directory its top-level package is imported from
     source: str
     tree: cst.Module | None = None
-    error: str | None = None  # why it could not be parsed
+    error: str | None = None  # why it could not be read, decoded or parsed (a failure)
+    skipped: str | None = None  # why it was deliberately not looked at (not a failure)
+    encoding: str = "utf-8"  # what it is decoded and written back with ("utf-8-sig": a BOM)
     names: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
@@ -168,9 +178,9 @@ class Module:
             return None
         return ".".join([base, *reversed(parts)])
 
-    def line_of(
+    def position_of(
         self, node: cst.CSTNode, top: cst.SimpleStatementLine | cst.BaseCompoundStatement
-    ) -> int:
+    ) -> tuple[int, int]:
         """The line of ``node`` inside the top-level statement ``top``.
 
         LibCST's positions cost a pass over the whole module with position tracking; here only
@@ -181,7 +191,22 @@ class Module:
         header = sum(self.tree.code_for_node(empty).count("\n") for empty in self.tree.header)
         before = header + sum(code.count("\n") for code in self.statement_codes()[:index])
         alone = MetadataWrapper(cst.Module(body=[top]), unsafe_skip_copy=True)
-        return before + alone.resolve(PositionProvider)[node].start.line
+        start = alone.resolve(PositionProvider)[node].start
+        return before + start.line, start.column + 1
+
+    def locate(
+        self, node: cst.CSTNode, hints: Sequence[cst.CSTNode] = ()
+    ) -> tuple[int, int] | None:
+        """The line and column (from 1) of a node of this module. The top-level statements
+        ``hints`` names are looked in first (positions cost a pass over a statement)."""
+        if self.tree is None:
+            return None
+        tops = [top for top in self.tree.body if any(top is hint for hint in hints)]
+        for top in tops:
+            alone = MetadataWrapper(cst.Module(body=[top]), unsafe_skip_copy=True)
+            if node in alone.resolve(PositionProvider):
+                return self.position_of(node, top)
+        return None
 
     def statement_codes(self) -> list[str]:
         """The code of each top-level statement (plain code generation is fast)."""
@@ -197,10 +222,19 @@ class Project:
 
     modules: list[Module]
     classes: dict[str, ClassInfo]  # qualified name -> class
+    _registered: frozenset[str] | None = None
 
     @property
     def registrations(self) -> list[Registration]:
         return [r for module in self.modules for r in module.registrations]
+
+    def registered(self) -> frozenset[str]:
+        """The qualified names of the scanned classes some registration names."""
+        if self._registered is None:
+            self._registered = frozenset(
+                r.target for r in self.registrations if r.target in self.classes
+            )
+        return self._registered
 
     def base_classes(self, info: ClassInfo) -> list[ClassInfo]:
         """The scanned classes among ``info``'s direct bases."""
@@ -229,12 +263,15 @@ class Project:
 # -- finding and parsing the files --------------------------------------------------------------
 
 
-def python_files(paths: Sequence[Path]) -> list[Path]:
-    """The ``.py`` files under ``paths`` (hidden directories, caches and venvs skipped), sorted."""
+def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Path]:
+    """The ``.py`` files under ``paths`` (hidden directories, caches and venvs skipped, and what
+    an ``exclude`` glob matches: a file or directory name, or a path below the working
+    directory, as ruff's ``--extend-exclude`` reads them), sorted."""
     found: set[Path] = set()
     for path in paths:
         if path.is_file():
-            found.add(path.resolve())
+            if not excluded(path, exclude):
+                found.add(path.resolve())
             continue
         for directory, subdirectories, files in os.walk(path):
             subdirectories[:] = sorted(
@@ -243,9 +280,26 @@ def python_files(paths: Sequence[Path]) -> list[Path]:
                 if not name.startswith(".")
                 and name != "__pycache__"
                 and not (Path(directory, name) / "pyvenv.cfg").exists()
+                and not excluded(Path(directory, name), exclude)
             )
-            found.update(Path(directory, name).resolve() for name in files if name.endswith(".py"))
+            found.update(
+                Path(directory, name).resolve()
+                for name in files
+                if name.endswith(".py") and not excluded(Path(directory, name), exclude)
+            )
     return sorted(found)
+
+
+def excluded(path: Path, patterns: Sequence[str]) -> bool:
+    if not patterns:
+        return False
+    shown = _display(path.resolve())
+    return any(
+        fnmatch.fnmatch(path.name, pattern)
+        or fnmatch.fnmatch(shown, pattern)
+        or fnmatch.fnmatch(shown, pattern.rstrip("/") + "/*")
+        for pattern in patterns
+    )
 
 
 def module_name(path: Path) -> tuple[str, Path]:
@@ -265,9 +319,9 @@ def _display(path: Path) -> str:
         return path.as_posix()
 
 
-def scan(paths: Sequence[Path]) -> Project:
+def scan(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Project:
     """Parse every file under ``paths`` and index classes and registrations."""
-    modules = [_parse(path) for path in python_files(paths)]
+    modules = [_parse(path) for path in python_files(paths, exclude)]
     classes: dict[str, ClassInfo] = {}
     for module in modules:
         if module.tree is not None:
@@ -278,13 +332,54 @@ def scan(paths: Sequence[Path]) -> Project:
 
 def _parse(path: Path) -> Module:
     name, root = module_name(path)
-    source = path.read_bytes().decode("utf-8", errors="replace")
-    module = Module(path=path, display=_display(path), name=name, root=root, source=source)
+    module = Module(path=path, display=_display(path), name=name, root=root, source="")
     try:
-        module.tree = cst.parse_module(source)
+        raw = path.read_bytes()
+    except OSError as error:
+        module.error = f"not read: {error.strerror or error}"
+        return module
+    decoded = decode(raw)
+    if isinstance(decoded, str):
+        module.error = decoded
+        return module
+    module.source, module.encoding = decoded
+    if _GENERATED.search(module.source[:2048]):
+        module.skipped = "marked @generated"
+        return module
+    try:
+        module.tree = cst.parse_module(module.source)
     except cst.ParserSyntaxError as error:
         module.error = f"line {error.raw_line}, column {error.raw_column}: {error.message}"
     return module
+
+
+# LibCST's codemod runner and ruff skip generated files the same way.
+_GENERATED = re.compile(r"@generated\b")
+
+
+def decode(raw: bytes) -> tuple[str, str] | str:
+    """The text of a source file and the encoding to write it back with (PEP 263's cookie, or
+    ``utf-8-sig`` when it starts with a BOM); or why it cannot be read without losing a byte."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as error:  # an unknown cookie, or a BOM with a cookie other than utf-8
+        return f"not decoded: {error}; nothing changed there"
+    try:
+        source = raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        return (
+            f"not decoded: byte {error.start} is not valid {encoding}; nothing changed there "
+            f"(declare the file's encoding with a '# -*- coding: ... -*-' line)"
+        )
+    # a file whose bytes would not come back the same is never written
+    if source.encode(encoding) != raw:
+        return f"not decoded: its bytes do not round-trip through {encoding}; nothing changed there"
+    return source, encoding
+
+
+def encode(module: Module, text: str) -> bytes:
+    """``text`` in the module's own encoding (its BOM kept): every byte not edited as it was."""
+    return text.encode(module.encoding)
 
 
 def _index(module: Module) -> None:
@@ -407,10 +502,13 @@ class _Registrations(cst.CSTVisitor):
         self.scopes: list[str] = []  # why the current position is not plain module level
         self.statement: cst.SimpleStatementLine | None = None
         self.decorators: set[cst.Decorator] = set()
+        self.function = ""  # the module-level function being visited
 
     # The enclosing blocks, innermost last.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.append(f"inside function '{node.name.value}'")
+        if len(self.scopes) == 1:
+            self.function = node.name.value
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
@@ -500,8 +598,12 @@ class _Registrations(cst.CSTVisitor):
         registration = Registration(
             self.module, api, form, node, anchor, target, target_text, args, place
         )
+        if place.startswith("inside function") and self.scopes[0].startswith("inside function"):
+            registration.helper = f"{self.module.name}.{self.function}"
         assert self.top is not None
-        registration.line = self.module.line_of(node, self.top)
+        registration.line, registration.column = self.module.position_of(node, self.top)
+        if isinstance(anchor, cst.ClassDef):
+            registration.class_line = self.module.position_of(anchor.name, self.top)[0]
         self.module.registrations.append(registration)
 
 
