@@ -37,8 +37,18 @@ from ._scan import (
     api_of,
     code,
     existing_comments,
+    suite_statements,
 )
-from ._values import Opaque, Param, Refusal, Slot, Value, describe_value, strip
+from ._values import (
+    Opaque,
+    Param,
+    Refusal,
+    Slot,
+    Value,
+    describe_value,
+    is_docstring,
+    strip,
+)
 
 # Conversions that make a static value hashable whatever the caller passed.
 _HASHABLE_RESULT = {"builtins.tuple", "builtins.str", "builtins.int", "builtins.float"}
@@ -519,11 +529,30 @@ class _Description:
                 f"(before: {before}; jax.jit(..., static_argnums=...) on one breaks)"
             )
         notes = list(run.notes)
+        if through_init and unflatten.stores:
+            assert unflatten.construct is not None
+            positional, keywords = unflatten.construct
+            dummies = [
+                value.text
+                for value in [*positional, *keywords.values()]
+                if isinstance(value, Opaque)
+            ]
+            made = f" from {', '.join(dummies)}" if dummies else ""
+            notes.insert(
+                0,
+                f"built a throwaway instance{made}, then stored "
+                f"{', '.join(unflatten.stores)} over it",
+            )
         proven = [
             "flatten reads attributes",
             "unflatten inverts it",
             "__init__ sets exactly those",
         ]
+        derived = [name for name in carried.aux if "." in name]
+        if derived:
+            proven.append(
+                f"aux read through children ({', '.join(derived)}) is static in their classes"
+            )
         unproven = ["code outside the scanned files"]
         if static:
             unproven.insert(0, "statics hashable at run time")
@@ -702,6 +731,10 @@ class _Analysis(_InitProof, _Description):
         attempt(lambda: self._check_class(info, registration))
         flattened = attempt(lambda: self._flatten(info, registration))
         fields = attempt(lambda: Fields(self.project, info))
+        partial = found[-1].partial if found and flattened is None else None
+        if partial is not None and fields is not None:
+            known = fields
+            attempt(lambda: self._check_attributes(info, partial, known.run_symbolic(), known))
         plan: Rewrite | None = None
         if flattened is not None:
             carried, flatten_sources = flattened
@@ -812,17 +845,29 @@ class _Analysis(_InitProof, _Description):
         for decorator in info.node.decorators if registration.form == "decorator" else ():
             if decorator is registration.node:
                 break
+            if self._transparent(info.module, decorator.decorator):
+                continue
             raise Refusal(
                 "PTK112",
                 f"@{code(decorator.decorator)} is applied after the registration decorator",
+                decorator,
             )
         for decorator in info.node.decorators:
             if decorator is registration.node:
                 continue
             expression = decorator.decorator
             target = expression.func if isinstance(expression, cst.Call) else expression
-            if info.module.qualify(target) not in DATACLASS:
-                raise Refusal("PTK112", f"{info.name} is decorated with @{code(expression)}")
+            if info.module.qualify(target) in DATACLASS or self._transparent(
+                info.module, expression
+            ):
+                continue
+            raise Refusal(
+                "PTK112",
+                f"{info.name} is decorated with @{code(expression)}, which the codemod cannot "
+                f"follow (a decorator that only sets attributes and returns the class is "
+                f"followed; declare others with --transparent-decorator)",
+                decorator,
+            )
         for ancestor in self.project.mro(info):
             for qualified, written in ancestor.bases:
                 if qualified in self.project.classes or qualified in NEUTRAL_BASES:
@@ -835,12 +880,33 @@ class _Analysis(_InitProof, _Description):
             for name in _CREATION:
                 if ancestor.defines(name):
                     raise Refusal("PTK112", f"{ancestor.name} defines {name}")
-            if ancestor is not info and _decorators_other_than_dataclass(ancestor):
+            others = [
+                d
+                for d in _decorators_other_than_dataclass(ancestor)
+                if not self._transparent(ancestor.module, d)
+            ]
+            if ancestor is not info and others:
                 raise Refusal(
-                    "PTK112",
-                    f"base {ancestor.name} is decorated with "
-                    f"@{_decorators_other_than_dataclass(ancestor)[0]}",
+                    "PTK112", f"base {ancestor.name} is decorated with @{code(others[0])}"
                 )
+
+    def _transparent(self, module: Module, expression: cst.BaseExpression) -> bool:
+        """A class decorator that only sets attributes and returns the class: declared so
+        (``--transparent-decorator``), or a function of the scanned files whose body is only
+        that (``cls.kind = "dense"``, ``setattr(cls, "kind", ...)``, ``return cls``)."""
+        qualified = module.qualify(
+            expression.func if isinstance(expression, cst.Call) else expression
+        )
+        declared = self.options.transparent
+        if qualified in declared or code(expression) in declared:
+            return True
+        if qualified is None or isinstance(expression, cst.Call):
+            return False
+        owner, _, name = qualified.rpartition(".")
+        for candidate in self.project.modules:
+            if candidate.name == owner and name in candidate.functions:
+                return _only_sets_attributes(candidate.functions[name])
+        return False
 
     # -- flatten --------------------------------------------------------------------------------
 
@@ -1042,15 +1108,61 @@ def _plain_statement(registration: Registration) -> bool:
     return False
 
 
-def _decorators_other_than_dataclass(info: ClassInfo) -> list[str]:
+def _decorators_other_than_dataclass(info: ClassInfo) -> list[cst.BaseExpression]:
     """A base's decorators other than ``@dataclass`` and the registration APIs."""
     found = []
     for decorator in info.node.decorators:
         expression = decorator.decorator
         target = expression.func if isinstance(expression, cst.Call) else expression
         if info.module.qualify(target) not in DATACLASS and api_of(info.module, target) is None:
-            found.append(code(expression))
+            found.append(expression)
     return found
+
+
+def _only_sets_attributes(function: cst.FunctionDef) -> bool:
+    """``def tag(cls): cls.kind = ...; setattr(cls, "x", ...); return cls`` and nothing else (no
+    dunder set: ``cls.__init__ = ...`` changes what the codemod proved)."""
+    params = function.params
+    if (
+        function.decorators
+        or len(params.params) != 1
+        or isinstance(params.star_arg, cst.Param)
+        or params.kwonly_params
+        or params.star_kwarg is not None
+    ):
+        return False
+    this = params.params[0].name.value
+    body = suite_statements(function.body)
+    if not body or not (
+        isinstance(body[-1], cst.Return)
+        and isinstance(body[-1].value, cst.Name)
+        and body[-1].value.value == this
+    ):
+        return False
+    for statement in body[:-1]:
+        if is_docstring(statement):
+            continue
+        if isinstance(statement, cst.Assign) and all(
+            isinstance(t.target, cst.Attribute)
+            and isinstance(t.target.value, cst.Name)
+            and t.target.value.value == this
+            and not t.target.attr.value.startswith("__")
+            for t in statement.targets
+        ):
+            continue
+        call = statement.value if isinstance(statement, cst.Expr) else None
+        if (
+            isinstance(call, cst.Call)
+            and code(call.func) == "setattr"
+            and len(call.args) == 3
+            and isinstance(call.args[0].value, cst.Name)
+            and call.args[0].value.value == this
+            and isinstance(call.args[1].value, cst.SimpleString)
+            and not str(call.args[1].value.evaluated_value).startswith("__")
+        ):
+            continue
+        return False
+    return True
 
 
 def _class_level(info: ClassInfo, name: str) -> str:

@@ -207,7 +207,8 @@ def write(module: Module, new: str) -> str | None:
     own encoding and mode; or say why not (the file is then as it was, every byte)."""
     path = module.path
     try:
-        if not os.access(path, os.W_OK):
+        # the mode bits too: a superuser may write a read-only file, but was not asked to
+        if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:
             return "read-only: not written (make it writable and run again)"
         if path.read_bytes() != encode(module, module.source):
             return "changed on disk while the codemod ran: not written (run again)"

@@ -98,6 +98,7 @@ class _Read:
     name: str = ""  # attribute, or key path as keystr shows it
     items: tuple[_Read, ...] = ()
     text: str = ""
+    node: cst.CSTNode | None = None  # the expression, for the report's excerpt
 
 
 def read_flatten(function: Function, *, keyed: bool, info: ClassInfo) -> Carried:
@@ -135,6 +136,7 @@ def read_flatten(function: Function, *, keyed: bool, info: ClassInfo) -> Carried
         raise Refusal(
             "PTK104",
             f"flatten returns {children.text or 'a value'} as children, not a tuple of attributes",
+            children.node,
         )
     names: list[str] = []
     keys: list[str] = []
@@ -144,11 +146,16 @@ def read_flatten(function: Function, *, keyed: bool, info: ClassInfo) -> Carried
                 raise Refusal(
                     "PTK104",
                     f"flatten_with_keys returns {child.text or 'a child'}, not (key, attribute)",
+                    child.node,
                 )
             keys.append(child.items[0].name)
             child = child.items[1]
         if child.kind != "attr":
-            raise Refusal("PTK104", f"flatten returns {child.text or 'a derived value'} as a child")
+            raise Refusal(
+                "PTK104",
+                f"flatten returns {child.text or 'a derived value'} as a child",
+                child.node,
+            )
         names.append(child.name)
     if aux.kind == "none":
         return Carried(tuple(names), (), "none", tuple(keys) if keyed else None)
@@ -165,7 +172,16 @@ def read_flatten(function: Function, *, keyed: bool, info: ClassInfo) -> Carried
             "tuple",
             tuple(keys) if keyed else None,
         )
-    raise Refusal("PTK105", f"aux data is {aux.text or 'derived'}")
+    refusal = Refusal("PTK105", f"aux data is {aux.text or 'derived'}", aux.node)
+    if aux.kind == "dict" and all(item.kind == "attr" for item in aux.items):
+        # what flatten carries all the same: the other checks run on it, for every reason
+        refusal.partial = Carried(
+            tuple(names),
+            tuple(item.name for item in aux.items),
+            "dict",
+            tuple(keys) if keyed else None,
+        )
+    raise refusal
 
 
 def _evaluate_read(
@@ -177,7 +193,7 @@ def _evaluate_read(
         and isinstance(node.value, cst.Name)
         and node.value.value == instance
     ):
-        return _Read("attr", node.attr.value, text=text)
+        return _Read("attr", node.attr.value, text=text, node=node)
     if (
         isinstance(node, cst.Attribute)
         and isinstance(node.value, cst.Attribute)
@@ -198,7 +214,7 @@ def _evaluate_read(
         items = []
         for element in node.elements:
             if isinstance(element, cst.StarredElement):
-                return _Read("other", text=text)
+                return _Read("other", text=text, node=node)
             items.append(_evaluate_read(element.value, instance, local, module))
         return _Read("seq", items=tuple(items), text=text)
     if isinstance(node, cst.Name):
@@ -207,7 +223,12 @@ def _evaluate_read(
         if node.value in local:
             return local[node.value]
     if isinstance(node, cst.Dict):
-        return _Read("other", text=f"a dict ({text})")
+        values = tuple(
+            _evaluate_read(element.value, instance, local, module)
+            for element in node.elements
+            if isinstance(element, cst.DictElement)
+        )
+        return _Read("dict", items=values, text=f"a dict ({text})", node=node)
     if isinstance(node, cst.Call) and len(node.args) == 1:
         key_type = KEY_TYPES.get(module.qualify(node.func) or "")
         argument = node.args[0].value
@@ -224,7 +245,7 @@ def _evaluate_read(
                 "FlattenedIndexKey": f"[<flat index {literal}>]",
             }[key_type]
             return _Read("key", path, text=text)
-    return _Read("other", text=text)
+    return _Read("other", text=text, node=node)
 
 
 _NO_AUX = Opaque("aux (None)")  # what unflatten gets as aux when flatten returns None

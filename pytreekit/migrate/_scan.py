@@ -422,7 +422,25 @@ def _base_name(module: Module, node: cst.BaseExpression) -> str | None:
 
 
 def _code(node: cst.CSTNode) -> str:
-    return " ".join(cst.Module(body=[]).code_for_node(node).split())
+    """A node's source on one line, without its comments (a report quotes code, not notes)."""
+    text = cst.Module(body=[]).code_for_node(node)
+    if "#" in text:
+        text = _without_comments(text)
+    return " ".join(text.split())
+
+
+def _without_comments(text: str) -> str:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    lines = text.splitlines(keepends=True)
+    for token in reversed(tokens):
+        if token.type == tokenize.COMMENT:
+            row, column = token.start
+            line = lines[row - 1]
+            lines[row - 1] = line[:column] + line[token.end[1] :]
+    return "".join(lines)
 
 
 def code(node: cst.CSTNode, limit: int = 60) -> str:

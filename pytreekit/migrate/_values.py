@@ -25,6 +25,7 @@ class Refusal(Exception):
         self.node = node  # the code it names, for the report's file:line:col and excerpt
         # where to look for the node: (module, top-level statement) pairs the analysis knows
         self.where: list[tuple[Any, cst.CSTNode]] = []
+        self.partial: Any = None  # what flatten carries, when the refusal leaves it known
 
 
 @dataclass(frozen=True)
