@@ -363,7 +363,9 @@ def test_a_verification_failure_pins_the_registration_until_its_comment_goes(
 def test_a_file_that_does_not_parse_is_named_and_the_others_are_rewritten(
     tmp_path: Path,
 ) -> None:
-    write(tmp_path, {"point.py": POINT, "broken.py": "def f(:\n    pass\n"})
+    # a module is parsed when its text names a registration API (a pre-filter skips the others)
+    broken = "def f(:\n    register_pytree_node(f)\n"
+    write(tmp_path, {"point.py": POINT, "broken.py": broken})
     result = codemod(tmp_path, ".", "--report", "json")
     assert result.code == 2
     [failure] = result.report["not_parsed"]

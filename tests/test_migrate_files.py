@@ -6,17 +6,23 @@ line, and the exit codes tell "would change" (1) from "failed" (2)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import require
 
+import pytreekit
+
 require("libcst")
 
-from migrate_helpers import codemod, load  # noqa: E402
+import libcst as cst  # noqa: E402
+from migrate_helpers import FIXTURES, codemod, load  # noqa: E402
 
 import pytreekit.migrate._cli as cli  # noqa: E402
+from pytreekit.migrate._scan import scan  # noqa: E402
 
 POINT = textwrap.dedent(
     """\
@@ -161,7 +167,7 @@ def test_a_generated_file_is_skipped(tmp_path: Path) -> None:
 def test_exit_codes_tell_would_change_from_failed(tmp_path: Path) -> None:
     (tmp_path / "point.py").write_text(_point(), encoding="utf-8")
     assert codemod(tmp_path, "--check", "point.py").code == 1
-    (tmp_path / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("def f(:  # register_pytree_node\n", encoding="utf-8")
     assert codemod(tmp_path, "--check", ".").code == 2  # a failure outranks "would change"
     result = codemod(tmp_path, "--check", "point.py")
     assert result.out.endswith("1 file would be transformed, 0 skipped, 0 warnings, 0 failures.\n")
@@ -185,3 +191,56 @@ def test_exclude_skips_files_and_directories(tmp_path: Path) -> None:
     assert "register_pytree" in (tmp_path / "skip_me.py").read_text()
     assert "register_pytree" not in (tmp_path / "point.py").read_text()
     assert "Summary: 1 file scanned" in result.out
+
+
+def test_worker_processes_write_what_one_process_writes(tmp_path: Path) -> None:
+    """``-j 2`` (forked workers, in a process of its own here: the test process runs JAX)."""
+    files = {f"m{n}.py": _point().replace("Point", f"Point{n}") for n in range(4)}
+    files["left.py"] = _point().replace("(self.x, self.y), None", "(self.x,), {'y': self.y}")
+    for directory in ("one", "two"):
+        (tmp_path / directory).mkdir()
+        for name, text in files.items():
+            (tmp_path / directory / name).write_text(text, encoding="utf-8")
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(Path(pytreekit.__file__).resolve().parent.parent),
+        "JAX_PLATFORMS": "cpu",
+    }
+    outputs = []
+    for directory, jobs in (("one", "1"), ("two", "2")):
+        run = subprocess.run(
+            [sys.executable, "-m", "pytreekit.migrate", "-j", jobs, "."],
+            cwd=tmp_path / directory,
+            env=environment,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stderr == ""  # no progress line: not a terminal
+        outputs.append(run.stdout)
+    assert outputs[0] == outputs[1]
+    assert outputs[0].endswith("5 files transformed, 0 skipped, 1 warning, 0 failures.\n")
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def test_statement_lines_agree_with_libcst(tmp_path: Path) -> None:
+    """The lines of top-level statements come from Python's parser; LibCST's code agrees."""
+    sources = [path.read_text(encoding="utf-8") for path in (FIXTURES / "real").glob("*.py")]
+    sources.append("# header\n\nimport a; import b\n\n\n@d\n# between\nclass C: pass\nx = 1  # c\n")
+    for number, text in enumerate(sources):
+        (tmp_path / f"m{number}.py").write_text(text, encoding="utf-8")
+    project = scan([tmp_path])
+    for module in project.modules:
+        project.parse(module)  # the pre-filter left some unparsed
+        assert module.tree is not None
+        expected, line = (
+            [],
+            1 + sum(module.tree.code_for_node(e).count("\n") for e in module.tree.header),
+        )
+        for statement in module.tree.body:
+            expected.append(line)
+            line += module.tree.code_for_node(statement).count("\n")
+        assert module.statement_lines() == expected, module.display
+        assert isinstance(module.tree, cst.Module)

@@ -131,6 +131,7 @@ PROJECT = {
         jax.tree_util.register_pytree_node(Dense, flatten_dense, unflatten_dense)
     """,
     "pkg/broken.py": """
+        # names register_pytree_node: parsed, not skipped by the text pre-filter
         def broken(:
             pass
     """,

@@ -406,9 +406,12 @@ class _InitProof:
     ) -> None:
         called = re.compile(rf"\b{re.escape(info.name)}\s*\(")  # a cheap look first
         for module in self.project.modules:
-            if module.tree is None or not called.search(module.source):
+            if not called.search(module.source):
                 continue
-            for call in _calls(module.tree):
+            tree = self.project.parse(module)
+            if tree is None:
+                continue
+            for call in _calls(tree):
                 if module.qualify(call.func) != info.qualname:
                     continue
                 bound = fields.bind_syntax(call)
@@ -586,9 +589,12 @@ class _Description:
         pattern = re.compile(rf"\.{name}\b")
         arguments = {id(node) for r in self.project.registrations for node in r.args.values()}
         for module in self.project.modules:
-            if module.tree is None or not pattern.search(module.source):
+            if not pattern.search(module.source):
                 continue
-            for node in _attributes(module.tree, name):
+            tree = self.project.parse(module)
+            if tree is None:
+                continue
+            for node in _attributes(tree, name):
                 receiver = node.value
                 head = receiver
                 while isinstance(head, cst.Attribute):
@@ -609,6 +615,8 @@ class _Description:
             name in module.names and module.names[name] == f"{function.module.name}.{name}"
             for module in self.project.modules
             if module is not function.module
+            and pattern.search(module.source)
+            and self.project.parse(module) is not None
         )
 
 
@@ -652,8 +660,9 @@ class _Analysis(_InitProof, _Description):
         short = helper.rpartition(".")[2]
         found: list[str] = []
         for module in self.project.modules:
-            if module.tree is None or short not in module.source:
+            if short not in module.source or self.project.parse(module) is None:
                 continue
+            assert module.tree is not None
             for info in module.classes.values():
                 for decorator in info.node.decorators:
                     expression = decorator.decorator
@@ -904,8 +913,9 @@ class _Analysis(_InitProof, _Description):
             return False
         owner, _, name = qualified.rpartition(".")
         for candidate in self.project.modules:
-            if candidate.name == owner and name in candidate.functions:
-                return _only_sets_attributes(candidate.functions[name])
+            if candidate.name == owner and self.project.parse(candidate) is not None:
+                function = candidate.functions.get(name)
+                return function is not None and _only_sets_attributes(function)
         return False
 
     # -- flatten --------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import tempfile
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from ._analyze import Options, analyze, settle
 from ._codes import TITLES
@@ -112,6 +113,16 @@ def _parser() -> argparse.ArgumentParser:
         "--report", choices=("text", "json"), default="text", help="report format (default: text)"
     )
     parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes that rewrite and check the changed modules (default 1: none; "
+        "0: one per CPU). Modules are parsed once, in the main process, after a text "
+        "pre-filter",
+    )
+    parser.add_argument(
         "--verify",
         metavar="CMD",
         help=f"run CMD (alone, --verify runs {DEFAULT_COMMAND!r}) on the original code, "
@@ -167,7 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         comments=arguments.comments == "always",
     )
     length = arguments.line_length or _line_length(arguments.paths)
-    sources, failures = rewrite(project, outcomes, line_length=length)
+    jobs = arguments.jobs if arguments.jobs > 0 else os.cpu_count() or 1
+    progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
+    sources, failures = rewrite(project, outcomes, line_length=length, jobs=jobs, progress=progress)
+    if progress is not None:
+        progress.done()
     if not (arguments.diff or arguments.check):
         for module, new in list(sources.items()):
             why = write(module, new)
@@ -200,6 +215,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.check and sources:
         return EXIT_CHANGES
     return 0
+
+
+class _Progress:
+    """One line on a terminal, rewritten in place: how many modules are done."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        self.stream.write(f"\rpytreekit.migrate: {done}/{total} modules rewritten")
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
 
 
 def write(module: Module, new: str) -> str | None:

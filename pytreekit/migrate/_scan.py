@@ -15,6 +15,7 @@ resolve is reported, never guessed at.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import fnmatch
 import io
@@ -147,13 +148,14 @@ class Module:
     error: str | None = None  # why it could not be read, decoded or parsed (a failure)
     skipped: str | None = None  # why it was deliberately not looked at (not a failure)
     encoding: str = "utf-8"  # what it is decoded and written back with ("utf-8-sig": a BOM)
+    attempted: bool = False  # parsed (or tried): the pre-filter leaves most modules unparsed
     names: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
     registrations: list[Registration] = field(default_factory=list)
     candidate: bool = False
-    _codes: list[str] = field(default_factory=list)  # the code of each top-level statement
+    _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
 
     @property
     def package(self) -> str:
@@ -181,15 +183,14 @@ class Module:
     def position_of(
         self, node: cst.CSTNode, top: cst.SimpleStatementLine | cst.BaseCompoundStatement
     ) -> tuple[int, int]:
-        """The line of ``node`` inside the top-level statement ``top``.
+        """The line and column of ``node`` inside the top-level statement ``top``.
 
         LibCST's positions cost a pass over the whole module with position tracking; here only
-        the top-level statement holding the node gets one, and the lines above it are counted
-        from the code of the statements before it (plain code generation is fast)."""
+        the top-level statement holding the node gets one, and the lines above it are known
+        from where each top-level statement starts (``statement_lines``)."""
         assert self.tree is not None
         index = next(i for i, statement in enumerate(self.tree.body) if statement is top)
-        header = sum(self.tree.code_for_node(empty).count("\n") for empty in self.tree.header)
-        before = header + sum(code.count("\n") for code in self.statement_codes()[:index])
+        before = self.statement_lines()[index] - 1
         alone = MetadataWrapper(cst.Module(body=[top]), unsafe_skip_copy=True)
         start = alone.resolve(PositionProvider)[node].start
         return before + start.line, start.column + 1
@@ -208,12 +209,41 @@ class Module:
                 return self.position_of(node, top)
         return None
 
-    def statement_codes(self) -> list[str]:
-        """The code of each top-level statement (plain code generation is fast)."""
+    def statement_lines(self) -> list[int]:
+        """The line each top-level statement starts on, its leading blank lines and comments
+        included. Python's own parser (``ast``, in C) gives the lines far faster than LibCST's
+        code generation; where the two do not agree statement for statement, the code of each
+        statement is generated and its lines counted."""
         assert self.tree is not None
-        if not self._codes:
-            self._codes = [self.tree.code_for_node(statement) for statement in self.tree.body]
-        return self._codes
+        if self._lines:
+            return self._lines
+        body = self.tree.body
+        starts: list[int] = []
+        try:
+            for node in ast.parse(self.source).body:
+                decorators = getattr(node, "decorator_list", [])
+                line = min([node.lineno, *(d.lineno for d in decorators)])
+                if not starts or line != starts[-1]:  # "a; b" is one statement line
+                    starts.append(line)
+        except (SyntaxError, ValueError, RecursionError):
+            starts = []
+        if len(starts) == len(body):
+            self._lines = [
+                line - len(s.leading_lines) for line, s in zip(starts, body, strict=True)
+            ]
+        else:
+            line = 1 + sum(self.tree.code_for_node(e).count("\n") for e in self.tree.header)
+            for statement in body:
+                self._lines.append(line)
+                line += self.tree.code_for_node(statement).count("\n")
+        return self._lines
+
+    def statement_texts(self) -> list[str]:
+        """The source of each top-level statement, its leading lines included."""
+        lines = self.source.splitlines(keepends=True)
+        starts = self.statement_lines()
+        ends = [*starts[1:], len(lines) + 1]
+        return ["".join(lines[a - 1 : b - 1]) for a, b in zip(starts, ends, strict=True)]
 
 
 @dataclass(eq=False, repr=False)
@@ -223,6 +253,23 @@ class Project:
     modules: list[Module]
     classes: dict[str, ClassInfo]  # qualified name -> class
     _registered: frozenset[str] | None = None
+
+    def parse(self, module: Module) -> cst.Module | None:
+        """The module's tree, parsed and indexed on first use (None: it did not parse, or was
+        skipped). Analysis steps call it on the modules whose text may matter to them."""
+        if module.attempted:
+            return module.tree
+        module.attempted = True
+        if module.error is not None or module.skipped is not None:
+            return None
+        try:
+            module.tree = cst.parse_module(module.source)
+        except cst.ParserSyntaxError as error:
+            module.error = f"line {error.raw_line}, column {error.raw_column}: {error.message}"
+            return None
+        _index(module)
+        self.classes.update((info.qualname, info) for info in module.classes.values())
+        return module.tree
 
     @property
     def registrations(self) -> list[Registration]:
@@ -320,17 +367,64 @@ def _display(path: Path) -> str:
 
 
 def scan(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Project:
-    """Parse every file under ``paths`` and index classes and registrations."""
-    modules = [_parse(path) for path in python_files(paths, exclude)]
-    classes: dict[str, ClassInfo] = {}
-    for module in modules:
-        if module.tree is not None:
-            _index(module)
-            classes.update((info.qualname, info) for info in module.classes.values())
-    return Project(modules, classes)
+    """Read every file under ``paths``; parse and index those that matter.
+
+    A text pre-filter comes first, as LibCST's own parse is the cost of a run: a module is
+    parsed when it names a registration API or carries a comment of a past run, or when it
+    defines a class that a parsed class inherits from, inherits from a parsed class, or defines
+    a decorator a parsed class uses (followed until nothing new is found). Other modules are
+    parsed only when an analysis step needs them and their text says it might
+    (``Project.parsed``)."""
+    modules = [_read(path) for path in python_files(paths, exclude)]
+    project = Project(modules, {})
+    pending = [module for module in modules if module.error is None and module.skipped is None]
+    wanted = [module for module in pending if _CANDIDATE.search(module.source)]
+    while wanted:
+        for module in wanted:
+            project.parse(module)
+        pending = [module for module in pending if not module.attempted]
+        pattern = _related(project)
+        # a class registered elsewhere (PTK203): the module that defines it
+        homes = {
+            r.target.rpartition(".")[0]
+            for r in project.registrations
+            if r.target is not None and r.target not in project.classes
+        }
+        wanted = [
+            module
+            for module in pending
+            if module.name in homes or (pattern and pattern.search(module.source))
+        ]
+    return project
 
 
-def _parse(path: Path) -> Module:
+def _related(project: Project) -> re.Pattern[str] | None:
+    """Text that marks a module as part of a parsed class's hierarchy or decorators."""
+    bases: set[str] = set()
+    names: set[str] = set()
+    decorators: set[str] = set()
+    for info in project.classes.values():
+        names.add(info.name)
+        for qualified, written in info.bases:
+            bases.add(re.split(r"[\[(]", written)[0].rpartition(".")[2])
+            if qualified is not None:  # imported under another name
+                bases.add(qualified.rpartition(".")[2])
+        for decorator in info.node.decorators:
+            expression = decorator.decorator
+            target = expression.func if isinstance(expression, cst.Call) else expression
+            decorators.add(_code(target).rpartition(".")[2])
+    parts = []
+    if bases:
+        parts.append(rf"^[ \t]*class[ \t]+(?:{'|'.join(map(re.escape, sorted(bases)))})\b")
+    if names:
+        joined = "|".join(map(re.escape, sorted(names)))
+        parts.append(rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
+    if decorators:
+        parts.append(rf"^[ \t]*def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
+    return re.compile("|".join(parts), re.MULTILINE) if parts else None
+
+
+def _read(path: Path) -> Module:
     name, root = module_name(path)
     module = Module(path=path, display=_display(path), name=name, root=root, source="")
     try:
@@ -345,14 +439,11 @@ def _parse(path: Path) -> Module:
     module.source, module.encoding = decoded
     if _GENERATED.search(module.source[:2048]):
         module.skipped = "marked @generated"
-        return module
-    try:
-        module.tree = cst.parse_module(module.source)
-    except cst.ParserSyntaxError as error:
-        module.error = f"line {error.raw_line}, column {error.raw_column}: {error.message}"
     return module
 
 
+# An import statement inside a block (a function, an if): the whole tree is walked for imports.
+_NESTED_IMPORT = re.compile(r"^[ \t]+(import|from)[ \t]", re.MULTILINE)
 # LibCST's codemod runner and ruff skip generated files the same way.
 _GENERATED = re.compile(r"@generated\b")
 
@@ -399,7 +490,13 @@ def _index(module: Module) -> None:
                     and isinstance(small.value, cst.Lambda)
                 ):
                     module.lambdas[small.targets[0].target.value] = small.value
-    module.tree.visit(_Imports(module))
+    imports = _Imports(module)
+    if _NESTED_IMPORT.search(module.source):
+        module.tree.visit(imports)
+    else:  # imports only at module level: no walk through the rest of the tree
+        for statement in module.tree.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                statement.visit(imports)
     for info in module.classes.values():
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
@@ -409,7 +506,7 @@ def _index(module: Module) -> None:
         aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
         names = re.compile("|".join(["register_pytree_", *(rf"\b{a}\b" for a in aliases)]))
         visitor = _Registrations(module)
-        for statement, text in zip(module.tree.body, module.statement_codes(), strict=True):
+        for statement, text in zip(module.tree.body, module.statement_texts(), strict=True):
             if names.search(text):
                 visitor.top = statement
                 statement.visit(visitor)
