@@ -319,3 +319,44 @@ def test_a_decorator_that_only_sets_attributes_is_followed(tmp_path: Path) -> No
     assert [e["code"] for e in declared.report["registrations"]] == [None, None]
     layers = (tmp_path / "pkg" / "layers.py").read_text()
     assert "@tagged\n@pytree_class(eq=False, repr=False)\nclass Dense:" in layers
+
+
+def test_a_helper_s_registration_names_the_classes_it_registers(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "helpers.py": """
+                import jax
+
+
+                def register(cls):
+                    jax.tree_util.register_pytree_node(
+                        cls, lambda o: ((o.x,), None), lambda aux, c: cls(*c)
+                    )
+                    return cls
+
+
+                @register
+                class A:
+                    def __init__(self, x):
+                        self.x = x
+
+
+                class B:
+                    def __init__(self, x):
+                        self.x = x
+
+
+                register(B)
+            """
+        },
+    )
+    result = codemod(tmp_path, "--check", "--report", "json", "helpers.py")
+    [entry] = result.report["registrations"]
+    assert (entry["class"], entry["classes"], entry["code"]) == ("cls", ["A", "B"], "PTK101")
+    assert entry["reason"] == (
+        "the registration is inside function 'register', which registers A, B: decorate each "
+        "with @pytree_class instead"
+    )
+    text = codemod(tmp_path, "--check", "helpers.py").out
+    assert text.startswith("helpers.py:5:5: cls [registers A, B] (register_pytree_node): left")

@@ -221,17 +221,11 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
 def _blocked(
     project: Project, info: ClassInfo, plans: dict[ClassInfo, Outcome], codes: dict[ClassInfo, str]
 ) -> str:
-    """Why a hand-registered subclass keeps ``info`` from being rewritten, if one does."""
+    """Why another registered class of its hierarchy keeps ``info`` from being rewritten, if
+    one does: its subclasses first (the class that blocks is named more directly), then its
+    bases."""
     own = plans[info].rewrite
     assert own is not None
-    for base in project.mro(info)[1:]:
-        if base in codes:
-            # pytreekit decides a subclass's fields from its nearest pytree base: with that
-            # base left hand-registered, the proof of this class does not hold
-            return (
-                f"its hand-registered base {_named(base, info)} is left ({codes[base]}), and a "
-                f"hierarchy is rewritten whole or not at all"
-            )
     for sub in project.subclasses(info):
         if sub in codes:
             return (
@@ -244,6 +238,14 @@ def _blocked(
             return (
                 f"its subclass {_named(sub, info)} carries {', '.join(missing)} as a leaf, "
                 f"which pytreekit would keep static there as in {info.name}"
+            )
+    for base in project.mro(info)[1:]:
+        if base in codes:
+            # pytreekit decides a subclass's fields from its nearest pytree base: with that
+            # base left hand-registered, the proof of this class does not hold
+            return (
+                f"its hand-registered base {_named(base, info)} is left ({codes[base]}), and a "
+                f"hierarchy is rewritten whole or not at all"
             )
     return ""
 
@@ -375,6 +377,7 @@ class _InitProof:
             raise Refusal(
                 "PTK108",
                 f"__init__ sets {', '.join(extra)}, which flatten does not carry",
+                run.nodes.get(extra[0]),
             )
         missing = [name for name in carried.names if name not in set_names]
         if missing:
@@ -844,13 +847,24 @@ class _Analysis(_InitProof, _Description):
                 if qualified in _CONTAINERS:
                     what = "is" if ancestor is info else f"derives (through {ancestor.name}) from"
                     raise Refusal(
-                        "PTK111", f"{info.name} {what} {_CONTAINERS[qualified]} ({written})"
+                        "PTK111",
+                        f"{info.name} {what} {_CONTAINERS[qualified]} ({written})",
+                        next(
+                            (
+                                b.value
+                                for b in ancestor.node.bases
+                                if code(b.value, 1_000) == written
+                            ),
+                            None,
+                        ),
                     )
 
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
             if keyword.keyword is not None and keyword.keyword.value == "metaclass":
-                raise Refusal("PTK112", f"{info.name} has a metaclass ({code(keyword.value)})")
+                raise Refusal(
+                    "PTK112", f"{info.name} has a metaclass ({code(keyword.value)})", keyword.value
+                )
         for decorator in info.node.decorators if registration.form == "decorator" else ():
             if decorator is registration.node:
                 break
@@ -885,6 +899,10 @@ class _Analysis(_InitProof, _Description):
                     "PTK115",
                     f"base {written} of {ancestor.name} is not in the scanned files (its "
                     f"__init__ cannot be followed)",
+                    next(
+                        (b.value for b in ancestor.node.bases if code(b.value, 1_000) == written),
+                        None,
+                    ),
                 )
             for name in _CREATION:
                 if ancestor.defines(name):
@@ -1051,7 +1069,9 @@ class _Analysis(_InitProof, _Description):
                 method = ancestor.methods().get(node.attr.value)
                 if method is not None:
                     return Function.of(method, ancestor, info.module, attribute=True)
-        raise Refusal("PTK116", f"{role} ({code(node)}) is not a function or lambda of this module")
+        raise Refusal(
+            "PTK116", f"{role} ({code(node)}) is not a function or lambda of this module", node
+        )
 
     # -- unflatten ------------------------------------------------------------------------------
 

@@ -117,14 +117,14 @@ def read_flatten(function: Function, *, keyed: bool, info: ClassInfo) -> Carried
                 if isinstance(target.target, cst.Name):
                     local[target.target.value] = value
                 else:
-                    raise Refusal("PTK104", f"flatten assigns {code(target.target)}")
+                    raise Refusal("PTK104", f"flatten assigns {code(target.target)}", target.target)
             continue
         if isinstance(statement, cst.Return) and statement.value is not None:
             returned = _evaluate_read(statement.value, instance, local, function.module)
             break
         if isinstance(statement, cst.BaseCompoundStatement):
-            raise Refusal("PTK104", f"flatten branches or loops ({code(statement, 50)})")
-        raise Refusal("PTK104", f"flatten runs {code(statement)}")
+            raise Refusal("PTK104", f"flatten branches or loops ({code(statement, 50)})", statement)
+        raise Refusal("PTK104", f"flatten runs {code(statement)}", statement)
     if returned is None:
         raise Refusal("PTK104", "flatten returns nothing the codemod can read")
     if returned.kind != "seq" or len(returned.items) != 2:
@@ -326,8 +326,10 @@ def read_unflatten(function: Function, info: ClassInfo, carried: Carried) -> Unf
                 return Unflatten(constructed, stores)
             if isinstance(returned, cst.Call) and reader.is_class(returned.func):
                 return Unflatten(reader.arguments(returned, local), {})
-            raise Refusal("PTK107", f"unflatten returns {code(returned)}, not a new {info.name}")
-        raise Refusal("PTK107", f"unflatten runs {code(statement)}")
+            raise Refusal(
+                "PTK107", f"unflatten returns {code(returned)}, not a new {info.name}", returned
+            )
+        raise Refusal("PTK107", f"unflatten runs {code(statement)}", statement)
     raise Refusal("PTK107", "unflatten returns nothing the codemod can read")
 
 
@@ -355,10 +357,10 @@ def _bind(
             )
         for element, item in zip(target.elements, value.items, strict=True):
             if isinstance(element, cst.StarredElement):
-                raise Refusal("PTK107", f"unflatten unpacks {code(target)}")
+                raise Refusal("PTK107", f"unflatten unpacks {code(target)}", target)
             _bind(element.value, item, local, new_object, stores)
         return
-    raise Refusal("PTK107", f"unflatten assigns {code(target)}")
+    raise Refusal("PTK107", f"unflatten assigns {code(target)}", target)
 
 
 class _UnflattenReader:

@@ -90,6 +90,7 @@ class InitRun:
     attributes: dict[str, Value] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     transforming: dict[str, str] = field(default_factory=dict)  # attribute -> why
+    nodes: dict[str, cst.CSTNode] = field(default_factory=dict)  # where each is first set
     failure: Refusal | None = None
 
 
@@ -376,6 +377,7 @@ class _Interpreter:
                 "PTK108",
                 f"__init__ of {frame.owner.name} sets attributes under a '{kind}' statement "
                 f"({code(statement, 40)})",
+                statement,
             )
         for name in _assigned_names(statement):
             frame.local[name] = Opaque(f"{name} (computed under a '{kind}')")
@@ -458,7 +460,9 @@ class _Interpreter:
                 self.assign(frame, element.value, Opaque(f"part of {code(node)}"), node)
             return
         if _touches(target, frame.this):
-            raise Refusal("PTK108", f"__init__ of {frame.owner.name} assigns {code(target)}")
+            raise Refusal(
+                "PTK108", f"__init__ of {frame.owner.name} assigns {code(target)}", target
+            )
         # a store into something else (a dict, a global): not an attribute of the instance
 
     def set_attribute(self, frame: _Frame, name: str, value: Value, node: cst.CSTNode) -> None:
@@ -472,6 +476,7 @@ class _Interpreter:
                     f"__init__ stores {describe_value(value)} in {name}, not the argument itself"
                 )
         self.run.attributes[name] = value
+        self.run.nodes.setdefault(name, node)
 
     def expression(self, frame: _Frame, node: cst.BaseExpression) -> None:
         if isinstance(node, cst.Call):
@@ -492,6 +497,7 @@ class _Interpreter:
         raise Refusal(
             "PTK108",
             f"__init__ of {frame.owner.name} runs {code(node, 50)}, which may set attributes",
+            node,
         )
 
     def super_init(self, frame: _Frame, call: cst.Call) -> ClassInfo | None:
