@@ -244,3 +244,16 @@ def test_statement_lines_agree_with_libcst(tmp_path: Path) -> None:
             line += module.tree.code_for_node(statement).count("\n")
         assert module.statement_lines() == expected, module.display
         assert isinstance(module.tree, cst.Module)
+
+
+def test_a_progress_line_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "point.py").write_text(_point(), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli.main(["--check", "point.py"]) == 1
+    err = capsys.readouterr().err
+    assert "\rpytreekit.migrate: 1/1 modules parsed" in err
+    assert "\rpytreekit.migrate: 1/1 modules rewritten" in err
+    assert err.endswith("\r\033[K")  # the line is cleared before the report

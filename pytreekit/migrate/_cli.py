@@ -157,7 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no such file or directory: {', '.join(missing)}")
     if arguments.line_length is not None and arguments.line_length < 40:
         parser.error("--line-length must be at least 40")
-    project = scan(arguments.paths, arguments.exclude)
+    terminal = sys.stderr.isatty()
+    reading = _Progress(sys.stderr, "modules parsed") if terminal else None
+    project = scan(arguments.paths, arguments.exclude, progress=reading)
+    if reading is not None:
+        reading.done()
     options = Options(
         unsafe=arguments.unsafe,
         adopt_dunders=arguments.adopt_dunders,
@@ -179,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     length = arguments.line_length or _line_length(arguments.paths)
     jobs = arguments.jobs if arguments.jobs > 0 else os.cpu_count() or 1
-    progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
+    progress = _Progress(sys.stderr, "modules rewritten") if terminal else None
     sources, failures = rewrite(project, outcomes, line_length=length, jobs=jobs, progress=progress)
     if progress is not None:
         progress.done()
@@ -220,12 +224,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 class _Progress:
     """One line on a terminal, rewritten in place: how many modules are done."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, what: str) -> None:
         self.stream = stream
+        self.what = what
         self.shown = False
 
     def __call__(self, done: int, total: int) -> None:
-        self.stream.write(f"\rpytreekit.migrate: {done}/{total} modules rewritten")
+        self.stream.write(f"\rpytreekit.migrate: {done}/{total} {self.what}")
         self.stream.flush()
         self.shown = True
 

@@ -91,9 +91,9 @@ def rewrite(
     failures: dict[Module, str] = {}
     for index, (module, module_edits) in enumerate(work):
         if results is None:
-            if progress is not None:
-                progress(index, len(work))
             result = _module_result(module, module_edits)
+            if progress is not None:
+                progress(index + 1, len(work))
         else:
             result = results[index]
         kind, text = result

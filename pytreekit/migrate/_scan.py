@@ -22,7 +22,7 @@ import io
 import os
 import re
 import tokenize
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -366,7 +366,11 @@ def _display(path: Path) -> str:
         return path.as_posix()
 
 
-def scan(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Project:
+def scan(
+    paths: Sequence[Path],
+    exclude: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> Project:
     """Read every file under ``paths``; parse and index those that matter.
 
     A text pre-filter comes first, as LibCST's own parse is the cost of a run: a module is
@@ -379,9 +383,13 @@ def scan(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Project:
     project = Project(modules, {})
     pending = [module for module in modules if module.error is None and module.skipped is None]
     wanted = [module for module in pending if _CANDIDATE.search(module.source)]
+    parsed = 0
     while wanted:
-        for module in wanted:
+        for index, module in enumerate(wanted):
             project.parse(module)
+            parsed += 1
+            if progress is not None:  # the total grows as hierarchies are followed
+                progress(parsed, parsed + len(wanted) - index - 1)
         pending = [module for module in pending if not module.attempted]
         pattern = _related(project)
         # a class registered elsewhere (PTK203): the module that defines it
