@@ -360,3 +360,35 @@ def test_a_helper_s_registration_names_the_classes_it_registers(tmp_path: Path) 
     )
     text = codemod(tmp_path, "--check", "helpers.py").out
     assert text.startswith("helpers.py:5:5: cls [registers A, B] (register_pytree_node): left")
+
+
+def test_a_branch_that_only_warns_does_not_count_as_raising(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "signal.py": """
+                import warnings
+
+                import jax
+
+
+                @jax.tree_util.register_pytree_node_class
+                class Signal:
+                    def __init__(self, samples):
+                        if samples is None:
+                            warnings.warn("no samples")
+                        else:
+                            self.samples = samples
+
+                    def tree_flatten(self):
+                        return (self.samples,), None
+
+                    @classmethod
+                    def tree_unflatten(cls, aux, children):
+                        return cls(*children)
+            """
+        },
+    )
+    [entry] = codemod(tmp_path, "--check", "--report", "json", ".").report["registrations"]
+    assert entry["code"] == "PTK108"  # on the warning's path, samples is never set
+    assert "sets attributes under a 'if' statement" in entry["reason"]

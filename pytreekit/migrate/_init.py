@@ -398,8 +398,8 @@ class _Interpreter:
         runs: list[tuple[InitRun, _Frame]] = []
         for body in paths:
             statements = suite_statements(body)
-            if _only_checks_block(statements, frame.this) and any(map(_raises, statements)):
-                continue  # a path that raises sets nothing
+            if _only_checks_block(statements, frame.this) and _always_raises(statements):
+                continue  # a path that raises sets nothing (one that only warns goes on)
             run = InitRun()
             inner = _Interpreter(self.project, run)
             inner.depth = self.depth
@@ -621,6 +621,23 @@ def _only_checks_block(body: Sequence[cst.CSTNode], this: str) -> bool:
             continue
         return False
     return True
+
+
+def _always_raises(statements: Sequence[cst.CSTNode]) -> bool:
+    """Whether a block ends by raising on every path (a warning or an assert does not)."""
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.Raise):
+        return True
+    if isinstance(last, cst.If):
+        branch: cst.If | cst.Else | None = last
+        while isinstance(branch, cst.If):
+            if not _always_raises(suite_statements(branch.body)):
+                return False
+            branch = branch.orelse
+        return branch is not None and _always_raises(suite_statements(branch.body))
+    return False
 
 
 def _raises(statement: cst.CSTNode) -> bool:
