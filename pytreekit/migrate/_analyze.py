@@ -407,9 +407,8 @@ class _InitProof:
     def _unhashable_arguments(
         self, info: ClassInfo, params: dict[str, str], fields: Fields
     ) -> None:
-        called = re.compile(rf"\b{re.escape(info.name)}\s*\(")  # a cheap look first
         for module in self.project.modules:
-            if not called.search(module.source):
+            if info.name not in module.words():  # a cheap look first
                 continue
             tree = self.project.parse(module)
             if tree is None:
@@ -618,7 +617,7 @@ class _Description:
             name in module.names and module.names[name] == f"{function.module.name}.{name}"
             for module in self.project.modules
             if module is not function.module
-            and pattern.search(module.source)
+            and name in module.words()
             and self.project.parse(module) is not None
         )
 

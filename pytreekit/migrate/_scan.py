@@ -156,6 +156,7 @@ class Module:
     registrations: list[Registration] = field(default_factory=list)
     candidate: bool = False
     _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
+    _words: frozenset[str] | None = None
 
     @property
     def package(self) -> str:
@@ -208,6 +209,13 @@ class Module:
             if node in alone.resolve(PositionProvider):
                 return self.position_of(node, top)
         return None
+
+    def words(self) -> frozenset[str]:
+        """Every identifier-like word of the source, for the analysis's cheap looks across
+        modules (one pass per module, instead of one search per class and module)."""
+        if self._words is None:
+            self._words = frozenset(_WORD.findall(self.source))
+        return self._words
 
     def statement_lines(self) -> list[int]:
         """The line each top-level statement starts on, its leading blank lines and comments
@@ -450,6 +458,7 @@ def _read(path: Path) -> Module:
     return module
 
 
+_WORD = re.compile(r"[A-Za-z_]\w*")
 # An import statement inside a block (a function, an if): the whole tree is walked for imports.
 _NESTED_IMPORT = re.compile(r"^[ \t]+(import|from)[ \t]", re.MULTILINE)
 # LibCST's codemod runner and ruff skip generated files the same way.
