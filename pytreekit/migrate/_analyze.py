@@ -327,10 +327,11 @@ class _InitProof:
             raise Refusal(
                 "PTK109",
                 f"__init__ stores {describe_value(value)} in {name}, not the argument itself",
+                run.nodes.get(name),
             )
         for name, note in run.transforming.items():
             if name not in stores:
-                raise Refusal("PTK109", note)
+                raise Refusal("PTK109", note, run.nodes.get(name))
 
     def _check_stores(self, info: ClassInfo, carried: Carried, stores: dict[str, Value]) -> None:
         for name in carried.names:
@@ -400,6 +401,7 @@ class _InitProof:
                     raise Refusal(
                         "PTK114",
                         f"static {name} defaults to {code(default)}, which is unhashable",
+                        default,
                     )
         if params:
             self._unhashable_arguments(info, params, fields)
@@ -803,7 +805,7 @@ class _Analysis(_InitProof, _Description):
 
     def _place(self, registration: Registration) -> ClassInfo:
         if registration.place.startswith("under"):
-            raise Refusal("PTK102", f"the registration is {registration.place}")
+            raise Refusal("PTK102", f"the registration is {registration.place}", registration.node)
         if registration.place:
             if registration.helper:
                 registration.registers = self._helper_classes(registration.helper)
@@ -823,15 +825,18 @@ class _Analysis(_InitProof, _Description):
             raise Refusal(
                 "PTK101",
                 f"the call is part of a larger statement ({code(statement or registration.node)})",
+                registration.node,
             )
         target = registration.target
         if target is None or target not in self.project.classes:
             where = "imported from outside the scanned files" if target else "not a class name"
             raise Refusal(
-                "PTK103", f"{registration.target_text} is {where}; scan the module defining it"
+                "PTK103",
+                f"{registration.target_text} is {where}; scan the module defining it",
+                registration.node,
             )
         if "*" in registration.args:
-            raise Refusal("PTK116", "the call passes *args or **kwargs")
+            raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
         if self.counts[target] > 1:
             raise Refusal(
                 "PTK110",
@@ -905,7 +910,11 @@ class _Analysis(_InitProof, _Description):
                 )
             for name in _CREATION:
                 if ancestor.defines(name):
-                    raise Refusal("PTK112", f"{ancestor.name} defines {name}")
+                    raise Refusal(
+                        "PTK112",
+                        f"{ancestor.name} defines {name}",
+                        ancestor.methods().get(name) or ancestor.assigned_names().get(name),
+                    )
             others = [
                 d
                 for d in _decorators_other_than_dataclass(ancestor)
@@ -913,7 +922,9 @@ class _Analysis(_InitProof, _Description):
             ]
             if ancestor is not info and others:
                 raise Refusal(
-                    "PTK112", f"base {ancestor.name} is decorated with @{code(others[0])}"
+                    "PTK112",
+                    f"base {ancestor.name} is decorated with @{code(others[0])}",
+                    others[0],
                 )
 
     def _transparent(self, module: Module, expression: cst.BaseExpression) -> bool:
@@ -1046,7 +1057,9 @@ class _Analysis(_InitProof, _Description):
                     continue
                 return Function.of(method, ancestor, info.module)
         if required:
-            raise Refusal("PTK116", f"{info.name} has no {name} method in the scanned files")
+            raise Refusal(
+                "PTK116", f"{info.name} has no {name} method in the scanned files", info.node.name
+            )
         return None
 
     def _function(self, info: ClassInfo, registration: Registration, role: str) -> Function | None:

@@ -69,7 +69,7 @@ class Function:
     ) -> Function:
         params = node.params
         if params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or params.star_kwarg:
-            raise Refusal("PTK116", f"{_name(node)} takes *args or **kwargs")
+            raise Refusal("PTK116", f"{_name(node)} takes *args or **kwargs", node.params)
         names = [p.name.value for p in (*params.posonly_params, *params.params)]
         bound = None
         if isinstance(node, cst.FunctionDef):
@@ -77,7 +77,9 @@ class Function:
             if owner is not None and "staticmethod" not in decorators and names:
                 bound, names = names[0], names[1:]
             if decorators - {"classmethod", "staticmethod"}:
-                raise Refusal("PTK116", f"{_name(node)} is decorated ({', '.join(decorators)})")
+                raise Refusal(
+                    "PTK116", f"{_name(node)} is decorated ({', '.join(decorators)})", node.name
+                )
             body: tuple[cst.BaseSmallStatement | cst.BaseStatement, ...] = tuple(
                 suite_statements(node.body)
             )
@@ -104,7 +106,11 @@ class _Read:
 def read_flatten(function: Function, *, keyed: bool, info: ClassInfo) -> Carried:
     arguments = (function.bound,) if function.bound else function.params
     if len(arguments) != 1 or (function.params and function.bound):
-        raise Refusal("PTK116", f"flatten {function.name} does not take the instance alone")
+        raise Refusal(
+            "PTK116",
+            f"flatten {function.name} does not take the instance alone",
+            function.node.params,
+        )
     instance = arguments[0]
     local: dict[str, _Read] = {}
     returned: _Read | None = None
@@ -129,7 +135,9 @@ def read_flatten(function: Function, *, keyed: bool, info: ClassInfo) -> Carried
         raise Refusal("PTK104", "flatten returns nothing the codemod can read")
     if returned.kind != "seq" or len(returned.items) != 2:
         raise Refusal(
-            "PTK104", f"flatten returns {returned.text or 'something'}, not (children, aux)"
+            "PTK104",
+            f"flatten returns {returned.text or 'something'}, not (children, aux)",
+            returned.node,
         )
     children, aux = returned.items
     if children.kind != "seq":
@@ -267,7 +275,11 @@ class Unflatten:
 
 def read_unflatten(function: Function, info: ClassInfo, carried: Carried) -> Unflatten:
     if len(function.params) != 2:
-        raise Refusal("PTK116", f"unflatten {function.name} does not take (aux, children)")
+        raise Refusal(
+            "PTK116",
+            f"unflatten {function.name} does not take (aux, children)",
+            function.node.params,
+        )
     aux_name, children_name = function.params
     cls_name = function.bound  # cls, for a classmethod
     children = Seq(tuple(Slot("child", i) for i in range(len(carried.children))))

@@ -370,7 +370,9 @@ class _Interpreter:
         if isinstance(statement, cst.If) and self.branches(frame, statement):
             return
         if isinstance(statement, cst.Raise):
-            raise Refusal("PTK108", f"__init__ of {frame.owner.name} raises unconditionally")
+            raise Refusal(
+                "PTK108", f"__init__ of {frame.owner.name} raises unconditionally", statement
+            )
         kind = type(statement).__name__.lower()
         if _touches(statement, frame.this):
             raise Refusal(
