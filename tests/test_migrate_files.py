@@ -21,6 +21,7 @@ require("libcst")
 import libcst as cst  # noqa: E402
 from migrate_helpers import FIXTURES, codemod, load  # noqa: E402
 
+import pytreekit.migrate._analyze as analyze  # noqa: E402
 import pytreekit.migrate._cli as cli  # noqa: E402
 from pytreekit.migrate._scan import scan  # noqa: E402
 
@@ -257,3 +258,25 @@ def test_a_progress_line_on_a_terminal_only(
     assert "\rpytreekit.migrate: 1/1 modules parsed" in err
     assert "\rpytreekit.migrate: 1/1 modules rewritten" in err
     assert err.endswith("\r\033[K")  # the line is cleared before the report
+
+
+def test_a_bug_of_the_codemod_on_one_class_leaves_it_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.py").write_text(_point(), encoding="utf-8")
+    (tmp_path / "b.py").write_text(_point().replace("Point", "Other"), encoding="utf-8")
+    flatten = analyze._Analysis._flatten
+
+    def failing(self: object, info: object, registration: object) -> object:
+        if getattr(info, "name", "") == "Point":
+            raise KeyError("boom")
+        return flatten(self, info, registration)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(analyze._Analysis, "_flatten", failing)
+    result = codemod(tmp_path, ".", "--report", "json")
+    assert result.code == 0
+    entries = {e["class"]: e for e in result.report["registrations"]}
+    assert entries["Point"]["code"] == "PTK199"
+    assert "the codemod failed on it (KeyError: 'boom')" in entries["Point"]["reason"]
+    assert entries["Other"]["code"] is None
+    assert "@pytree_class" in (tmp_path / "b.py").read_text()

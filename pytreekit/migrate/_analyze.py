@@ -656,6 +656,12 @@ class _Analysis(_InitProof, _Description):
             return _left(registration, reasons.found)
         except RecursionError:
             return _left(registration, [Refusal("PTK116", "the code nests too deep to follow")])
+        except Exception as error:  # a bug of the codemod: this registration's, not the run's
+            reason = (
+                f"the codemod failed on it ({type(error).__name__}: {error}); it is left as it "
+                f"is: please report it"
+            )
+            return _left(registration, [Refusal("PTK199", reason, registration.node)])
         return Outcome(registration, "rewritten", rewrite=rewrite)
 
     def _helper_classes(self, helper: str) -> list[str]:

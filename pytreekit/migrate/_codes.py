@@ -36,6 +36,7 @@ TITLES: dict[str, str] = {
     "PTK115": "a base class outside the scanned files",
     "PTK116": "flatten or unflatten cannot be read",
     "PTK120": "verification failed",
+    "PTK199": "the codemod failed on this registration",
     "PTK201": "leaf order changes",
     "PTK202": "key paths change",
     "PTK203": "registration in another module",

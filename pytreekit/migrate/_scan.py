@@ -275,7 +275,15 @@ class Project:
         except cst.ParserSyntaxError as error:
             module.error = f"line {error.raw_line}, column {error.raw_column}: {error.message}"
             return None
-        _index(module)
+        except Exception as error:  # LibCST's own failure: this module's, not the run's
+            module.error = f"not parsed ({type(error).__name__}: {error})"
+            return None
+        try:
+            _index(module)
+        except Exception as error:  # a bug of the codemod: nothing is changed in this module
+            module.tree, module.registrations, module.classes = None, [], {}
+            module.error = f"the codemod failed on it ({type(error).__name__}: {error})"
+            return None
         self.classes.update((info.qualname, info) for info in module.classes.values())
         return module.tree
 
