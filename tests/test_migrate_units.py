@@ -392,3 +392,41 @@ def test_a_branch_that_only_warns_does_not_count_as_raising(tmp_path: Path) -> N
     [entry] = codemod(tmp_path, "--check", "--report", "json", ".").report["registrations"]
     assert entry["code"] == "PTK108"  # on the warning's path, samples is never set
     assert "sets attributes under a 'if' statement" in entry["reason"]
+
+
+def test_a_conversion_in_an_object_new_unflatten_is_unsafe(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "state.py": """
+                import jax
+                import jax.numpy as jnp
+
+
+                class State:
+                    def __init__(self, position):
+                        self.position = jnp.asarray(position)
+
+
+                def _flatten(state):
+                    return (state.position,), None
+
+
+                def _unflatten(aux, children):
+                    state = object.__new__(State)
+                    state.position = jnp.asarray(children[0])
+                    return state
+
+
+                jax.tree_util.register_pytree_node(State, _flatten, _unflatten)
+            """
+        },
+    )
+    [entry] = codemod(tmp_path, "--report", "json", ".").report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK205")
+    assert entry["reason"].startswith("unflatten converted (jnp.asarray(position))")
+    [applied] = codemod(tmp_path, "--unsafe", "--report", "json", ".").report["registrations"]
+    assert (applied["verdict"], applied["code"]) == ("rewritten", "PTK205")
+    module = load(tmp_path / "state.py")
+    leaves = jax.tree_util.tree_leaves(module.State([1.0, 2.0]))
+    assert len(leaves) == 1 and isinstance(leaves[0], jax.Array)

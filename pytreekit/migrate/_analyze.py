@@ -300,7 +300,7 @@ class _InitProof:
             raise Refusal("PTK107", f"unflatten also stores {', '.join(extra)}")
         for name in carried.names:
             if name in stores:
-                if stores[name] != carried.slot_of(name):
+                if strip(stores[name])[0] != carried.slot_of(name):
                     raise Refusal(
                         "PTK107",
                         f"flatten reads {name} into {carried.slot_of(name)}, but unflatten "
@@ -337,7 +337,7 @@ class _InitProof:
         for name in carried.names:
             if name not in stores:
                 raise Refusal("PTK107", f"unflatten never stores {name}")
-            if stores[name] != carried.slot_of(name):
+            if strip(stores[name])[0] != carried.slot_of(name):
                 raise Refusal(
                     "PTK107",
                     f"flatten reads {name} into {carried.slot_of(name)}, but unflatten stores "
@@ -483,26 +483,30 @@ class _Description:
                     f"there and deletes this registration",
                 )
             )
-        if through_init:
-            dropped = [
-                (name, functions[0])
-                # an aux value comes back as flatten read it (converted already); a leaf
-                # comes back as whatever JAX, tree_map or an optimizer made of it
-                for name in carried.children
-                if name not in unflatten.stores
-                for functions in [strip(run.attributes.get(name, Opaque("")))[1]]
-                if functions
+        dropped = [
+            (name, functions[0])
+            # an aux value comes back as flatten read it (converted already); a leaf comes
+            # back as whatever JAX, tree_map or an optimizer made of it
+            for name in carried.children
+            for value in [
+                unflatten.stores.get(name)
+                or (run.attributes.get(name) if through_init else None)
+                or Opaque("")
             ]
-            if dropped:
-                described = ", ".join(f"{function}({name})" for name, function in dropped)
-                unsafe.append(
-                    Refusal(
-                        "PTK205",
-                        f"unflatten converted through __init__ ({described}); pytreekit "
-                        f"rebuilds without converting, so a leaf JAX hands back (a NumPy array, "
-                        f"a Python number) stays as it is",
-                    )
+            for functions in [strip(value)[1]]
+            if functions
+        ]
+        if dropped:
+            described = ", ".join(f"{function}({name})" for name, function in dropped)
+            how = "through __init__ " if through_init else ""
+            unsafe.append(
+                Refusal(
+                    "PTK205",
+                    f"unflatten converted {how}({described}); pytreekit rebuilds without "
+                    f"converting, so a leaf JAX hands back (a NumPy array, a Python number) "
+                    f"stays as it is",
                 )
+            )
         kept: dict[str, str] = {}
         remove: list[str] = []
         remove_functions: list[tuple[Module, cst.CSTNode]] = []

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ._scan import KEY_TYPES, ClassInfo, Module, code, suite_statements
-from ._values import Opaque, Refusal, Seq, Slot, Value, is_docstring
+from ._values import IDEMPOTENT, Converted, Opaque, Refusal, Seq, Slot, Value, is_docstring
 
 
 @dataclass(frozen=True)
@@ -423,6 +423,16 @@ class _UnflattenReader:
                 and -len(sequence.items) <= index < len(sequence.items)
             ):
                 return sequence.items[index]
+        if (
+            isinstance(node, cst.Call)
+            and len(node.args) == 1
+            and not node.args[0].keyword
+            and not node.args[0].star
+            and self.info.module.qualify(node.func) in IDEMPOTENT
+        ):  # jnp.asarray(children[0]): the value, converted (PTK205 when it is a leaf)
+            inner = self.value(node.args[0].value, local)
+            if isinstance(inner, (Slot, Converted)):
+                return Converted(code(node.func), inner)
         return Opaque(code(node))
 
     def arguments(

@@ -12,6 +12,7 @@ import libcst as cst
 
 from ._scan import ClassInfo, Project, code, suite_statements
 from ._values import (
+    IDEMPOTENT,
     Converted,
     Opaque,
     Param,
@@ -23,20 +24,6 @@ from ._values import (
     strip,
 )
 
-# Conversions that leave a value of their own result type unchanged: rebuilding through them
-# gives back the value flatten read. Anything else transforms (PTK109).
-IDEMPOTENT = {
-    "jax.numpy.asarray",
-    "jax.numpy.array",
-    "numpy.asarray",
-    "numpy.array",
-    "builtins.float",
-    "builtins.int",
-    "builtins.bool",
-    "builtins.complex",
-    "builtins.str",
-    "builtins.tuple",
-}
 # Bases that add no attributes, no __init__ and no abstract flatten: safe to build on.
 NEUTRAL_BASES = {
     "builtins.object",

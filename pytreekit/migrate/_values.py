@@ -14,6 +14,21 @@ from typing import Any
 
 import libcst as cst
 
+# Conversions that leave a value of their own result type unchanged: rebuilding through them
+# gives back the value flatten read. Anything else transforms (PTK109).
+IDEMPOTENT = {
+    "jax.numpy.asarray",
+    "jax.numpy.array",
+    "numpy.asarray",
+    "numpy.array",
+    "builtins.float",
+    "builtins.int",
+    "builtins.bool",
+    "builtins.complex",
+    "builtins.str",
+    "builtins.tuple",
+}
+
 
 class Refusal(Exception):
     """Why a registration is left as it is: a code and a reason naming the culprit."""
