@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import pytest
 from conftest import require
 
 require("libcst")
@@ -430,3 +431,75 @@ def test_a_conversion_in_an_object_new_unflatten_is_unsafe(tmp_path: Path) -> No
     module = load(tmp_path / "state.py")
     leaves = jax.tree_util.tree_leaves(module.State([1.0, 2.0]))
     assert len(leaves) == 1 and isinstance(leaves[0], jax.Array)
+
+
+def _grid(decorator: str, sub_decorator: str) -> str:
+    return f"""
+        import dataclasses
+
+        import jax
+
+
+        @jax.tree_util.register_pytree_node_class
+        {decorator}
+        class Grid:
+            w: jax.Array
+            n: int = 1
+
+            def tree_flatten(self):
+                return (self.w,), (self.n,)
+
+            @classmethod
+            def tree_unflatten(cls, aux, children):
+                return cls(children[0], *aux)
+
+
+        @jax.tree_util.register_pytree_node_class
+        {sub_decorator}
+        class Sub(Grid):
+            extra: float = 0.0
+
+            def tree_flatten(self):
+                return (self.w, self.extra), (self.n,)
+
+            @classmethod
+            def tree_unflatten(cls, aux, children):
+                return cls(children[0], aux[0], children[1])
+
+
+        def examples():
+            return [Grid(jax.numpy.ones(2), 3), Sub(jax.numpy.ones(2), 3, 1.5)]
+    """
+
+
+@pytest.mark.parametrize(
+    ("decorator", "reason"),
+    [
+        # rewritten, Sub's automatic set-up ran before its @dataclass froze it: import failed
+        ("@dataclasses.dataclass(frozen=True)", "is a @dataclass(frozen=True) in a hierarchy"),
+        # rewritten, Sub could not be built ('extra' is read-only)
+        ("@dataclasses.dataclass(slots=True)", "is a @dataclass(slots=True), which makes a new"),
+    ],
+)
+def test_dataclass_forms_whose_rewrite_breaks_are_left(
+    decorator: str, reason: str, tmp_path: Path
+) -> None:
+    write(tmp_path, {"grid.py": _grid(decorator, decorator)})
+    result = codemod(tmp_path, "--report", "json", "grid.py")
+    entries = result.report["registrations"]
+    assert [e["code"] for e in entries] == ["PTK112", "PTK112"]
+    assert all(reason in e["reason"] for e in entries)
+    module = load(tmp_path / "grid.py")
+    for instance in module.examples():
+        flat, treedef = jax.tree_util.tree_flatten(instance)
+        jax.tree_util.tree_unflatten(treedef, flat)
+
+
+def test_a_plain_dataclass_hierarchy_is_rewritten_and_imports(tmp_path: Path) -> None:
+    source = _grid("@dataclasses.dataclass", "@dataclasses.dataclass")
+    write(tmp_path, {"grid.py": source, "before/grid.py": source})
+    entries = codemod(tmp_path, "--report", "json", "grid.py").report["registrations"]
+    assert [e["code"] for e in entries] == [None, None]
+    after, before = load(tmp_path / "grid.py"), load(tmp_path / "before" / "grid.py")
+    for one, two in zip(before.examples(), after.examples(), strict=True):
+        assert len(jax.tree_util.tree_leaves(one)) == len(jax.tree_util.tree_leaves(two))

@@ -752,6 +752,7 @@ class _Analysis(_InitProof, _Description):
 
         attempt(lambda: self._check_containers(info))
         attempt(lambda: self._check_class(info, registration))
+        attempt(lambda: self._check_dataclass_forms(info))
         flattened = attempt(lambda: self._flatten(info, registration))
         fields = attempt(lambda: Fields(self.project, info))
         partial = found[-1].partial if found and flattened is None else None
@@ -935,6 +936,35 @@ class _Analysis(_InitProof, _Description):
                     "PTK112",
                     f"base {ancestor.name} is decorated with @{code(others[0])}",
                     others[0],
+                )
+
+    def _check_dataclass_forms(self, info: ClassInfo) -> None:
+        """Dataclass forms whose rewrite does not import or does not build (checked against
+        pytreekit: a subclass's automatic set-up runs when its class statement does, before
+        its own ``@dataclass`` decorator)."""
+        registered = self.project.registered()
+        for ancestor in self.project.mro(info):
+            options = dataclass_options(ancestor)
+            if options is None:
+                continue
+            decorator = next(
+                (d for d in ancestor.node.decorators if "dataclass" in code(d.decorator)), None
+            )
+            if options.get("slots"):
+                raise Refusal(
+                    "PTK112",
+                    f"{ancestor.name} is a @dataclass(slots=True), which makes a new class: "
+                    f"pytreekit's set-up of it and of its subclasses is not proven",
+                    decorator,
+                )
+            below_a_pytree = any(a.qualname in registered for a in self.project.mro(ancestor)[1:])
+            if options.get("frozen") and (below_a_pytree or self.project.subclasses(ancestor)):
+                raise Refusal(
+                    "PTK112",
+                    f"{ancestor.name} is a @dataclass(frozen=True) in a hierarchy: pytreekit sets "
+                    f"a subclass up when its class statement runs, before a @dataclass below it "
+                    f"freezes it, and the module would not import",
+                    decorator,
                 )
 
     def _transparent(self, module: Module, expression: cst.BaseExpression) -> bool:
