@@ -950,20 +950,27 @@ class _Analysis(_InitProof, _Description):
             decorator = next(
                 (d for d in ancestor.node.decorators if "dataclass" in code(d.decorator)), None
             )
+            # pytreekit sets a subclass of a pytree class up when its class statement runs,
+            # before the @dataclass under it: the forms below then break
+            below_a_pytree = any(a.qualname in registered for a in self.project.mro(ancestor)[1:])
+            above_subclasses = ancestor.qualname in registered and bool(
+                self.project.subclasses(ancestor)
+            )
+            if not (below_a_pytree or above_subclasses):
+                continue
             if options.get("slots"):
                 raise Refusal(
                     "PTK112",
-                    f"{ancestor.name} is a @dataclass(slots=True), which makes a new class: "
-                    f"pytreekit's set-up of it and of its subclasses is not proven",
+                    f"{ancestor.name} is a @dataclass(slots=True) in a hierarchy that becomes "
+                    f"pytree classes: its subclasses could not be built",
                     decorator,
                 )
-            below_a_pytree = any(a.qualname in registered for a in self.project.mro(ancestor)[1:])
-            if options.get("frozen") and (below_a_pytree or self.project.subclasses(ancestor)):
+            if options.get("frozen"):
                 raise Refusal(
                     "PTK112",
-                    f"{ancestor.name} is a @dataclass(frozen=True) in a hierarchy: pytreekit sets "
-                    f"a subclass up when its class statement runs, before a @dataclass below it "
-                    f"freezes it, and the module would not import",
+                    f"{ancestor.name} is a @dataclass(frozen=True) in a hierarchy that becomes "
+                    f"pytree classes: pytreekit sets a subclass up when its class statement "
+                    f"runs, before a @dataclass freezes it, and the module would not import",
                     decorator,
                 )
 
