@@ -4,6 +4,7 @@ the report says about hashing and the new run-time dependency."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from conftest import require
@@ -167,3 +168,25 @@ def test_hashing_is_reported_as_python_decides_it(tmp_path: Path) -> None:
         "unchanged (eq=False): unhashable (Base defines __eq__ without __hash__), as before"
     )
     assert result.report["summary"]["imports_pytreekit"] == ["shapes.py"]
+
+
+def test_the_project_s_formatter_runs_on_the_written_files(tmp_path: Path) -> None:
+    formatter = tmp_path / "formatter.py"
+    formatter.write_text(
+        "import sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    with open(name, 'a', encoding='utf-8') as file:\n"
+        "        file.write('# formatted\\n')\n",
+        encoding="utf-8",
+    )
+    write(tmp_path, {"pkg/left.py": LEFT, "pkg/other.py": "x = 1\n"})
+    command = f"{sys.executable} {formatter}"
+    result = codemod(tmp_path, "pkg", "--format-command", command)
+    assert result.code == 0
+    assert (tmp_path / "pkg/left.py").read_text().endswith("# formatted\n")
+    assert (tmp_path / "pkg/other.py").read_text() == "x = 1\n"  # not written: not formatted
+    failing = codemod(
+        tmp_path, "pkg", "--line-length", "120", "--format-command", f"{sys.executable} -c 1/0"
+    )
+    assert failing.code == 2
+    assert "pkg/left.py: failed: written, but --format-command failed (exit 1)" in failing.out

@@ -12,6 +12,8 @@ import argparse
 import contextlib
 import difflib
 import os
+import shlex
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -110,6 +112,12 @@ def _parser() -> argparse.ArgumentParser:
         "attributes and returns the class; repeatable",
     )
     parser.add_argument(
+        "--format-command",
+        metavar="CMD",
+        help="run CMD on the files the codemod wrote, their paths appended (e.g. 'ruff "
+        "format'); a file it fails on is named as a failure",
+    )
+    parser.add_argument(
         "--report", choices=("text", "json"), default="text", help="report format (default: text)"
     )
     parser.add_argument(
@@ -193,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if why is not None:
                 failures[module] = why
                 del sources[module]
+        if arguments.format_command and sources:
+            failures.update(_format(arguments.format_command, list(sources)))
     report = build(
         project,
         outcomes,
@@ -267,6 +277,22 @@ def write(module: Module, new: str) -> str | None:
             os.unlink(temporary)
         return f"not written: {_why(error)}"
     return None
+
+
+def _format(command: str, modules: Sequence[Module]) -> dict[Module, str]:
+    """The project's formatter on the written files (as LibCST's runner does); the files
+    whose run failed, and why."""
+    argv = [*shlex.split(command), *(str(module.path) for module in modules)]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as error:
+        why = f"written, but --format-command could not run: {_why(error)}"
+        return dict.fromkeys(modules, why)
+    if result.returncode == 0:
+        return {}
+    tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-2:])[:200]
+    why = f"written, but --format-command failed (exit {result.returncode}): {tail}"
+    return dict.fromkeys(modules, why)
 
 
 def _why(error: Exception) -> str:
