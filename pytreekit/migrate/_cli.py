@@ -91,14 +91,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--select",
-        type=_codes,
+        type=_code_list,
         default=None,
         metavar="CODES",
         help="report and comment only these codes (comma-separated, prefixes allowed: PTK1)",
     )
     parser.add_argument(
         "--ignore",
-        type=_codes,
+        type=_code_list,
         default=(),
         metavar="CODES",
         help="neither report nor comment these codes (comma-separated, prefixes allowed)",
@@ -142,7 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _codes(text: str) -> tuple[str, ...]:
+def _code_list(text: str) -> tuple[str, ...]:
     codes = tuple(part.strip().upper() for part in text.split(",") if part.strip())
     for code in codes:
         if not code.startswith("PTK") or not any(known.startswith(code) for known in TITLES):
