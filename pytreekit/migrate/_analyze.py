@@ -1076,12 +1076,9 @@ class _Analysis(_InitProof, _Description):
         value = run.attributes.get(attribute)
         text = value.text if isinstance(value, Opaque) else ""
         head = text.partition("(")[0]
-        if not head or not text.endswith(")"):
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", head) or not text.endswith(")"):
             return None
-        try:
-            qualified = info.module.qualify(cst.parse_expression(head))
-        except cst.ParserSyntaxError:
-            return None
+        qualified = info.module.qualify(cst.parse_expression(head))
         return self.project.classes.get(qualified or "")
 
     def _static_of(self, info: ClassInfo) -> tuple[str, ...]:

@@ -58,8 +58,6 @@ _IMPORT_LINE = re.compile(r"^(import|from)[ \t][^\n]*$", re.MULTILINE)
 
 def remove_unused(module: cst.Module, unused: set[str]) -> cst.Module:
     """``module`` without the module-level imports of the ``unused`` names."""
-    if not unused:
-        return module
     body: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] | None = None  # the leading lines of removed imports
     for statement in module.body:
