@@ -505,3 +505,143 @@ def test_excerpts_drop_comments() -> None:
     node = cst.parse_expression("(self.a,  # the first\n self.b)  ")
     assert scan.code(node) == "(self.a, self.b)"
     assert scan._without_comments("(a,  # open\n") == "(a,  # open\n"  # not tokenizable: as is
+
+
+def test_modules_that_do_not_parse_are_passed_over_by_the_looks_across_modules(
+    tmp_path: Path,
+) -> None:
+    helper = """
+def register(cls):
+    jax.tree_util.register_pytree_node(cls, lambda o: ((o.x,), None), lambda a, c: cls(*c))
+    return cls
+"""
+    linear = """
+class Linear:
+    def __init__(self, w, size):
+        self.w = w
+        self.size = size
+
+
+def flatten_linear(linear):
+    return (linear.w,), (linear.size,)
+
+
+def unflatten_linear(aux, children):
+    return Linear(children[0], *aux)
+
+
+jax.tree_util.register_pytree_node(Linear, flatten_linear, unflatten_linear)
+"""
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/helpers.py": HEAD + helper,
+            "pkg/linear.py": HEAD + linear,
+            # names Linear, tree_flatten, register and flatten_linear, and does not parse
+            "pkg/broken.py": "Linear(1, [2]).tree_flatten() register flatten_linear (\n",
+            # the same words, in a generated file: skipped
+            "pkg/generated.py": "# @generated\nLinear(1, [2]).tree_flatten() register\n",
+        },
+    )
+    result = codemod(tmp_path, "--check", "--report", "json", "pkg")
+    entries = {e["class"]: e for e in result.report["registrations"]}
+    assert entries["Linear"]["code"] is None
+    assert entries["cls"]["code"] == "PTK101"
+    # looked at for what it might say (a call, a use), broken.py did not parse: named
+    assert [f["file"] for f in result.report["failed_files"]] == ["pkg/broken.py"]
+    assert result.code == 2
+
+
+def test_a_called_decorator_is_not_followed_unless_declared(tmp_path: Path) -> None:
+    source = "def tag(name):\n    return lambda cls: cls\n\n\n" + _linear(
+        "        return cls(None, *aux)"
+    ).replace("@jax.tree_util", '@tag("dense")\n@jax.tree_util')
+    assert _entry(tmp_path, source)["code"] == "PTK112"
+    declared = _entry(tmp_path, source, "--transparent-decorator", 'tag("dense")')
+    assert declared["code"] != "PTK112"
+
+
+def test_aux_read_through_a_child_of_an_unregistered_class(tmp_path: Path) -> None:
+    source = MODEL.replace("self.layer = BUILD", "self.layer = Layer(size, 1.0)")
+    source = source.replace("def __init__(self, size, BUILD):", "def __init__(self, size, unused):")
+    source = source.replace("AUX", "self.layer.size")
+    # Model's registration first: the search for Layer's goes past it
+    model_at = source.index("@jax.tree_util.register_pytree_node_class\nclass Model")
+    layer, model = source[:model_at], source[model_at:]
+    entry = _entry(tmp_path, model + "\n\n" + layer)
+    assert entry["class"] == "Layer"
+    unregistered = layer.replace("@jax.tree_util.register_pytree_node_class\n", "")
+    write(tmp_path, {"mod.py": HEAD + unregistered + model})
+    entries = codemod(tmp_path, "--check", "--report", "json", "mod.py").report
+    [entry] = entries["registrations"]
+    assert entry["reason"] == (
+        "aux data reads layer.size, which Layer's registration does not keep static"
+    )
+
+
+def test_aux_read_through_a_child_of_a_class_whose_init_cannot_be_read(tmp_path: Path) -> None:
+    source = MODEL.replace("self.layer = BUILD", "self.layer = Layer(size, 1.0)")
+    source = source.replace("def __init__(self, size, BUILD):", "def __init__(self, size, unused):")
+    source = source.replace("AUX", "self.layer.size").replace(
+        "class Model:\n", "class Model:\n    mode: dataclasses.InitVar[int]\n\n"
+    )
+    entry = _entry(tmp_path, "import dataclasses\n\n" + source)
+    assert "the codemod cannot tell which class layer is" in " ".join(
+        r["reason"] for r in entry["reasons"]
+    )
+
+
+def test_a_branch_that_reads_self_without_setting_is_refused(tmp_path: Path) -> None:
+    source = """
+@jax.tree_util.register_pytree_node_class
+class Linear:
+    def __init__(self, w, size):
+        if size > 1:
+            alias = self
+        if size < 0:
+            log("negative")
+            raise ValueError("size")
+        self.w = w
+        self.size = size
+
+    def tree_flatten(self):
+        return (self.w,), (self.size,)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0], *aux)
+
+
+def log(message):
+    return message
+"""
+    entry = _entry(tmp_path, source)
+    assert entry["reason"].startswith("__init__ of Linear sets attributes under a 'if'")
+    assert "if size > 1" in entry["reason"]
+
+
+def test_a_bug_in_one_module_s_rewrite_and_a_pool_that_cannot_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, {"a.py": HEAD + POINT, "b.py": HEAD + POINT.replace("Point", "Other")})
+    project = scan.scan([tmp_path])
+    outcomes = analyze.analyze(project, analyze.Options())
+
+    class Refusing:
+        def Pool(self, processes: int) -> None:
+            raise OSError("no processes")
+
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Refusing())
+    alone, _ = rewrite.rewrite(project, outcomes, jobs=2)
+    assert len(alone) == 2  # the pool could not start: done in this process
+
+    def buggy(module: scan.Module, edits: object) -> str:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(rewrite, "_apply", buggy)
+    sources, failures = rewrite.rewrite(project, outcomes)
+    assert not sources and len(failures) == 2
+    assert all(
+        f.startswith("the codemod failed on it (RuntimeError: a bug)") for f in failures.values()
+    )
