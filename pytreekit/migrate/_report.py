@@ -6,6 +6,7 @@ The JSON form is the data; the text form is rendered from it, so both always say
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -205,7 +206,29 @@ def as_text(report: dict[str, Any]) -> str:
             f"pytreekit to your package's dependencies."
         )
     lines.append(final_line(summary))
-    return "\n".join(lines) + "\n"
+    return "".join(_wrapped(line) for line in lines)
+
+
+WIDTH = 100  # the text report's lines, as a terminal and the guide's code blocks show them
+
+
+def _wrapped(line: str) -> str:
+    """A report line, folded at word boundaries under ``WIDTH`` columns; a continuation is
+    indented four columns deeper than the line it continues."""
+    if len(line) <= WIDTH:
+        return line + "\n"
+    indent = line[: len(line) - len(line.lstrip())]
+    return (
+        textwrap.fill(
+            line.strip(),
+            WIDTH,
+            initial_indent=indent,
+            subsequent_indent=indent + "    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        + "\n"
+    )
 
 
 def final_line(summary: dict[str, Any]) -> str:
