@@ -423,11 +423,19 @@ def scan(
 
 
 def _related(project: Project) -> re.Pattern[str] | None:
-    """Text that marks a module as part of a parsed class's hierarchy or decorators."""
+    """Text that marks a module as part of the hierarchy of a registered class (its bases, its
+    subclasses, the decorators they use): classes unrelated to a registration that a candidate
+    module also defines are not followed."""
+    registered = {r.target for r in project.registrations if r.target is not None}
+    relevant: dict[str, ClassInfo] = {}
+    for info in project.classes.values():
+        chain = project.mro(info)
+        if any(ancestor.qualname in registered for ancestor in chain):
+            relevant.update((ancestor.qualname, ancestor) for ancestor in chain)
     bases: set[str] = set()
     names: set[str] = set()
     decorators: set[str] = set()
-    for info in project.classes.values():
+    for info in relevant.values():
         names.add(info.name)
         for qualified, written in info.bases:
             bases.add(re.split(r"[\[(]", written)[0].rpartition(".")[2])
