@@ -410,7 +410,11 @@ class _InitProof:
         self, info: ClassInfo, params: dict[str, str], fields: Fields
     ) -> None:
         for module in self.project.modules:
-            if info.name not in module.words():  # a cheap look first
+            # cheap looks first: the name, then a call of it whose arguments could hold a list,
+            # a dict or a set (what _unhashable finds); only then is the module parsed
+            if info.name not in module.words() or not _may_pass_unhashable(
+                module.source, info.name
+            ):
                 continue
             tree = self.project.parse(module)
             if tree is None:
@@ -1270,6 +1274,23 @@ def _is_abstract(info: ClassInfo, method: cst.FunctionDef) -> bool:
     for decorator in method.decorators:
         expression = decorator.decorator
         if info.module.qualify(expression) in _ABSTRACT:
+            return True
+    return False
+
+
+def _may_pass_unhashable(source: str, name: str) -> bool:
+    """Whether a call ``name(...)`` in the text has arguments that could spell a list, a dict
+    or a set (``[``, ``{``, ``list(``, ``dict(``, ``set(``): the text up to the call's closing
+    parenthesis, strings and all (a bracket inside a string only costs a parse)."""
+    for match in re.finditer(rf"\b{re.escape(name)}\s*\(", source):
+        depth, position = 1, match.end()
+        while depth and position < len(source):
+            character = source[position]
+            depth += character == "("
+            depth -= character == ")"
+            position += 1
+        arguments = source[match.end() : position]
+        if re.search(r"[\[{]|\b(?:list|dict|set)\s*\(", arguments):
             return True
     return False
 
