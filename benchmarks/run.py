@@ -245,6 +245,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report.append(tables.derivatives(results))
 
     results["migrate"] = migrate.run(1, *((1_000, 5) if args.quick else (10_000, 50)))
+    results["migrate_small"] = migrate.run_small(1, 300 if args.quick else 3_000)
     report.append("\n## The codemod\n")
     report.append(tables.codemod(results))
 

@@ -192,11 +192,19 @@ def codemod(results: dict[str, Any]) -> str:
         return "*Not measured in this run.*"
     if "seconds" not in measured:
         return f"*Not measured: {measured.get('skipped', 'no timing in the results')}.*"
-    return (
+    text = (
         f"`python -m pytreekit.migrate --check` on a generated package of "
         f"{measured['lines']:,} lines with {measured['registrations']} registrations: "
         f"{measured['seconds']:.1f} s."
     )
+    small = results.get("migrate_small")
+    if small and "seconds_j1" in small:
+        text += (
+            f" On a tree of {small['files']:,} small files ({small['registrations']} "
+            f"registrations): {small['seconds_j1']:.1f} s, {small['seconds_j2']:.1f} s with "
+            f"`-j 2`."
+        )
+    return text
 
 
 def import_time(results: dict[str, Any]) -> str:

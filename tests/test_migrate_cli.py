@@ -74,7 +74,7 @@ def test_check_writes_nothing_and_exits_1_when_a_file_would_change(tmp_path: Pat
     result = codemod(tmp_path, "--check", ".")
     assert result.code == 1
     assert (tmp_path / "point.py").read_text() == before
-    assert "point.py:4: Point (register_pytree_node_class): rewritten" in result.out
+    assert "point.py:4:1: Point (register_pytree_node_class): rewritten" in result.out
     assert codemod(tmp_path, ".").code == 0
     assert codemod(tmp_path, "--check", ".").code == 0  # nothing left to do
 
@@ -116,20 +116,28 @@ def test_the_text_report_says_what_changes_for_the_user(tmp_path: Path) -> None:
             """
         },
     )
-    out = codemod(tmp_path, "model.py").out
+    assert "not rewritten, unsafe PTK205" in codemod(tmp_path, "model.py").out
+    out = codemod(tmp_path, "model.py", "--unsafe").out
     assert out.splitlines()[1:] == [
+        "    unflatten converted through __init__ (jnp.asarray(w)); pytreekit rebuilds without "
+        "converting, so",
+        "        a leaf JAX hands back (a NumPy array, a Python number) stays as it is",
         '    @pytree_class(static=("n",), eq=False, repr=False)',
         "    statics: n",
         "    leaf order: kept (w)",
         "    key paths: [<flat index 0>] -> .w",
         "    __init__ no longer runs on unflatten: checked assert n > 0; converted w with "
         "jnp.asarray",
-        "    hashing: by identity (eq=False), as before",
+        "    hashing: unchanged (eq=False): hashed by identity, as before",
         "    proven: flatten reads attributes, unflatten inverts it, __init__ sets exactly those",
         "    not proven: conversions in __init__ idempotent, statics hashable at run time, code "
-        "outside the scanned files (--verify checks them)",
+        "outside the",
+        "        scanned files (--verify checks them)",
         "Summary: 1 file scanned, 1 registration found:",
         "    1 rewritten, 0 unsafe (not applied), 0 left, 0 failed verification; 1 file changed.",
+        "    1 module now imports pytreekit at run time: add pytreekit to your package's "
+        "dependencies.",
+        "1 file transformed, 0 skipped, 1 warning, 0 failures.",
     ]
 
 
@@ -144,7 +152,14 @@ def test_the_json_report_and_its_summary(tmp_path: Path) -> None:
         "unsafe": 1,
         "left": {},
         "failed": 0,
+        "suppressed": 0,
         "files_changed": ["point.py", "swapped.py"],
+        "written": True,
+        "transformed": 2,
+        "skipped": 0,
+        "warnings": 1,
+        "failures": 0,
+        "imports_pytreekit": ["point.py"],
     }
     point, swapped = report["registrations"]
     assert point["changes"]["key_paths"] == [
@@ -165,11 +180,14 @@ def test_leaf_order_changes_only_with_unsafe_and_are_always_reported(tmp_path: P
     original = load(tmp_path / "swapped.py")
     result = codemod(tmp_path, "swapped.py")
     text = (tmp_path / "swapped.py").read_text()
-    assert "# TODO[pytreekit-migrate] PTK201 (unsafe: --unsafe applies it): leaves go in" in text
+    # the comment is shortened to the code's title within 88 columns; the report has it whole
+    assert "# TODO[pytreekit-migrate] PTK201 (unsafe: --unsafe applies it): leaf order" in text
+    assert "leaves go in __init__'s order (y, x), not flatten's (x, y)" in result.out
     assert "register_pytree_node_class" in text
-    assert "not rewritten, unsafe PTK201 (--unsafe applies it)" in result.out
+    # the text report folds its lines at 100 columns
+    assert "not rewritten, unsafe PTK201 (--unsafe applies it)" in " ".join(result.out.split())
     applied = codemod(tmp_path, "swapped.py", "--unsafe")
-    assert "swapped.py:5: Swapped (register_pytree_node_class): rewritten, unsafe PTK201" in (
+    assert "swapped.py:5:1: Swapped (register_pytree_node_class): rewritten, unsafe PTK201" in (
         applied.out
     )
     text = (tmp_path / "swapped.py").read_text()
@@ -249,7 +267,7 @@ def test_a_registration_in_another_module_is_unsafe(tmp_path: Path) -> None:
     assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK203")
     assert "Dense is defined in pkg.layers" in entry["reason"]
     comment = (tmp_path / "pkg/registry.py").read_text().splitlines()[3]
-    assert comment.startswith("# TODO[pytreekit-migrate] PTK203 (unsafe: --unsafe applies it)")
+    assert comment.startswith("# TODO[pytreekit-migrate] PTK203 (unsafe")
     assert codemod(tmp_path, "pkg", "--unsafe").code == 0
     assert (
         (tmp_path / "pkg/layers.py")
@@ -348,14 +366,17 @@ def test_a_verification_failure_pins_the_registration_until_its_comment_goes(
 def test_a_file_that_does_not_parse_is_named_and_the_others_are_rewritten(
     tmp_path: Path,
 ) -> None:
-    write(tmp_path, {"point.py": POINT, "broken.py": "def f(:\n    pass\n"})
+    # a module is parsed when its text names a registration API (a pre-filter skips the others)
+    broken = "def f(:\n    register_pytree_node(f)\n"
+    write(tmp_path, {"point.py": POINT, "broken.py": broken})
     result = codemod(tmp_path, ".", "--report", "json")
     assert result.code == 2
     [failure] = result.report["not_parsed"]
     assert failure["file"] == "broken.py" and failure["error"].startswith("line 2, column 0")
     assert "@pytree_class" in (tmp_path / "point.py").read_text()
     text = codemod(tmp_path, "--check", ".")
-    assert text.code == 2 and "broken.py: not parsed (line 2" in text.out
+    assert text.code == 2 and "broken.py: failed: line 2, column 0" in text.out
+    assert text.out.endswith("0 files would be transformed, 0 skipped, 0 warnings, 1 failure.\n")
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

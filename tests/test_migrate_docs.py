@@ -13,6 +13,7 @@ require("libcst")
 from markdown_blocks import code_blocks  # noqa: E402
 from migrate_helpers import codemod, write  # noqa: E402
 
+from pytreekit.migrate._cli import _parser  # noqa: E402
 from pytreekit.migrate._codes import TITLES  # noqa: E402
 
 PAGE = ROOT / "docs" / "migrating" / "register-pytree-node.md"
@@ -29,6 +30,34 @@ def test_the_guide_shows_the_codemod_s_own_output(tmp_path: Path) -> None:
     assert result.code == 0
     assert (tmp_path / "models.py").read_text() == _block("`models.py` after", "python")
     assert result.out == _block("The run", "text")
+
+
+def test_the_guide_shows_the_readme_pattern_first(tmp_path: Path) -> None:
+    write(tmp_path, {"layers.py": _block("`layers.py` before", "python")})
+    result = codemod(tmp_path, "layers.py")
+    assert result.code == 0
+    assert (tmp_path / "layers.py").read_text() == _block("`layers.py` after", "python")
+    assert result.out == _block("The run on `layers.py`", "text")
+    text = PAGE.read_text(encoding="utf-8")
+    assert text.index("### `layers.py` before") < text.index("### `models.py` before")
+
+
+def test_the_guide_shows_every_option_the_ci_recipe_and_the_count_line() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    options = [
+        option
+        for action in _parser()._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    ]
+    assert len(options) >= 13
+    for option in options:
+        assert f"`{option}" in text, option
+    assert "python -m pytreekit.migrate --check --comments never src/mypkg" in text
+    count_line = _block("In CI", "text").strip()
+    assert re.fullmatch(
+        r"\d+ files would be transformed, \d+ skipped, \d+ warnings, \d+ failures\.", count_line
+    )
 
 
 def test_the_guide_explains_every_code() -> None:

@@ -671,7 +671,7 @@ REWRITES += [
         args=("--adopt-dunders",),
     ),
     Case(
-        "conversions and checks in __init__ (reported: unflatten no longer runs them)",
+        "conversions and checks in __init__ (reported: unflatten no longer runs them; unsafe)",
         """
         import jax.numpy as jnp
         from jax import tree_util
@@ -706,8 +706,10 @@ REWRITES += [
                 self.w = jnp.asarray(w)
                 self.sizes = tuple(sizes)
         """,
-        (None,),
+        # the rebuild no longer converts w: unsafe (PTK205), applied with --unsafe
+        ("PTK205",),
         "[Weights(jnp.ones((2, 2)), [2, 2])]",
+        args=("--unsafe",),
     ),
     Case(
         "an import of pytreekit is extended, not repeated; other registrations keep theirs",
@@ -1749,6 +1751,362 @@ REWRITES += [
         """,
         (None,),
         "[Sample(jax.numpy.ones(2)), Sample(jax.numpy.zeros(1), 'y')]",
+    ),
+]
+
+
+# The README's motivating pattern (issue 36): unflatten builds with __init__ and a dummy PRNG key,
+# then stores the leaves over it; the aux holds sizes, read through a sub-module in Model.
+DUMMY_KEY_BEFORE = """
+    import jax
+    import jax.numpy as jnp
+    from jax.tree_util import register_pytree_node_class
+
+
+    class Module:
+        \"\"\"Your own base class.\"\"\"
+
+
+    @register_pytree_node_class
+    class Linear(Module):
+        def __init__(self, key, in_features, out_features):
+            self.in_features = in_features
+            self.out_features = out_features
+            key_w, key_b = jax.random.split(key)
+            self.weights = jax.random.normal(key_w, (out_features, in_features))
+            self.biases = jax.random.normal(key_b, (out_features,))
+
+        def __call__(self, x):
+            return x @ self.weights.T + self.biases
+
+        def tree_flatten(self):
+            return (self.weights, self.biases), (self.in_features, self.out_features)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            in_features, out_features = aux_data
+            linear = cls(jax.random.key(0), in_features, out_features)  # a dummy key
+            linear.weights, linear.biases = children
+            return linear
+
+
+    @register_pytree_node_class
+    class Activation(Module):
+        def __init__(self, fn=jnp.tanh):
+            self.fn = fn
+
+        def __call__(self, x):
+            return self.fn(x)
+
+        def tree_flatten(self):
+            return (), (self.fn,)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(*aux_data)
+
+
+    @register_pytree_node_class
+    class Model(Module):
+        def __init__(self, key, in_features, out_features):
+            self.linear = Linear(key, in_features, out_features)
+            self.activation = Activation(jnp.tanh)
+
+        def __call__(self, x):
+            return self.activation(self.linear(x))
+
+        def tree_flatten(self):
+            children = (self.linear, self.activation)
+            aux_data = (self.linear.in_features, self.linear.out_features)
+            return children, aux_data
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            model = cls(jax.random.key(0), *aux_data)
+            model.linear, model.activation = children
+            return model
+"""
+
+DUMMY_KEY_AFTER = """
+    import jax
+    import jax.numpy as jnp
+    from pytreekit import pytree_class
+
+
+    class Module:
+        \"\"\"Your own base class.\"\"\"
+
+
+    @pytree_class(static=("in_features", "out_features"), eq=False, repr=False)
+    class Linear(Module):
+        def __init__(self, key, in_features, out_features):
+            self.in_features = in_features
+            self.out_features = out_features
+            key_w, key_b = jax.random.split(key)
+            self.weights = jax.random.normal(key_w, (out_features, in_features))
+            self.biases = jax.random.normal(key_b, (out_features,))
+
+        def __call__(self, x):
+            return x @ self.weights.T + self.biases
+
+
+    @pytree_class(static=("fn",), eq=False, repr=False)
+    class Activation(Module):
+        def __init__(self, fn=jnp.tanh):
+            self.fn = fn
+
+        def __call__(self, x):
+            return self.fn(x)
+
+
+    @pytree_class(eq=False, repr=False)
+    class Model(Module):
+        def __init__(self, key, in_features, out_features):
+            self.linear = Linear(key, in_features, out_features)
+            self.activation = Activation(jnp.tanh)
+
+        def __call__(self, x):
+            return self.activation(self.linear(x))
+"""
+
+_DUMMY_EXAMPLES = "[Model(jax.random.key(0), 3, 2), Linear(jax.random.key(1), 2, 4), Activation()]"
+
+REWRITES += [
+    Case(
+        "the README's Linear/Model pair: a dummy key in unflatten, sizes read through a child",
+        DUMMY_KEY_BEFORE,
+        DUMMY_KEY_AFTER,
+        (None, None, None),
+        _DUMMY_EXAMPLES,
+    ),
+    Case(
+        "dummy key passed by keyword, leaves stored with object.__setattr__ and by index",
+        """
+        import jax
+        from jax import tree_util
+
+
+        class Dense:
+            def __init__(self, key, size):
+                self.size = size
+                self.kernel = jax.random.normal(key, (size, size))
+
+
+        def _flatten(dense):
+            return (dense.kernel,), dense.size
+
+
+        def _unflatten(size, children):
+            dense = Dense(key=jax.random.PRNGKey(0), size=size)
+            object.__setattr__(dense, "kernel", children[0])
+            return dense
+
+
+        tree_util.register_pytree_node(Dense, _flatten, _unflatten)
+        """,
+        """
+        import jax
+        from pytreekit import pytree_class
+
+
+        @pytree_class(static=("size",), eq=False, repr=False)
+        class Dense:
+            def __init__(self, key, size):
+                self.size = size
+                self.kernel = jax.random.normal(key, (size, size))
+        """,
+        (None,),
+        "[Dense(jax.random.PRNGKey(3), 2)]",
+    ),
+    Case(
+        "tuple() as the aux is ()",
+        """
+        import jax
+
+
+        @jax.tree_util.register_pytree_node_class
+        class Pair:
+            def __init__(self, a, b):
+                self.a = a
+                self.b = b
+
+            def tree_flatten(self):
+                return (self.a, self.b), tuple()
+
+            @classmethod
+            def tree_unflatten(cls, aux_data, children):
+                return cls(*children)
+        """,
+        """
+        import jax
+        from pytreekit import pytree_class
+
+
+        @pytree_class(eq=False, repr=False)
+        class Pair:
+            def __init__(self, a, b):
+                self.a = a
+                self.b = b
+        """,
+        (None,),
+        "[Pair(1.0, jax.numpy.ones(3))]",
+    ),
+    Case(
+        "a literal () aux unpacked with cls(*children, *aux_data)",
+        """
+        import jax
+
+
+        @jax.tree_util.register_pytree_node_class
+        class Pair:
+            def __init__(self, a, b):
+                self.a = a
+                self.b = b
+
+            def tree_flatten(self):
+                return (self.a, self.b), ()
+
+            @classmethod
+            def tree_unflatten(cls, aux_data, children):
+                return cls(*children, *aux_data)
+        """,
+        """
+        import jax
+        from pytreekit import pytree_class
+
+
+        @pytree_class(eq=False, repr=False)
+        class Pair:
+            def __init__(self, a, b):
+                self.a = a
+                self.b = b
+        """,
+        (None,),
+        "[Pair(1.0, jax.numpy.ones(3))]",
+    ),
+    Case(
+        "an empty aux dict {} is no settings",
+        """
+        import jax
+
+
+        @jax.tree_util.register_pytree_node_class
+        class Pair:
+            def __init__(self, a, b):
+                self.a = a
+                self.b = b
+
+            def tree_flatten(self):
+                return (self.a, self.b), {}
+
+            @classmethod
+            def tree_unflatten(cls, aux_data, children):
+                return cls(*children, **aux_data)
+        """,
+        """
+        import jax
+        from pytreekit import pytree_class
+
+
+        @pytree_class(eq=False, repr=False)
+        class Pair:
+            def __init__(self, a, b):
+                self.a = a
+                self.b = b
+        """,
+        (None,),
+        "[Pair(1.0, jax.numpy.ones(3))]",
+    ),
+    Case(
+        "an extra keyword that only switches off checks in __init__",
+        """
+        import jax
+        import jax.numpy as jnp
+
+
+        @jax.tree_util.register_pytree_node_class
+        class Positive:
+            def __init__(self, values, scale, _perform_checks=True):
+                if _perform_checks:
+                    if jnp.any(values < 0):
+                        raise ValueError("values must be positive")
+                    if scale <= 0:
+                        raise ValueError("scale must be positive")
+                self.values = values
+                self.scale = scale
+
+            def tree_flatten(self):
+                return (self.values, self.scale), None
+
+            @classmethod
+            def tree_unflatten(cls, aux_data, children):
+                return cls(*children, _perform_checks=False)
+        """,
+        """
+        import jax.numpy as jnp
+        from pytreekit import pytree_class
+
+
+        @pytree_class(eq=False, repr=False)
+        class Positive:
+            def __init__(self, values, scale, _perform_checks=True):
+                if _perform_checks:
+                    if jnp.any(values < 0):
+                        raise ValueError("values must be positive")
+                    if scale <= 0:
+                        raise ValueError("scale must be positive")
+                self.values = values
+                self.scale = scale
+        """,
+        (None,),
+        "[Positive(jnp.arange(3.0), 2.0)]",
+    ),
+    Case(
+        "an if whose every branch that does not raise sets the same attribute",
+        """
+        import jax
+        import jax.numpy as jnp
+
+
+        @jax.tree_util.register_pytree_node_class
+        class Signal:
+            def __init__(self, samples, rate):
+                if rate is None:
+                    raise ValueError("a rate is needed")
+                elif isinstance(samples, list):
+                    self.samples = jnp.asarray(samples)
+                else:
+                    self.samples = samples
+                self.rate = rate
+
+            def tree_flatten(self):
+                return (self.samples,), (self.rate,)
+
+            @classmethod
+            def tree_unflatten(cls, aux_data, children):
+                obj = object.__new__(cls)
+                obj.samples = children[0]
+                obj.rate = aux_data[0]
+                return obj
+        """,
+        """
+        import jax.numpy as jnp
+        from pytreekit import pytree_class
+
+
+        @pytree_class(static=("rate",), eq=False, repr=False)
+        class Signal:
+            def __init__(self, samples, rate):
+                if rate is None:
+                    raise ValueError("a rate is needed")
+                elif isinstance(samples, list):
+                    self.samples = jnp.asarray(samples)
+                else:
+                    self.samples = samples
+                self.rate = rate
+        """,
+        (None,),
+        "[Signal([1.0, 2.0], 44100), Signal(jnp.ones(2), 8000)]",
     ),
 ]
 

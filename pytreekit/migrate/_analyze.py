@@ -20,8 +20,9 @@ attributes. Everything else gets a code (``_codes``) and a reason naming the cul
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 
@@ -36,8 +37,18 @@ from ._scan import (
     api_of,
     code,
     existing_comments,
+    suite_statements,
 )
-from ._values import Opaque, Param, Refusal, Slot, Value, describe_value, strip
+from ._values import (
+    Opaque,
+    Param,
+    Refusal,
+    Slot,
+    Value,
+    describe_value,
+    is_docstring,
+    strip,
+)
 
 # Conversions that make a static value hashable whatever the caller passed.
 _HASHABLE_RESULT = {"builtins.tuple", "builtins.str", "builtins.int", "builtins.float"}
@@ -104,12 +115,62 @@ class Outcome:
     reason: str = ""
     rewrite: Rewrite | None = None
     verified: str = ""  # what --verify found, when it ran
+    # every reason the class is left, the decisive (``code``, ``reason``) first
+    reasons: list[Refusal] = field(default_factory=list)
+    comment: bool = True  # leave (or keep) the TODO comment
+    suppressed: str = ""  # why the report does not count it (a noqa comment, --ignore)
+
+    def leave(self, code: str, reason: str, node: cst.CSTNode | None = None) -> None:
+        """Left for ``reason``, which comes first; the reasons found before follow it."""
+        refusal = Refusal(code, reason, node)
+        self.verdict, self.code, self.reason, self.rewrite = "left", code, reason, None
+        self.reasons = [refusal, *self.reasons]
 
 
 @dataclass(frozen=True)
 class Options:
     unsafe: bool = False
     adopt_dunders: bool = False
+    # class decorators (qualified names) declared to set attributes and return the class
+    transparent: frozenset[str] = frozenset()
+
+
+_NOQA = re.compile(r"#\s*noqa\s*:\s*(PTK\d{0,3}(?:\s*,\s*PTK\d{0,3})*)", re.IGNORECASE)
+
+
+def suppressions(registration: Registration) -> tuple[str, ...]:
+    """The codes a ``# noqa: PTKnnn`` comment on the registration's lines names (``PTK`` alone:
+    every code, and the rewrite too)."""
+    lines = registration.module.source.splitlines()
+    found: list[str] = []
+    for number in {registration.line, registration.class_line}:
+        if 0 < number <= len(lines):
+            for match in _NOQA.finditer(lines[number - 1]):
+                found += [part.strip().upper() for part in match.group(1).split(",")]
+    return tuple(found)
+
+
+def settle(
+    outcomes: Sequence[Outcome],
+    *,
+    select: Sequence[str] | None,
+    ignore: Sequence[str],
+    comments: bool,
+) -> None:
+    """Apply ``--select``, ``--ignore``, ``--comments never`` and ``# noqa`` comments: a
+    suppressed registration gets no comment and is not counted as a warning."""
+    for outcome in outcomes:
+        outcome.comment = comments
+        code = outcome.code
+        if code is None or outcome.verdict == "rewritten":
+            continue
+        noqa = suppressions(outcome.registration)
+        if any(code.startswith(prefix) for prefix in noqa):
+            outcome.suppressed, outcome.comment = "# noqa", False
+        elif any(code.startswith(prefix) for prefix in ignore) or (
+            select is not None and not any(code.startswith(prefix) for prefix in select)
+        ):
+            outcome.suppressed, outcome.comment = "--ignore/--select", False
 
 
 def analyze(project: Project, options: Options) -> list[Outcome]:
@@ -160,7 +221,9 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
 def _blocked(
     project: Project, info: ClassInfo, plans: dict[ClassInfo, Outcome], codes: dict[ClassInfo, str]
 ) -> str:
-    """Why a hand-registered subclass keeps ``info`` from being rewritten, if one does."""
+    """Why another registered class of its hierarchy keeps ``info`` from being rewritten, if
+    one does: its subclasses first (the class that blocks is named more directly), then its
+    bases."""
     own = plans[info].rewrite
     assert own is not None
     for sub in project.subclasses(info):
@@ -176,6 +239,14 @@ def _blocked(
                 f"its subclass {_named(sub, info)} carries {', '.join(missing)} as a leaf, "
                 f"which pytreekit would keep static there as in {info.name}"
             )
+    for base in project.mro(info)[1:]:
+        if base in codes:
+            # pytreekit decides a subclass's fields from its nearest pytree base: with that
+            # base left hand-registered, the proof of this class does not hold
+            return (
+                f"its hand-registered base {_named(base, info)} is left ({codes[base]}), and a "
+                f"hierarchy is rewritten whole or not at all"
+            )
     return ""
 
 
@@ -187,7 +258,27 @@ def _named(info: ClassInfo, seen_from: ClassInfo) -> str:
 
 
 def _leave(outcome: Outcome, code: str, reason: str) -> None:
-    outcome.verdict, outcome.code, outcome.reason, outcome.rewrite = "left", code, reason, None
+    outcome.leave(code, reason)
+
+
+def _named_in(info: ClassInfo, module: Module) -> str:
+    return info.name if info.module is module else f"{info.module.name}.{info.name}"
+
+
+def _left(registration: Registration, found: list[Refusal]) -> Outcome:
+    first = found[0]
+    return Outcome(registration, "left", first.code, first.reason, reasons=list(found))
+
+
+class _Reasons(Exception):
+    """Every reason a registration is left, the decisive first."""
+
+    def __init__(self, found: list[Refusal]) -> None:
+        super().__init__("; ".join(str(f) for f in found))
+        self.found = found
+
+
+_T = TypeVar("_T")
 
 
 class _InitProof:
@@ -197,8 +288,25 @@ class _InitProof:
     project: Project
     options: Options
 
-    def _check_inverse(self, info: ClassInfo, carried: Carried, run: InitRun) -> None:
-        for name in carried.children + carried.aux:
+    def _check_inverse(
+        self, info: ClassInfo, carried: Carried, run: InitRun, unflatten: Unflatten
+    ) -> None:
+        """The constructor call's run, then unflatten's stores over it (the dummy-key form:
+        ``obj = cls(key, *aux)`` then ``obj.weights = children[0]``), gives back every carried
+        attribute as flatten read it."""
+        stores = unflatten.stores
+        extra = [name for name in stores if name not in carried.names]
+        if extra:
+            raise Refusal("PTK107", f"unflatten also stores {', '.join(extra)}")
+        for name in carried.names:
+            if name in stores:
+                if strip(stores[name])[0] != carried.slot_of(name):
+                    raise Refusal(
+                        "PTK107",
+                        f"flatten reads {name} into {carried.slot_of(name)}, but unflatten "
+                        f"stores {describe_value(stores[name])} there",
+                    )
+                continue
             if name not in run.attributes:
                 continue  # reported by _check_attributes
             value, _ = strip(run.attributes[name])
@@ -219,21 +327,23 @@ class _InitProof:
             raise Refusal(
                 "PTK109",
                 f"__init__ stores {describe_value(value)} in {name}, not the argument itself",
+                run.nodes.get(name),
             )
-        for note in run.transforming:
-            raise Refusal("PTK109", note)
+        for name, note in run.transforming.items():
+            if name not in stores:
+                raise Refusal("PTK109", note, run.nodes.get(name))
 
     def _check_stores(self, info: ClassInfo, carried: Carried, stores: dict[str, Value]) -> None:
-        for name in carried.children + carried.aux:
+        for name in carried.names:
             if name not in stores:
                 raise Refusal("PTK107", f"unflatten never stores {name}")
-            if stores[name] != carried.slot_of(name):
+            if strip(stores[name])[0] != carried.slot_of(name):
                 raise Refusal(
                     "PTK107",
                     f"flatten reads {name} into {carried.slot_of(name)}, but unflatten stores "
                     f"{describe_value(stores[name])} there",
                 )
-        extra = [name for name in stores if name not in carried.children + carried.aux]
+        extra = [name for name in stores if name not in carried.names]
         if extra:
             raise Refusal("PTK107", f"unflatten also stores {', '.join(extra)}")
 
@@ -242,9 +352,17 @@ class _InitProof:
     ) -> tuple[str, ...]:
         if run.failure is not None:
             raise run.failure
-        carried_names = set(carried.children + carried.aux)
+        carried_names = set(carried.names)
         if fields.annotated is not None:
             annotated = fields.annotated
+            if not annotated and carried_names:
+                raise Refusal(
+                    "PTK108",
+                    f"pytreekit would take {info.name}'s fields from annotations "
+                    f"({fields.annotated_why}), and there are none: the rewrite would carry "
+                    f"no leaves (flatten carries {', '.join(carried.names)})",
+                    info.node.name,
+                )
             if set(annotated) != carried_names:
                 extra = sorted(set(annotated) - carried_names)
                 missing = sorted(carried_names - set(annotated))
@@ -260,8 +378,9 @@ class _InitProof:
             raise Refusal(
                 "PTK108",
                 f"__init__ sets {', '.join(extra)}, which flatten does not carry",
+                run.nodes.get(extra[0]),
             )
-        missing = [name for name in carried.children + carried.aux if name not in set_names]
+        missing = [name for name in carried.names if name not in set_names]
         if missing:
             raise Refusal("PTK108", f"__init__ never sets {', '.join(missing)}")
         return fields.annotated if fields.annotated is not None else tuple(run.attributes)
@@ -272,7 +391,7 @@ class _InitProof:
         """A list, dict or set reaching a static attribute through the ``__init__`` parameter
         that feeds it (its default, or an argument somewhere in the scanned files) is refused."""
         params: dict[str, str] = {}
-        for name in carried.aux:
+        for name in carried.static:
             value, functions = strip(symbolic.attributes[name])
             qualified = {info.module.qualify(cst.parse_expression(f)) for f in functions}
             if isinstance(value, Param) and not (qualified & _HASHABLE_RESULT):
@@ -282,6 +401,7 @@ class _InitProof:
                     raise Refusal(
                         "PTK114",
                         f"static {name} defaults to {code(default)}, which is unhashable",
+                        default,
                     )
         if params:
             self._unhashable_arguments(info, params, fields)
@@ -289,11 +409,17 @@ class _InitProof:
     def _unhashable_arguments(
         self, info: ClassInfo, params: dict[str, str], fields: Fields
     ) -> None:
-        called = re.compile(rf"\b{re.escape(info.name)}\s*\(")  # a cheap look first
         for module in self.project.modules:
-            if module.tree is None or not called.search(module.source):
+            # cheap looks first: the name, then a call of it whose arguments could hold a list,
+            # a dict or a set (what _unhashable finds); only then is the module parsed
+            if info.name not in module.words() or not _may_pass_unhashable(
+                module.source, info.name
+            ):
                 continue
-            for call in _calls(module.tree):
+            tree = self.project.parse(module)
+            if tree is None:
+                continue
+            for call in _calls(tree):
                 if module.qualify(call.func) != info.qualname:
                     continue
                 bound = fields.bind_syntax(call)
@@ -322,10 +448,11 @@ class _Description:
         carried: Carried,
         leaves: tuple[str, ...],
         run: InitRun,
-        through_init: bool,
+        unflatten: Unflatten,
         sources: list[Function],
     ) -> Rewrite:
-        static = carried.aux
+        through_init = unflatten.construct is not None
+        static = carried.static
         unsafe: list[Refusal] = []
         if leaves != carried.children:
             unsafe.append(
@@ -360,6 +487,30 @@ class _Description:
                     f"there and deletes this registration",
                 )
             )
+        dropped = [
+            (name, functions[0])
+            # an aux value comes back as flatten read it (converted already); a leaf comes
+            # back as whatever JAX, tree_map or an optimizer made of it
+            for name in carried.children
+            for value in [
+                unflatten.stores.get(name)
+                or (run.attributes.get(name) if through_init else None)
+                or Opaque("")
+            ]
+            for functions in [strip(value)[1]]
+            if functions
+        ]
+        if dropped:
+            described = ", ".join(f"{function}({name})" for name, function in dropped)
+            how = "through __init__ " if through_init else ""
+            unsafe.append(
+                Refusal(
+                    "PTK205",
+                    f"unflatten converted {how}({described}); pytreekit rebuilds without "
+                    f"converting, so a leaf JAX hands back (a NumPy array, a Python number) "
+                    f"stays as it is",
+                )
+            )
         kept: dict[str, str] = {}
         remove: list[str] = []
         remove_functions: list[tuple[Module, cst.CSTNode]] = []
@@ -378,27 +529,45 @@ class _Description:
         write_eq = not body_eq and not self.options.adopt_dunders
         write_repr = not body_repr and not self.options.adopt_dunders
         dataclass = dataclass_options(info) is not None
+        before = _hashing(self.project, info)
         if body_eq:
-            hashing = "unchanged: the class's own __eq__ and __hash__ stay"
-        elif write_eq and dataclass:
-            hashing = "unchanged: the dataclass's __eq__ and __hash__ stay (eq=False)"
+            hashing = f"unchanged: the class's own __eq__ stays; {before}, as before"
         elif write_eq:
-            hashing = "by identity (eq=False), as before"
+            hashing = f"unchanged (eq=False): {before}, as before"
         elif dataclass:
             hashing = (
                 "pytreekit's __eq__ replaces the dataclass's; hashing as the dataclass decided"
             )
         else:
             hashing = (
-                "changed: pytreekit's __eq__ compares fields, so instances are unhashable "
-                "(they hashed by identity: jax.jit(..., static_argnums=...) on one breaks)"
+                f"changed: pytreekit's __eq__ compares fields, so instances are unhashable "
+                f"(before: {before}; jax.jit(..., static_argnums=...) on one breaks)"
             )
         notes = list(run.notes)
+        if through_init and unflatten.stores:
+            assert unflatten.construct is not None
+            positional, keywords = unflatten.construct
+            dummies = [
+                value.text
+                for value in [*positional, *keywords.values()]
+                if isinstance(value, Opaque)
+            ]
+            made = f" from {', '.join(dummies)}" if dummies else ""
+            notes.insert(
+                0,
+                f"built a throwaway instance{made}, then stored "
+                f"{', '.join(unflatten.stores)} over it",
+            )
         proven = [
             "flatten reads attributes",
             "unflatten inverts it",
             "__init__ sets exactly those",
         ]
+        derived = [name for name in carried.aux if "." in name]
+        if derived:
+            proven.append(
+                f"aux read through children ({', '.join(derived)}) is static in their classes"
+            )
         unproven = ["code outside the scanned files"]
         if static:
             unproven.insert(0, "statics hashable at run time")
@@ -432,9 +601,12 @@ class _Description:
         pattern = re.compile(rf"\.{name}\b")
         arguments = {id(node) for r in self.project.registrations for node in r.args.values()}
         for module in self.project.modules:
-            if module.tree is None or not pattern.search(module.source):
+            if not pattern.search(module.source):
                 continue
-            for node in _attributes(module.tree, name):
+            tree = self.project.parse(module)
+            if tree is None:
+                continue
+            for node in _attributes(tree, name):
                 receiver = node.value
                 head = receiver
                 while isinstance(head, cst.Attribute):
@@ -455,6 +627,8 @@ class _Description:
             name in module.names and module.names[name] == f"{function.module.name}.{name}"
             for module in self.project.modules
             if module is not function.module
+            and name in module.words()
+            and self.project.parse(module) is not None
         )
 
 
@@ -470,14 +644,88 @@ class _Analysis(_InitProof, _Description):
         self.path_reader = _path_reader(project)
 
     def outcome(self, registration: Registration) -> Outcome:
+        outcome = self._outcome(registration)
+        where = self._where(registration)
+        for refusal in outcome.reasons:
+            refusal.where = where
+        return outcome
+
+    def _outcome(self, registration: Registration) -> Outcome:
         pinned = self._pinned(registration)
         if pinned is not None:
-            return Outcome(registration, "left", pinned[0], pinned[1])
+            return _left(registration, [Refusal(pinned[0], pinned[1])])
+        if "PTK" in suppressions(registration):
+            return _left(registration, [Refusal("PTK100", "a '# noqa: PTK' comment keeps it")])
         try:
             rewrite = self._rewrite(registration)
         except Refusal as refusal:
-            return Outcome(registration, "left", refusal.code, refusal.reason)
+            return _left(registration, [refusal])
+        except _Reasons as reasons:
+            return _left(registration, reasons.found)
+        except RecursionError:
+            return _left(registration, [Refusal("PTK116", "the code nests too deep to follow")])
+        except Exception as error:  # a bug of the codemod: this registration's, not the run's
+            reason = (
+                f"the codemod failed on it ({type(error).__name__}: {error}); it is left as it "
+                f"is: please report it"
+            )
+            return _left(registration, [Refusal("PTK199", reason, registration.node)])
         return Outcome(registration, "rewritten", rewrite=rewrite)
+
+    def _helper_classes(self, helper: str) -> list[str]:
+        """The classes a helper (``def register(cls): register_pytree_node(cls, ...)``)
+        registers: decorated with it, or passed to it at module level."""
+        short = helper.rpartition(".")[2]
+        found: list[str] = []
+        for module in self.project.modules:
+            if short not in module.source or self.project.parse(module) is None:
+                continue
+            assert module.tree is not None
+            for info in module.classes.values():
+                for decorator in info.node.decorators:
+                    expression = decorator.decorator
+                    target = expression.func if isinstance(expression, cst.Call) else expression
+                    if module.qualify(target) == helper:
+                        found.append(_named_in(info, module))
+            for statement in module.tree.body:
+                if not isinstance(statement, cst.SimpleStatementLine):
+                    continue
+                for small in statement.body:
+                    value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+                    if (
+                        isinstance(value, cst.Call)
+                        and module.qualify(value.func) == helper
+                        and value.args
+                    ):
+                        registered = module.qualify(value.args[0].value)
+                        passed = self.project.classes.get(registered or "")
+                        if passed is not None:
+                            found.append(_named_in(passed, module))
+        return list(dict.fromkeys(found))
+
+    def _where(self, registration: Registration) -> list[tuple[Module, cst.CSTNode]]:
+        """The top-level statements a reason's code may be in."""
+        module = registration.module
+        places: list[tuple[Module, cst.CSTNode]] = []
+        if registration.anchor is not None:
+            places.append((module, registration.anchor))
+        if module.tree is not None and registration.place:
+            places += [(module, top) for top in module.tree.body]
+        info = self.project.classes.get(registration.target or "")
+        if info is not None:
+            places += [(a.module, a.node) for a in self.project.mro(info)]
+        for argument in registration.args.values():
+            if isinstance(argument, cst.Name):
+                function = module.functions.get(argument.value)
+                if function is not None:
+                    places.append((module, function))
+                if argument.value in module.lambdas and module.tree is not None:
+                    places += [
+                        (module, top)
+                        for top in module.tree.body
+                        if isinstance(top, cst.SimpleStatementLine)
+                    ]
+        return places
 
     def _pinned(self, registration: Registration) -> tuple[str, str] | None:
         anchor = registration.anchor
@@ -492,25 +740,72 @@ class _Analysis(_InitProof, _Description):
                 return codes[0], reason
         return None
 
-    # The steps, in the order of the module docstring.
+    # The steps, in the order of the module docstring. Each independent step runs even when
+    # one before it refused, so that the report gives every reason at once.
     def _rewrite(self, registration: Registration) -> Rewrite:
-        info = self._place(registration)
-        self._check_containers(info)
-        carried, flatten_sources = self._flatten(info, registration)
-        unflatten, unflatten_source = self._unflatten(info, registration, carried)
-        self._check_class(info, registration)
-        fields = Fields(self.project, info)
+        info = self._place(registration)  # nothing else can be read without the class
+        found: list[Refusal] = []
+
+        def attempt(step: Callable[[], _T]) -> _T | None:
+            try:
+                return step()
+            except Refusal as refusal:
+                if all((refusal.code, refusal.reason) != (f.code, f.reason) for f in found):
+                    found.append(refusal)
+                return None
+
+        attempt(lambda: self._check_containers(info))
+        attempt(lambda: self._check_class(info, registration))
+        attempt(lambda: self._check_dataclass_forms(info))
+        flattened = attempt(lambda: self._flatten(info, registration))
+        fields = attempt(lambda: Fields(self.project, info))
+        partial = found[-1].partial if found and flattened is None else None
+        if partial is not None and fields is not None:
+            known = fields
+            attempt(lambda: self._check_attributes(info, partial, known.run_symbolic(), known))
+        plan: Rewrite | None = None
+        if flattened is not None:
+            carried, flatten_sources = flattened
+            read = attempt(lambda: self._unflatten(info, registration, carried))
+            if read is not None and fields is not None:
+                unflatten, unflatten_source = read
+                plan = attempt(
+                    lambda: self._prove(
+                        info,
+                        registration,
+                        carried,
+                        fields,
+                        unflatten,
+                        flatten_sources + unflatten_source,
+                    )
+                )
+        if found:
+            raise _Reasons(found)
+        assert plan is not None
+        return plan
+
+    def _prove(
+        self,
+        info: ClassInfo,
+        registration: Registration,
+        carried: Carried,
+        fields: Fields,
+        unflatten: Unflatten,
+        sources: list[Function],
+    ) -> Rewrite:
         if unflatten.construct is not None:
             positional, keywords = unflatten.construct
             run = fields.run(positional, keywords)
-            self._check_inverse(info, carried, run)
             symbolic = fields.run_symbolic()
+            # the attributes first: a path that sets others is the decisive reason
+            order = self._check_attributes(info, carried, symbolic, fields)
+            self._check_inverse(info, carried, run, unflatten)
         else:
             symbolic = fields.run_symbolic()
+            order = self._check_attributes(info, carried, symbolic, fields)
             self._check_stores(info, carried, unflatten.stores)
             run = symbolic
-        order = self._check_attributes(info, carried, symbolic, fields)
-        static = carried.aux
+        static = carried.static
         leaves = tuple(name for name in order if name not in static)
         self._check_statics(info, carried, symbolic, fields)
         return self._describe(
@@ -519,30 +814,44 @@ class _Analysis(_InitProof, _Description):
             carried,
             leaves,
             run,
-            unflatten.construct is not None,
-            flatten_sources + unflatten_source,
+            unflatten,
+            sources,
         )
 
     def _place(self, registration: Registration) -> ClassInfo:
         if registration.place.startswith("under"):
-            raise Refusal("PTK102", f"the registration is {registration.place}")
+            raise Refusal("PTK102", f"the registration is {registration.place}", registration.node)
         if registration.place:
-            raise Refusal("PTK101", f"the registration is {registration.place}")
+            if registration.helper:
+                registration.registers = self._helper_classes(registration.helper)
+                if registration.registers:
+                    named = ", ".join(registration.registers)
+                    raise Refusal(
+                        "PTK101",
+                        f"the registration is {registration.place}, which registers {named}: "
+                        f"decorate {'each' if len(registration.registers) > 1 else 'it'} with "
+                        f"@pytree_class instead",
+                        registration.node,
+                    )
+            raise Refusal("PTK101", f"the registration is {registration.place}", registration.node)
         anchor = registration.anchor
         if registration.form == "call" and not _plain_statement(registration):
             statement = anchor.body[0] if isinstance(anchor, cst.SimpleStatementLine) else None
             raise Refusal(
                 "PTK101",
                 f"the call is part of a larger statement ({code(statement or registration.node)})",
+                registration.node,
             )
         target = registration.target
         if target is None or target not in self.project.classes:
             where = "imported from outside the scanned files" if target else "not a class name"
             raise Refusal(
-                "PTK103", f"{registration.target_text} is {where}; scan the module defining it"
+                "PTK103",
+                f"{registration.target_text} is {where}; scan the module defining it",
+                registration.node,
             )
         if "*" in registration.args:
-            raise Refusal("PTK116", "the call passes *args or **kwargs")
+            raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
         if self.counts[target] > 1:
             raise Refusal(
                 "PTK110",
@@ -557,27 +866,50 @@ class _Analysis(_InitProof, _Description):
                 if qualified in _CONTAINERS:
                     what = "is" if ancestor is info else f"derives (through {ancestor.name}) from"
                     raise Refusal(
-                        "PTK111", f"{info.name} {what} {_CONTAINERS[qualified]} ({written})"
+                        "PTK111",
+                        f"{info.name} {what} {_CONTAINERS[qualified]} ({written})",
+                        next(
+                            (
+                                b.value
+                                for b in ancestor.node.bases
+                                if code(b.value, 1_000) == written
+                            ),
+                            None,
+                        ),
                     )
 
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
             if keyword.keyword is not None and keyword.keyword.value == "metaclass":
-                raise Refusal("PTK112", f"{info.name} has a metaclass ({code(keyword.value)})")
+                raise Refusal(
+                    "PTK112", f"{info.name} has a metaclass ({code(keyword.value)})", keyword.value
+                )
         for decorator in info.node.decorators if registration.form == "decorator" else ():
             if decorator is registration.node:
                 break
+            if self._transparent(info.module, decorator.decorator):
+                continue
             raise Refusal(
                 "PTK112",
                 f"@{code(decorator.decorator)} is applied after the registration decorator",
+                decorator,
             )
         for decorator in info.node.decorators:
             if decorator is registration.node:
                 continue
             expression = decorator.decorator
             target = expression.func if isinstance(expression, cst.Call) else expression
-            if info.module.qualify(target) not in DATACLASS:
-                raise Refusal("PTK112", f"{info.name} is decorated with @{code(expression)}")
+            if info.module.qualify(target) in DATACLASS or self._transparent(
+                info.module, expression
+            ):
+                continue
+            raise Refusal(
+                "PTK112",
+                f"{info.name} is decorated with @{code(expression)}, which the codemod cannot "
+                f"follow (a decorator that only sets attributes and returns the class is "
+                f"followed; declare others with --transparent-decorator)",
+                decorator,
+            )
         for ancestor in self.project.mro(info):
             for qualified, written in ancestor.bases:
                 if qualified in self.project.classes or qualified in NEUTRAL_BASES:
@@ -586,16 +918,84 @@ class _Analysis(_InitProof, _Description):
                     "PTK115",
                     f"base {written} of {ancestor.name} is not in the scanned files (its "
                     f"__init__ cannot be followed)",
+                    next(
+                        (b.value for b in ancestor.node.bases if code(b.value, 1_000) == written),
+                        None,
+                    ),
                 )
             for name in _CREATION:
                 if ancestor.defines(name):
-                    raise Refusal("PTK112", f"{ancestor.name} defines {name}")
-            if ancestor is not info and _decorators_other_than_dataclass(ancestor):
+                    raise Refusal(
+                        "PTK112",
+                        f"{ancestor.name} defines {name}",
+                        ancestor.methods().get(name) or ancestor.assigned_names().get(name),
+                    )
+            others = [
+                d
+                for d in _decorators_other_than_dataclass(ancestor)
+                if not self._transparent(ancestor.module, d)
+            ]
+            if ancestor is not info and others:
                 raise Refusal(
                     "PTK112",
-                    f"base {ancestor.name} is decorated with "
-                    f"@{_decorators_other_than_dataclass(ancestor)[0]}",
+                    f"base {ancestor.name} is decorated with @{code(others[0])}",
+                    others[0],
                 )
+
+    def _check_dataclass_forms(self, info: ClassInfo) -> None:
+        """Dataclass forms whose rewrite does not import or does not build (checked against
+        pytreekit: a subclass's automatic set-up runs when its class statement does, before
+        its own ``@dataclass`` decorator)."""
+        registered = self.project.registered()
+        for ancestor in self.project.mro(info):
+            options = dataclass_options(ancestor)
+            if options is None:
+                continue
+            decorator = next(
+                (d for d in ancestor.node.decorators if "dataclass" in code(d.decorator)), None
+            )
+            # pytreekit sets a subclass of a pytree class up when its class statement runs,
+            # before the @dataclass under it: the forms below then break
+            below_a_pytree = any(a.qualname in registered for a in self.project.mro(ancestor)[1:])
+            above_subclasses = ancestor.qualname in registered and bool(
+                self.project.subclasses(ancestor)
+            )
+            if not (below_a_pytree or above_subclasses):
+                continue
+            if options.get("slots"):
+                raise Refusal(
+                    "PTK112",
+                    f"{ancestor.name} is a @dataclass(slots=True) in a hierarchy that becomes "
+                    f"pytree classes: its subclasses could not be built",
+                    decorator,
+                )
+            if options.get("frozen"):
+                raise Refusal(
+                    "PTK112",
+                    f"{ancestor.name} is a @dataclass(frozen=True) in a hierarchy that becomes "
+                    f"pytree classes: pytreekit sets a subclass up when its class statement "
+                    f"runs, before a @dataclass freezes it, and the module would not import",
+                    decorator,
+                )
+
+    def _transparent(self, module: Module, expression: cst.BaseExpression) -> bool:
+        """A class decorator that only sets attributes and returns the class: declared so
+        (``--transparent-decorator``), or a function of the scanned files whose body is only
+        that (``cls.kind = "dense"``, ``setattr(cls, "kind", ...)``, ``return cls``)."""
+        qualified = module.qualify(
+            expression.func if isinstance(expression, cst.Call) else expression
+        )
+        declared = self.options.transparent
+        if qualified in declared or code(expression) in declared:
+            return True
+        if qualified is None or isinstance(expression, cst.Call):
+            return False
+        owner, _, name = qualified.rpartition(".")
+        for candidate in self.project.modules:
+            if candidate.name == owner and self.project.parse(candidate) is not None:
+                function = candidate.functions.get(name)
+                return function is not None and _only_sets_attributes(function)
+        return False
 
     # -- flatten --------------------------------------------------------------------------------
 
@@ -630,7 +1030,10 @@ class _Analysis(_InitProof, _Description):
         return carried, [f for f in (plain, keyed) if f is not None]
 
     def _check_reads(self, info: ClassInfo, carried: Carried) -> None:
-        names = carried.children + carried.aux
+        names = carried.names
+        for derived in carried.aux:
+            if "." in derived:
+                self._check_derived(info, carried, derived)
         for name in names:
             if names.count(name) > 1:
                 raise Refusal("PTK104", f"flatten reads {name} twice")
@@ -643,6 +1046,57 @@ class _Analysis(_InitProof, _Description):
                         "PTK106", f"flatten reads {name}, which {ancestor.name} defines as {kind}"
                     )
 
+    def _check_derived(self, info: ClassInfo, carried: Carried, derived: str) -> None:
+        """An aux value read through a child (``self.linear.in_features``) adds nothing to the
+        treedef when the child's own class carries that attribute in its aux: two instances'
+        treedefs are equal exactly when the children's are. The child's class is the class
+        ``__init__`` builds it with."""
+        child, _, attribute = derived.partition(".")
+        if child not in carried.children:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}, and {child} is not a child flatten carries",
+            )
+        built = self._built_class(info, child)
+        if built is None:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}: the codemod cannot tell which class {child} is, so "
+                f"not that {attribute} is static there",
+            )
+        static = self._static_of(built)
+        if attribute not in static:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}, which {built.name}'s registration does not keep static",
+            )
+
+    def _built_class(self, info: ClassInfo, attribute: str) -> ClassInfo | None:
+        """The scanned class whose constructor ``__init__`` stores in ``attribute``."""
+        try:
+            run = Fields(self.project, info).run_symbolic()
+        except Refusal:
+            return None
+        value = run.attributes.get(attribute)
+        text = value.text if isinstance(value, Opaque) else ""
+        head = text.partition("(")[0]
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", head) or not text.endswith(")"):
+            return None
+        qualified = info.module.qualify(cst.parse_expression(head))
+        return self.project.classes.get(qualified or "")
+
+    def _static_of(self, info: ClassInfo) -> tuple[str, ...]:
+        """What the class's own registration keeps in its aux (the plain attributes)."""
+        for registration in self.project.registrations:
+            if registration.target != info.qualname:
+                continue
+            try:
+                carried, _ = self._flatten(info, registration)
+            except Refusal:
+                return ()
+            return carried.static
+        return ()
+
     def _method(self, info: ClassInfo, name: str, *, required: bool) -> Function | None:
         for ancestor in self.project.mro(info):
             method = ancestor.methods().get(name)
@@ -651,7 +1105,9 @@ class _Analysis(_InitProof, _Description):
                     continue
                 return Function.of(method, ancestor, info.module)
         if required:
-            raise Refusal("PTK116", f"{info.name} has no {name} method in the scanned files")
+            raise Refusal(
+                "PTK116", f"{info.name} has no {name} method in the scanned files", info.node.name
+            )
         return None
 
     def _function(self, info: ClassInfo, registration: Registration, role: str) -> Function | None:
@@ -673,7 +1129,9 @@ class _Analysis(_InitProof, _Description):
                 method = ancestor.methods().get(node.attr.value)
                 if method is not None:
                     return Function.of(method, ancestor, info.module, attribute=True)
-        raise Refusal("PTK116", f"{role} ({code(node)}) is not a function or lambda of this module")
+        raise Refusal(
+            "PTK116", f"{role} ({code(node)}) is not a function or lambda of this module", node
+        )
 
     # -- unflatten ------------------------------------------------------------------------------
 
@@ -690,6 +1148,25 @@ class _Analysis(_InitProof, _Description):
     # -- __init__ -------------------------------------------------------------------------------
 
     # -- what the rewrite changes ---------------------------------------------------------------
+
+
+def _hashing(project: Project, info: ClassInfo) -> str:
+    """How instances hash before the rewrite, as Python decides it along the class's bases."""
+    for ancestor in project.mro(info):
+        assigned = ancestor.assigned_names().get("__hash__")
+        if isinstance(assigned, cst.Assign) and code(assigned.value) == "None":
+            return f"unhashable ({ancestor.name} sets __hash__ = None)"
+        if ancestor.defines("__hash__"):
+            return f"hashed by {ancestor.name}.__hash__"
+        if ancestor.defines("__eq__"):
+            return f"unhashable ({ancestor.name} defines __eq__ without __hash__)"
+        options = dataclass_options(ancestor)
+        if options is not None:
+            if options.get("unsafe_hash") or (options.get("frozen") and options.get("eq", True)):
+                return f"hashed by field values (dataclass {ancestor.name})"
+            if options.get("eq", True):
+                return f"unhashable (dataclass {ancestor.name} compares fields, not frozen)"
+    return "hashed by identity"
 
 
 def _path_reader(project: Project) -> str:
@@ -721,15 +1198,61 @@ def _plain_statement(registration: Registration) -> bool:
     return False
 
 
-def _decorators_other_than_dataclass(info: ClassInfo) -> list[str]:
+def _decorators_other_than_dataclass(info: ClassInfo) -> list[cst.BaseExpression]:
     """A base's decorators other than ``@dataclass`` and the registration APIs."""
     found = []
     for decorator in info.node.decorators:
         expression = decorator.decorator
         target = expression.func if isinstance(expression, cst.Call) else expression
         if info.module.qualify(target) not in DATACLASS and api_of(info.module, target) is None:
-            found.append(code(expression))
+            found.append(expression)
     return found
+
+
+def _only_sets_attributes(function: cst.FunctionDef) -> bool:
+    """``def tag(cls): cls.kind = ...; setattr(cls, "x", ...); return cls`` and nothing else (no
+    dunder set: ``cls.__init__ = ...`` changes what the codemod proved)."""
+    params = function.params
+    if (
+        function.decorators
+        or len(params.params) != 1
+        or isinstance(params.star_arg, cst.Param)
+        or params.kwonly_params
+        or params.star_kwarg is not None
+    ):
+        return False
+    this = params.params[0].name.value
+    body = suite_statements(function.body)
+    if not body or not (
+        isinstance(body[-1], cst.Return)
+        and isinstance(body[-1].value, cst.Name)
+        and body[-1].value.value == this
+    ):
+        return False
+    for statement in body[:-1]:
+        if is_docstring(statement):
+            continue
+        if isinstance(statement, cst.Assign) and all(
+            isinstance(t.target, cst.Attribute)
+            and isinstance(t.target.value, cst.Name)
+            and t.target.value.value == this
+            and not t.target.attr.value.startswith("__")
+            for t in statement.targets
+        ):
+            continue
+        call = statement.value if isinstance(statement, cst.Expr) else None
+        if (
+            isinstance(call, cst.Call)
+            and code(call.func) == "setattr"
+            and len(call.args) == 3
+            and isinstance(call.args[0].value, cst.Name)
+            and call.args[0].value.value == this
+            and isinstance(call.args[1].value, cst.SimpleString)
+            and not str(call.args[1].value.evaluated_value).startswith("__")
+        ):
+            continue
+        return False
+    return True
 
 
 def _class_level(info: ClassInfo, name: str) -> str:
@@ -751,6 +1274,23 @@ def _is_abstract(info: ClassInfo, method: cst.FunctionDef) -> bool:
     for decorator in method.decorators:
         expression = decorator.decorator
         if info.module.qualify(expression) in _ABSTRACT:
+            return True
+    return False
+
+
+def _may_pass_unhashable(source: str, name: str) -> bool:
+    """Whether a call ``name(...)`` in the text has arguments that could spell a list, a dict
+    or a set (``[``, ``{``, ``list(``, ``dict(``, ``set(``): the text up to the call's closing
+    parenthesis, strings and all (a bracket inside a string only costs a parse)."""
+    for match in re.finditer(rf"\b{re.escape(name)}\s*\(", source):
+        depth, position = 1, match.end()
+        while depth and position < len(source):
+            character = source[position]
+            depth += character == "("
+            depth -= character == ")"
+            position += 1
+        arguments = source[match.end() : position]
+        if re.search(r"[\[{]|\b(?:list|dict|set)\s*\(", arguments):
             return True
     return False
 

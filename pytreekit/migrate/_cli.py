@@ -1,30 +1,43 @@
 """The command line: scan, analyze, optionally verify, rewrite, then write, diff or check.
 
 Exit codes follow ruff and black: 0 when done (or nothing to do), 1 when ``--check`` finds files
-the codemod would change, 2 for a usage error, a file that could not be parsed (the run goes on
-past it and names it) or a failed verification.
+the codemod would change, 2 for a usage error or a failure (a file not read, decoded, parsed or
+written, or a failed verification). A failure is per file: the run goes on past it, names it,
+and the report (with its final count line) is always printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import os
+import shlex
+import subprocess
 import sys
+import tempfile
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
-from ._analyze import Options, analyze
+from ._analyze import Options, analyze, settle
+from ._codes import TITLES
 from ._report import as_json, as_text, build
 from ._rewrite import rewrite
-from ._scan import scan
+from ._scan import Module, encode, scan
 from ._verify import DEFAULT_COMMAND, VerificationError, verify
 
 DESCRIPTION = """\
 Rewrite hand-written JAX pytree registrations (register_pytree_node, register_pytree_node_class,
 register_pytree_with_keys, register_pytree_with_keys_class) into @pytree_class, where the codemod
 can prove the leaves, their order and the statics stay the same. Every other registration gets a
-'# TODO[pytreekit-migrate] PTKnnn: reason' comment; the migration guide explains each code.
+'# TODO[pytreekit-migrate] PTKnnn: reason' comment (unless --comments never); the report gives
+every reason, with file:line:col; the migration guide explains each code.
 """
+
+EXIT_CHANGES = 1  # --check: a file would change
+EXIT_FAILED = 2  # a usage error, or a file that failed
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,8 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--unsafe",
         action="store_true",
-        help="also apply rewrites that change leaf order or key paths, or delete a registration "
-        "in another module (PTK2xx; always reported)",
+        help="also apply rewrites that change leaf order or key paths, drop a conversion, or "
+        "delete a registration in another module (PTK2xx; always reported)",
     )
     parser.add_argument(
         "--adopt-dunders",
@@ -56,30 +69,112 @@ def _parser() -> argparse.ArgumentParser:
         "class's own behaviour, including hashing by identity)",
     )
     parser.add_argument(
+        "--comments",
+        choices=("always", "never"),
+        default="always",
+        help="'never': leave no TODO comment (the report alone says why; for CI with --check)",
+    )
+    parser.add_argument(
+        "--line-length",
+        type=int,
+        metavar="N",
+        help="the longest TODO comment line (default: line-length of [tool.ruff] or [tool.black] "
+        "in the nearest pyproject.toml, else 88)",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip files and directories matching GLOB (a name, or a path below the working "
+        "directory); repeatable",
+    )
+    parser.add_argument(
+        "--select",
+        type=_code_list,
+        default=None,
+        metavar="CODES",
+        help="report and comment only these codes (comma-separated, prefixes allowed: PTK1)",
+    )
+    parser.add_argument(
+        "--ignore",
+        type=_code_list,
+        default=(),
+        metavar="CODES",
+        help="neither report nor comment these codes (comma-separated, prefixes allowed)",
+    )
+    parser.add_argument(
+        "--transparent-decorator",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a class decorator (qualified name, e.g. mypkg.utils.register) that only sets "
+        "attributes and returns the class; repeatable",
+    )
+    parser.add_argument(
+        "--format-command",
+        metavar="CMD",
+        help="run CMD on the files the codemod wrote, their paths appended (e.g. 'ruff "
+        "format'); a file it fails on is named as a failure",
+    )
+    parser.add_argument(
         "--report", choices=("text", "json"), default="text", help="report format (default: text)"
     )
     parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes that rewrite and check the changed modules (default 1: none; "
+        "0: one per CPU). Modules are parsed once, in the main process, after a text "
+        "pre-filter",
+    )
+    parser.add_argument(
         "--verify",
-        nargs="?",
-        const=DEFAULT_COMMAND,
         metavar="CMD",
-        help="run CMD (default: %(const)r) on the original code, recording the constructor "
-        "arguments of each registered class; then rebuild those instances with the original and "
-        "the rewritten classes and compare leaves, statics, treedefs, round trips, jit and grad. "
-        "A class that differs is left as it was and fails the run (exit 2)",
+        help=f"run CMD (alone, --verify runs {DEFAULT_COMMAND!r}) on the original code, "
+        "recording the constructor arguments of each registered class; then rebuild those "
+        "instances with the original and the rewritten classes and compare leaves, statics, "
+        "treedefs, round trips, jit and grad. A class that differs is left as it was and fails "
+        "the run (exit 2). Give another command as --verify=CMD",
     )
     return parser
+
+
+def _code_list(text: str) -> tuple[str, ...]:
+    codes = tuple(part.strip().upper() for part in text.split(",") if part.strip())
+    for code in codes:
+        if not code.startswith("PTK") or not any(known.startswith(code) for known in TITLES):
+            raise argparse.ArgumentTypeError(f"{code} is not a code (PTK101, PTK2, ...)")
+    return codes
+
+
+def _arguments(argv: Sequence[str]) -> list[str]:
+    """``--verify`` alone means the default command; ``--verify=CMD`` gives one. (An optional
+    value would take the path that follows, as in ``--verify src/mypkg``.)"""
+    return [f"--verify={DEFAULT_COMMAND}" if arg == "--verify" else arg for arg in argv]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the codemod with the command line's arguments; returns the exit code."""
     parser = _parser()
-    arguments = parser.parse_args(argv)
+    arguments = parser.parse_args(_arguments(sys.argv[1:] if argv is None else argv))
     missing = [str(path) for path in arguments.paths if not path.exists()]
     if missing:
         parser.error(f"no such file or directory: {', '.join(missing)}")
-    project = scan(arguments.paths)
-    options = Options(unsafe=arguments.unsafe, adopt_dunders=arguments.adopt_dunders)
+    if arguments.line_length is not None and arguments.line_length < 40:
+        parser.error("--line-length must be at least 40")
+    terminal = sys.stderr.isatty()
+    reading = _Progress(sys.stderr, "modules parsed") if terminal else None
+    project = scan(arguments.paths, arguments.exclude, progress=reading)
+    if reading is not None:
+        reading.done()
+    options = Options(
+        unsafe=arguments.unsafe,
+        adopt_dunders=arguments.adopt_dunders,
+        transparent=frozenset(arguments.transparent_decorator),
+    )
     outcomes = analyze(project, options)
     verification_failed = False
     if arguments.verify is not None:
@@ -87,9 +182,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             verification_failed = not verify(project, outcomes, arguments.verify, options)
         except VerificationError as error:
             sys.stderr.write(f"pytreekit.migrate --verify: {error}\n")
-            return 2
-    sources = rewrite(project, outcomes)
-    report = build(project, outcomes, list(sources), verify=arguments.verify)
+            return EXIT_FAILED
+    settle(
+        outcomes,
+        select=arguments.select,
+        ignore=arguments.ignore,
+        comments=arguments.comments == "always",
+    )
+    length = arguments.line_length or _line_length(arguments.paths)
+    jobs = arguments.jobs if arguments.jobs > 0 else os.cpu_count() or 1
+    progress = _Progress(sys.stderr, "modules rewritten") if terminal else None
+    sources, failures = rewrite(project, outcomes, line_length=length, jobs=jobs, progress=progress)
+    if progress is not None:
+        progress.done()
+    if not (arguments.diff or arguments.check):
+        for module, new in list(sources.items()):
+            why = write(module, new)
+            if why is not None:
+                failures[module] = why
+                del sources[module]
+        if arguments.format_command and sources:
+            failures.update(_format(arguments.format_command, list(sources)))
+    report = build(
+        project,
+        outcomes,
+        list(sources),
+        verify=arguments.verify,
+        failures={module.display: error for module, error in failures.items()},
+        written=not (arguments.diff or arguments.check),
+    )
     out = sys.stdout
     if arguments.diff:
         for module, new in sorted(sources.items(), key=lambda item: item[0].display):
@@ -102,12 +223,99 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
         out = sys.stderr
-    elif not arguments.check:
-        for module, new in sources.items():
-            module.path.write_bytes(new.encode("utf-8"))
     out.write(as_json(report) + "\n" if arguments.report == "json" else as_text(report))
-    if verification_failed or report["summary"]["files_not_parsed"]:
-        return 2
+    if verification_failed or report["summary"]["failures"]:
+        return EXIT_FAILED
     if arguments.check and sources:
-        return 1
+        return EXIT_CHANGES
     return 0
+
+
+class _Progress:
+    """One line on a terminal, rewritten in place: how many modules are done."""
+
+    def __init__(self, stream: TextIO, what: str) -> None:
+        self.stream = stream
+        self.what = what
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        self.stream.write(f"\rpytreekit.migrate: {done}/{total} {self.what}")
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def write(module: Module, new: str) -> str | None:
+    """Write ``new`` over the module's file through a temporary file and a rename, in the file's
+    own encoding and mode; or say why not (the file is then as it was, every byte)."""
+    path = module.path
+    try:
+        # the mode bits too: a superuser may write a read-only file, but was not asked to
+        if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:
+            return "read-only: not written (make it writable and run again)"
+        if path.read_bytes() != encode(module, module.source):
+            return "changed on disk while the codemod ran: not written (run again)"
+        data = encode(module, new)
+        mode = path.stat().st_mode
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".migrate"
+        )
+    except (OSError, UnicodeEncodeError) as error:
+        return f"not written: {_why(error)}"
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, mode & 0o7777)
+        os.replace(temporary, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        return f"not written: {_why(error)}"
+    return None
+
+
+def _format(command: str, modules: Sequence[Module]) -> dict[Module, str]:
+    """The project's formatter on the written files (as LibCST's runner does); the files
+    whose run failed, and why."""
+    argv = [*shlex.split(command), *(str(module.path) for module in modules)]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as error:
+        why = f"written, but --format-command could not run: {_why(error)}"
+        return dict.fromkeys(modules, why)
+    if result.returncode == 0:
+        return {}
+    tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-2:])[:200]
+    why = f"written, but --format-command failed (exit {result.returncode}): {tail}"
+    return dict.fromkeys(modules, why)
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, OSError):
+        return f"{error.strerror or error}" + (f" ({error.filename})" if error.filename else "")
+    return str(error)
+
+
+def _line_length(paths: Sequence[Path]) -> int:
+    """The project's line length: [tool.ruff] or [tool.black] of the nearest pyproject.toml."""
+    start = Path(paths[0]).resolve()
+    for directory in [start, *start.parents]:
+        candidate = directory / "pyproject.toml"
+        if not candidate.is_file():
+            continue
+        try:
+            config = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return 88
+        tool = config.get("tool", {})
+        for section in (tool.get("ruff", {}), tool.get("black", {})):
+            value = section.get("line-length", section.get("line_length"))
+            if isinstance(value, int):
+                return value
+        return 88
+    return 88

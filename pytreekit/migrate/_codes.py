@@ -18,6 +18,7 @@ COMMENT_PREFIX = "# TODO[pytreekit-migrate] "
 COMMENT_PATTERN = re.compile(r"#\s*TODO\[pytreekit-migrate\]\s*(PTK\d{3})\b")
 
 TITLES: dict[str, str] = {
+    "PTK100": "left by a '# noqa: PTK' comment",
     "PTK101": "registration not a plain module-level statement",
     "PTK102": "registration under a condition",
     "PTK103": "registered class not defined in the scanned files",
@@ -35,10 +36,12 @@ TITLES: dict[str, str] = {
     "PTK115": "a base class outside the scanned files",
     "PTK116": "flatten or unflatten cannot be read",
     "PTK120": "verification failed",
+    "PTK199": "the codemod failed on this registration",
     "PTK201": "leaf order changes",
     "PTK202": "key paths change",
     "PTK203": "registration in another module",
     "PTK204": "subclasses become pytrees",
+    "PTK205": "a conversion no longer runs on unflatten",
 }
 
 UNSAFE = frozenset(code for code in TITLES if code.startswith("PTK2"))
@@ -47,8 +50,21 @@ UNSAFE = frozenset(code for code in TITLES if code.startswith("PTK2"))
 PINNED = frozenset({"PTK120"})
 
 
-def comment(code: str, reason: str) -> str:
-    """The comment left above a registration (one line, stable for the same code and reason)."""
+def comment(code: str, reason: str, width: int = 88) -> str:
+    """The comment left above a registration: one line of at most ``width`` characters (the
+    reason shortened to the code's title when it does not fit; the report has it whole), the
+    same for the same code and reason, so that a second run changes nothing."""
     unsafe = " (unsafe: --unsafe applies it)" if code in UNSAFE else ""
-    text = f"{COMMENT_PREFIX}{code}{unsafe}: {reason}"
-    return " ".join(text.split())
+    text = " ".join(f"{COMMENT_PREFIX}{code}{unsafe}: {reason}".split())
+    if len(text) <= width:
+        return text
+    if code in PINNED:  # the comment is the only record of why: shortened, never replaced
+        return text[: width - 3].rstrip() + "..."
+    title = TITLES.get(code, reason)
+    for short in (
+        f"{COMMENT_PREFIX}{code}{unsafe}: {title}",
+        f"{COMMENT_PREFIX}{code}{' (unsafe)' if unsafe else ''}: {title}",
+    ):
+        if len(short) <= width:
+            return short
+    return f"{COMMENT_PREFIX}{code}{' (unsafe)' if unsafe else ''}"

@@ -41,20 +41,23 @@ def _bound(alias: cst.ImportAlias) -> str:
     return name.value
 
 
-def remove_unused(module: cst.Module, candidates: set[str]) -> cst.Module:
-    """``module`` without the module-level imports of ``candidates`` it no longer uses.
+def unused_names(code: str, candidates: set[str]) -> set[str]:
+    """The ``candidates`` a module's code no longer uses outside its top-level import lines.
 
-    A name counts as used wherever it appears as a word outside the import statements, in code,
-    strings and comments alike: a name a comment mentions keeps its import (the cheap and
-    conservative side of the choice)."""
+    A name counts as used wherever it appears as a word, in code, strings and comments alike: a
+    name a comment mentions keeps its import (the cheap and conservative side of the choice).
+    The lines of a parenthesised import after its first count as uses too (conservative)."""
     if not candidates:
-        return module
-    text = "\n".join(
-        module.code_for_node(statement) for statement in module.body if not _is_import(statement)
-    )
-    unused = {name for name in candidates if not re.search(rf"\b{re.escape(name)}\b", text)}
-    if not unused:
-        return module
+        return set()
+    text = _IMPORT_LINE.sub("", code)
+    return {name for name in candidates if not re.search(rf"\b{re.escape(name)}\b", text)}
+
+
+_IMPORT_LINE = re.compile(r"^(import|from)[ \t][^\n]*$", re.MULTILINE)
+
+
+def remove_unused(module: cst.Module, unused: set[str]) -> cst.Module:
+    """``module`` without the module-level imports of the ``unused`` names."""
     body: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] | None = None  # the leading lines of removed imports
     for statement in module.body:

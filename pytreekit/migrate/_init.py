@@ -12,6 +12,7 @@ import libcst as cst
 
 from ._scan import ClassInfo, Project, code, suite_statements
 from ._values import (
+    IDEMPOTENT,
     Converted,
     Opaque,
     Param,
@@ -23,20 +24,6 @@ from ._values import (
     strip,
 )
 
-# Conversions that leave a value of their own result type unchanged: rebuilding through them
-# gives back the value flatten read. Anything else transforms (PTK109).
-IDEMPOTENT = {
-    "jax.numpy.asarray",
-    "jax.numpy.array",
-    "numpy.asarray",
-    "numpy.array",
-    "builtins.float",
-    "builtins.int",
-    "builtins.bool",
-    "builtins.complex",
-    "builtins.str",
-    "builtins.tuple",
-}
 # Bases that add no attributes, no __init__ and no abstract flatten: safe to build on.
 NEUTRAL_BASES = {
     "builtins.object",
@@ -46,6 +33,24 @@ NEUTRAL_BASES = {
     "numpy.lib.mixins.NDArrayOperatorsMixin",
 }
 DATACLASS = {"dataclasses.dataclass"}
+
+
+def _own_annotations(info: ClassInfo) -> list[str]:
+    """The names the class body annotates, ``ClassVar`` aside (dataclasses' fields)."""
+    names: list[str] = []
+    for statement in info.annotations():
+        annotation = code(statement.annotation.annotation)
+        if "ClassVar" in annotation:
+            continue
+        if "InitVar" in annotation or "KW_ONLY" in annotation:
+            raise Refusal(
+                "PTK108",
+                f"{info.name} declares {code(statement.target)}: {annotation}",
+                statement,
+            )
+        assert isinstance(statement.target, cst.Name)
+        names.append(statement.target.value)
+    return names
 
 
 def dataclass_options(info: ClassInfo) -> dict[str, bool] | None:
@@ -71,7 +76,8 @@ class InitRun:
 
     attributes: dict[str, Value] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    transforming: list[str] = field(default_factory=list)
+    transforming: dict[str, str] = field(default_factory=dict)  # attribute -> why
+    nodes: dict[str, cst.CSTNode] = field(default_factory=dict)  # where each is first set
     failure: Refusal | None = None
 
 
@@ -90,6 +96,7 @@ class Fields:
     def __init__(self, project: Project, info: ClassInfo) -> None:
         self.project = project
         self.info = info
+        self.annotated_why = ""  # why pytreekit takes the fields from annotations
         self.annotated = self._annotated()
         self.defaults: dict[str, cst.BaseExpression] = {}
         found = self._init_of(info)
@@ -98,22 +105,46 @@ class Fields:
             self.defaults = {p.name: p.default for p in found[1] if p.default is not None}
 
     def _annotated(self) -> tuple[str, ...] | None:
-        """The field names when pytreekit treats the class as annotated (a dataclass)."""
+        """The field names when pytreekit treats the class as annotated (makes it a dataclass and
+        takes its fields from annotations), None when it follows ``__init__``.
+
+        As pytreekit decides: the nearest registered ancestor (rewritten with the class, or the
+        hierarchy is left whole) decides for its subclasses; otherwise the class is annotated when
+        its own body annotates a name, it or a base is a dataclass, or no ``__init__`` but
+        object's is found. Its fields are then those of its dataclass (or annotated, registered)
+        bases and its own annotations: a ``@dataclass`` without annotations has none."""
+        mro = self.project.mro(self.info)
+        registered = self.project.registered()
+        decider = next((a for a in mro[1:] if a.qualname in registered), None)
+        subject = self.info
+        if decider is not None:
+            subject = decider
+        sub_mro = self.project.mro(subject)
+        dataclasses = [a for a in sub_mro if dataclass_options(a) is not None]
+        if _own_annotations(subject):
+            why = f"{subject.name} annotates fields"
+        elif dataclasses:
+            why = f"{dataclasses[0].name} is a dataclass"
+        elif self._init_of(subject) is None:
+            why = f"{subject.name} has no __init__ of its own or inherited"
+        else:
+            return None
+        if subject is not self.info:
+            why += f", and {subject.name}'s rewrite decides for its subclasses"
+        self.annotated_why = why
         names: list[str] = []
-        for ancestor in reversed(self.project.mro(self.info)):
-            for statement in ancestor.annotations():
-                annotation = code(statement.annotation.annotation)
-                if "ClassVar" in annotation:
-                    continue
-                if "InitVar" in annotation or "KW_ONLY" in annotation:
-                    raise Refusal(
-                        "PTK108", f"{ancestor.name} declares {code(statement.target)}: {annotation}"
-                    )
-                assert isinstance(statement.target, cst.Name)
-                name = statement.target.value
+        for ancestor in reversed(mro):
+            is_field_source = (
+                ancestor is self.info
+                or dataclass_options(ancestor) is not None
+                or ancestor.qualname in registered
+            )
+            if not is_field_source:
+                continue
+            for name in _own_annotations(ancestor):
                 if name not in names:
                     names.append(name)
-        return tuple(names) if names else None
+        return tuple(names)
 
     def _init_of(
         self, info: ClassInfo
@@ -320,21 +351,83 @@ class _Interpreter:
         if isinstance(statement, cst.Expr):
             self.expression(frame, statement.value)
             return
-        if isinstance(statement, cst.If) and _only_raises(statement):
+        if isinstance(statement, cst.If) and _only_checks(statement, frame.this):
             self.run.notes.append(f"checked if {code(statement.test, 40)}: raise ...")
             return
+        if isinstance(statement, cst.If) and self.branches(frame, statement):
+            return
         if isinstance(statement, cst.Raise):
-            raise Refusal("PTK108", f"__init__ of {frame.owner.name} raises unconditionally")
+            raise Refusal(
+                "PTK108", f"__init__ of {frame.owner.name} raises unconditionally", statement
+            )
         kind = type(statement).__name__.lower()
         if _touches(statement, frame.this):
             raise Refusal(
                 "PTK108",
                 f"__init__ of {frame.owner.name} sets attributes under a '{kind}' statement "
                 f"({code(statement, 40)})",
+                statement,
             )
         for name in _assigned_names(statement):
             frame.local[name] = Opaque(f"{name} (computed under a '{kind}')")
         self.run.notes.append(f"ran {code(statement, 40)}")
+
+    def branches(self, frame: _Frame, statement: cst.If) -> bool:
+        """``if``/``elif``/``else`` whose every branch that does not raise sets the same
+        attributes, each to the same value up to conversions that keep it (``jnp.asarray``):
+        followed as one path. False when that does not hold (the caller refuses)."""
+        paths: list[cst.BaseSuite] = []
+        branch: cst.If | cst.Else | None = statement
+        complete = False
+        while branch is not None:
+            paths.append(branch.body)
+            if isinstance(branch, cst.Else):
+                complete = True
+            branch = branch.orelse if isinstance(branch, cst.If) else None
+        runs: list[tuple[InitRun, _Frame]] = []
+        for body in paths:
+            statements = suite_statements(body)
+            if _only_checks_block(statements, frame.this) and _always_raises(statements):
+                continue  # a path that raises sets nothing (one that only warns goes on)
+            run = InitRun()
+            inner = _Interpreter(self.project, run)
+            inner.depth = self.depth
+            copy = _Frame(frame.owner, frame.this, dict(frame.local))
+            try:
+                inner.block(copy, statements)
+            except Refusal:
+                return False
+            runs.append((run, copy))
+        if not complete:
+            # the path that takes no branch sets nothing: then no branch may set anything
+            runs.append((InitRun(), _Frame(frame.owner, frame.this, dict(frame.local))))
+        # (some path does not raise: were every branch a raising check, _only_checks took it)
+        first = runs[0][0]
+        for run, _ in runs[1:]:
+            if list(run.attributes) != list(first.attributes):
+                return False
+            for name, value in run.attributes.items():
+                if strip(value)[0] != strip(first.attributes[name])[0]:
+                    return False
+        if (
+            not first.attributes
+            and all(not r.attributes for r, _ in runs)
+            and any(_touches(body, frame.this) for body in paths)
+        ):
+            return False
+        for run, copy in runs:
+            self.run.notes.extend(run.notes)
+            self.run.transforming.update(run.transforming)
+            for name, value in copy.local.items():
+                if frame.local.get(name) != value:
+                    frame.local[name] = Opaque(f"{name} (set under an 'if')")
+        # the value with the most conversions stands for all (each is checked idempotent)
+        for name in first.attributes:
+            values = [run.attributes[name] for run, _ in runs]
+            value = max(values, key=lambda v: len(strip(v)[1]))
+            self.set_attribute(frame, name, value, statement)
+        self.run.notes.append(f"followed if {code(statement.test, 40)}: every branch alike")
+        return True
 
     def assign(
         self, frame: _Frame, target: cst.BaseExpression, value: Value, node: cst.CSTNode
@@ -355,7 +448,9 @@ class _Interpreter:
                 self.assign(frame, element.value, Opaque(f"part of {code(node)}"), node)
             return
         if _touches(target, frame.this):
-            raise Refusal("PTK108", f"__init__ of {frame.owner.name} assigns {code(target)}")
+            raise Refusal(
+                "PTK108", f"__init__ of {frame.owner.name} assigns {code(target)}", target
+            )
         # a store into something else (a dict, a global): not an attribute of the instance
 
     def set_attribute(self, frame: _Frame, name: str, value: Value, node: cst.CSTNode) -> None:
@@ -365,10 +460,11 @@ class _Interpreter:
             if not all(
                 frame.owner.module.qualify(cst.parse_expression(f)) in IDEMPOTENT for f in functions
             ):
-                self.run.transforming.append(
+                self.run.transforming[name] = (
                     f"__init__ stores {describe_value(value)} in {name}, not the argument itself"
                 )
         self.run.attributes[name] = value
+        self.run.nodes.setdefault(name, node)
 
     def expression(self, frame: _Frame, node: cst.BaseExpression) -> None:
         if isinstance(node, cst.Call):
@@ -389,6 +485,7 @@ class _Interpreter:
         raise Refusal(
             "PTK108",
             f"__init__ of {frame.owner.name} runs {code(node, 50)}, which may set attributes",
+            node,
         )
 
     def super_init(self, frame: _Frame, call: cst.Call) -> ClassInfo | None:
@@ -486,17 +583,61 @@ class _Frame:
         return Opaque(code(node))
 
 
-def _only_raises(statement: cst.If) -> bool:
-    """``if ...: raise ...`` (elif/else too): a check, not a path that sets attributes."""
+def _only_checks(statement: cst.If, this: str) -> bool:
+    """``if ...: raise ...`` (elif/else too, nested ifs, asserts, warnings, calls that do not
+    touch self): a check, not a path that sets attributes. Its tests may read anything."""
     branch: cst.If | cst.Else | None = statement
     while branch is not None:
         body = suite_statements(branch.body)
-        if not body or not all(
-            isinstance(s, (cst.Raise, cst.Pass)) or _is_warning(s) for s in body
-        ):
+        if not body or not _only_checks_block(body, this):
             return False
         branch = branch.orelse if isinstance(branch, cst.If) else None
+    return _raises(statement)
+
+
+def _only_checks_block(body: Sequence[cst.CSTNode], this: str) -> bool:
+    for statement in body:
+        if isinstance(statement, (cst.Raise, cst.Pass, cst.Assert)) or _is_warning(statement):
+            continue
+        if isinstance(statement, cst.If) and _only_checks(statement, this):
+            continue
+        if (
+            isinstance(statement, cst.Expr)
+            and isinstance(statement.value, cst.Call)
+            and not _touches(statement, this)
+        ):
+            continue
+        return False
     return True
+
+
+def _always_raises(statements: Sequence[cst.CSTNode]) -> bool:
+    """Whether a block ends by raising on every path (a warning or an assert does not)."""
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.Raise):
+        return True
+    if isinstance(last, cst.If):
+        branch: cst.If | cst.Else | None = last
+        while isinstance(branch, cst.If):
+            if not _always_raises(suite_statements(branch.body)):
+                return False
+            branch = branch.orelse
+        return branch is not None and _always_raises(suite_statements(branch.body))
+    return False
+
+
+def _raises(statement: cst.CSTNode) -> bool:
+    if isinstance(statement, (cst.Raise, cst.Assert)) or _is_warning(statement):
+        return True
+    if isinstance(statement, cst.If):
+        branch: cst.If | cst.Else | None = statement
+        while branch is not None:
+            if any(_raises(s) for s in suite_statements(branch.body)):
+                return True
+            branch = branch.orelse if isinstance(branch, cst.If) else None
+    return False
 
 
 def _is_warning(statement: cst.CSTNode) -> bool:

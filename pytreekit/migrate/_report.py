@@ -6,6 +6,7 @@ The JSON form is the data; the text form is rendered from it, so both always say
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -13,7 +14,8 @@ from typing import Any
 from ._analyze import Outcome
 from ._codes import TITLES
 from ._rewrite import decorator_source
-from ._scan import Module, Project
+from ._scan import Module, Project, code
+from ._values import Refusal
 
 
 def build(
@@ -22,26 +24,57 @@ def build(
     changed: Sequence[Module],
     *,
     verify: str | None,
+    failures: dict[str, str] | None = None,
+    written: bool = True,
 ) -> dict[str, Any]:
     """The report as JSON-able data."""
     entries = [_entry(outcome, verify) for outcome in outcomes]
-    left = Counter(o.code for o in outcomes if o.verdict == "left" and o.code)
+    counted = [o for o in outcomes if not o.suppressed]
+    left = Counter(o.code for o in counted if o.verdict == "left" and o.code)
     unparsed = [
         {"file": module.display, "error": module.error}
         for module in project.modules
         if module.error is not None
     ]
+    failed_files = [*unparsed, *({"file": f, "error": e} for f, e in (failures or {}).items())]
+    skipped = [
+        {"file": module.display, "reason": module.skipped}
+        for module in project.modules
+        if module.skipped is not None
+    ]
+    warnings = sum(o.verdict != "rewritten" or o.code is not None for o in counted)
+    runtime = sorted(
+        {
+            o.rewrite.cls.module.display
+            for o in outcomes
+            if o.rewrite is not None and o.verdict == "rewritten"
+        }
+    )
     summary = {
         "files_scanned": len(project.modules),
         "files_not_parsed": len(unparsed),
         "registrations": len(outcomes),
         "rewritten": sum(o.verdict == "rewritten" for o in outcomes),
-        "unsafe": sum(o.verdict == "unsafe" for o in outcomes),
+        "unsafe": sum(o.verdict == "unsafe" for o in counted),
         "left": dict(sorted(left.items())),
         "failed": sum(o.verdict == "failed" for o in outcomes),
+        "suppressed": sum(bool(o.suppressed) for o in outcomes),
         "files_changed": sorted(module.display for module in changed),
+        "written": written,
+        # the final count line's numbers (as LibCST's codemod runner gives them)
+        "transformed": len(changed),
+        "skipped": len(skipped),
+        "warnings": warnings,
+        "failures": len(failed_files),
+        "imports_pytreekit": [m for m in runtime if m in {c.display for c in changed}],
     }
-    return {"registrations": entries, "not_parsed": unparsed, "summary": summary}
+    return {
+        "registrations": entries,
+        "not_parsed": unparsed,
+        "failed_files": failed_files,
+        "skipped_files": skipped,
+        "summary": summary,
+    }
 
 
 def _entry(outcome: Outcome, verify: str | None) -> dict[str, Any]:
@@ -49,12 +82,16 @@ def _entry(outcome: Outcome, verify: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "file": registration.module.display,
         "line": registration.line,
+        "column": registration.column,
         "class": registration.target_text,
+        "classes": list(registration.registers),
         "api": registration.api,
         "verdict": outcome.verdict,
         "code": outcome.code,
         "title": TITLES.get(outcome.code or "", ""),
         "reason": outcome.reason,
+        "reasons": [_reason(registration.module, refusal) for refusal in outcome.reasons],
+        "suppressed": outcome.suppressed or None,
     }
     plan = outcome.rewrite
     if plan is not None:
@@ -83,6 +120,21 @@ def _entry(outcome: Outcome, verify: str | None) -> dict[str, Any]:
     return entry
 
 
+def _reason(module: Module, refusal: Refusal) -> dict[str, Any]:
+    """A reason with where it is: file:line:col of the code it names, and that code."""
+    found: dict[str, Any] = {"code": refusal.code, "reason": refusal.reason}
+    node = refusal.node
+    if node is not None:
+        for where, top in refusal.where:
+            position = where.locate(node, [top])
+            if position is not None:
+                found["file"] = where.display
+                found["line"], found["column"] = position
+                break
+        found["excerpt"] = code(node, 80)
+    return found
+
+
 def _function_name(node: object) -> str:
     name = getattr(node, "name", None)
     return str(name.value) if name is not None else "lambda"
@@ -93,10 +145,17 @@ def as_json(report: dict[str, Any]) -> str:
 
 
 def as_text(report: dict[str, Any]) -> str:
-    """The report for people: an entry per registration, then the summary."""
+    """The report for people: an entry per registration, then the summary, then the final
+    count line."""
     lines: list[str] = []
     for entry in report["registrations"]:
-        head = f"{entry['file']}:{entry['line']}: {entry['class']} ({entry['api']}): "
+        if entry.get("suppressed"):
+            continue
+        classes = f" [registers {', '.join(entry['classes'])}]" if entry.get("classes") else ""
+        head = (
+            f"{entry['file']}:{entry['line']}:{entry.get('column', 1)}: {entry['class']}{classes} "
+            f"({entry['api']}): "
+        )
         verdict, code = entry["verdict"], entry["code"]
         labels = {
             "rewritten": f"rewritten, unsafe {code}",
@@ -107,12 +166,22 @@ def as_text(report: dict[str, Any]) -> str:
         lines.append(head + ("rewritten" if code is None else labels[verdict]))
         if code is not None:
             lines.append(f"    {entry['reason']}")
+        for reason in entry.get("reasons", [])[1:]:
+            lines.append(f"    also {reason['code']}: {reason['reason']}")
+        for reason in entry.get("reasons", []):
+            if "line" in reason:
+                lines.append(
+                    f"    {reason['code']} at {reason['file']}:{reason['line']}:"
+                    f"{reason['column']}: {reason['excerpt']}"
+                )
         changes = entry.get("changes")
         if changes is not None:
             lines.extend(f"    {line}" for line in _changes(entry, changes))
     summary = report["summary"]
-    for failure in report["not_parsed"]:
-        lines.append(f"{failure['file']}: not parsed ({failure['error']}); nothing changed there")
+    for failure in report.get("failed_files", report["not_parsed"]):
+        lines.append(f"{failure['file']}: failed: {failure['error']}")
+    for skipped in report.get("skipped_files", []):
+        lines.append(f"{skipped['file']}: skipped ({skipped['reason']})")
     left = ", ".join(f"{code}: {count}" for code, count in summary["left"].items())
     not_parsed = summary["files_not_parsed"]
     lines.append(
@@ -120,13 +189,57 @@ def as_text(report: dict[str, Any]) -> str:
         + (f" ({not_parsed} not parsed)" if not_parsed else "")
         + f", {_count(summary['registrations'], 'registration')} found:"
     )
+    suppressed = summary.get("suppressed", 0)
     lines.append(
         f"    {summary['rewritten']} rewritten, {summary['unsafe']} unsafe (not applied), "
         f"{sum(summary['left'].values())} left{f' ({left})' if left else ''}, "
-        f"{summary['failed']} failed verification; "
-        f"{_count(len(summary['files_changed']), 'file')} changed."
+        f"{summary['failed']} failed verification"
+        + (f", {suppressed} suppressed" if suppressed else "")
+        + f"; {_count(len(summary['files_changed']), 'file')} "
+        + ("changed." if summary.get("written", True) else "would change.")
     )
-    return "\n".join(lines) + "\n"
+    runtime = summary.get("imports_pytreekit", [])
+    if runtime:
+        lines.append(
+            f"    {_count(len(runtime), 'module')} now import{'s' if len(runtime) == 1 else ''} "
+            f"pytreekit at run time: add "
+            f"pytreekit to your package's dependencies."
+        )
+    lines.append(final_line(summary))
+    return "".join(_wrapped(line) for line in lines)
+
+
+WIDTH = 100  # the text report's lines, as a terminal and the guide's code blocks show them
+
+
+def _wrapped(line: str) -> str:
+    """A report line, folded at word boundaries under ``WIDTH`` columns; a continuation is
+    indented four columns deeper than the line it continues."""
+    if len(line) <= WIDTH:
+        return line + "\n"
+    indent = line[: len(line) - len(line.lstrip())]
+    return (
+        textwrap.fill(
+            line.strip(),
+            WIDTH,
+            initial_indent=indent,
+            subsequent_indent=indent + "    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        + "\n"
+    )
+
+
+def final_line(summary: dict[str, Any]) -> str:
+    """The last line of every text report, whatever happened (LibCST's runner's four counts)."""
+    transformed = summary.get("transformed", len(summary["files_changed"]))
+    verb = "transformed" if summary.get("written", True) else "would be transformed"
+    return (
+        f"{_count(transformed, 'file')} {verb}, {summary.get('skipped', 0)} skipped, "
+        f"{_count(summary.get('warnings', 0), 'warning')}, "
+        f"{_count(summary.get('failures', 0), 'failure')}."
+    )
 
 
 def _count(number: int, noun: str) -> str:

@@ -12,7 +12,8 @@ previous run left there, so a second run changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import multiprocessing
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -20,7 +21,7 @@ import libcst as cst
 
 from ._analyze import Outcome, Rewrite
 from ._codes import COMMENT_PATTERN, comment
-from ._imports import add_import, decorator_name, names_in, remove_unused
+from ._imports import add_import, decorator_name, names_in, remove_unused, unused_names
 from ._scan import Module, Project
 
 Anchor = cst.ClassDef | cst.SimpleStatementLine
@@ -34,13 +35,23 @@ class _Edits:
     drop_methods: dict[cst.ClassDef, set[str]] = field(default_factory=dict)
     drop: set[cst.CSTNode] = field(default_factory=set)
     comments: dict[Anchor, str | None] = field(default_factory=dict)
+    nested: bool = False  # an edit inside a block (a comment above a registration in a def)
 
     def __bool__(self) -> bool:
         return bool(self.decorate or self.drop_methods or self.drop or self.comments)
 
 
-def rewrite(project: Project, outcomes: Sequence[Outcome]) -> dict[Module, str]:
-    """The new source of every module the outcomes change."""
+def rewrite(
+    project: Project,
+    outcomes: Sequence[Outcome],
+    *,
+    line_length: int = 88,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[Module, str], dict[Module, str]]:
+    """The new source of every module the outcomes change, and why a module could not be
+    rewritten (its new source does not compile, or the rewrite failed): a failure is per
+    module, and such a module is left as it was."""
     edits: dict[Module, _Edits] = {}
 
     def of(module: Module) -> _Edits:
@@ -66,17 +77,86 @@ def rewrite(project: Project, outcomes: Sequence[Outcome]) -> dict[Module, str]:
                 call_edits.drop.add(_small_statement(anchor, registration.node))
             for module, function in plan.remove_functions:
                 of(module).drop.add(function)
-        elif anchor is not None:
+        elif anchor is not None and outcome.comment:
             code = outcome.code
             assert code is not None
-            of(registration.module).comments[anchor] = comment(code, outcome.reason)
+            # a nested registration's comment is indented: keep it within the line length
+            width = line_length - (8 if registration.place else 0)
+            module_edits = of(registration.module)
+            module_edits.comments[anchor] = comment(code, outcome.reason, width)
+            module_edits.nested |= bool(registration.place)
+    work = [(m, e) for m, e in edits.items() if e and m.tree is not None]
+    results = _in_workers(work, jobs, progress) if jobs > 1 and len(work) > 1 else None
     sources: dict[Module, str] = {}
-    for module, module_edits in edits.items():
-        if module_edits and module.tree is not None:
-            new = _apply(module, module_edits)
-            if new != module.source:
-                sources[module] = new
-    return sources
+    failures: dict[Module, str] = {}
+    for index, (module, module_edits) in enumerate(work):
+        if results is None:
+            result = _module_result(module, module_edits)
+            if progress is not None:
+                progress(index + 1, len(work))
+        else:
+            result = results[index]
+        kind, text = result
+        if kind == "failed":
+            failures[module] = text
+        elif text != module.source:
+            sources[module] = text
+    return sources, failures
+
+
+def _module_result(module: Module, edits: _Edits) -> tuple[str, str]:
+    """("new", the module's new source), or ("failed", why): a failure is this module's."""
+    try:
+        new = _apply(module, edits)
+        compile(new, module.display, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return (
+            "failed",
+            f"the rewritten module does not compile ({error.msg}, line {error.lineno}): not "
+            f"written; please report it",
+        )
+    except Exception as error:  # a bug of the codemod is one module's failure, not the run's
+        return (
+            "failed",
+            f"the codemod failed on it ({type(error).__name__}: {error}): not written; please "
+            f"report it",
+        )
+    return "new", new
+
+
+# The modules and their edits, for forked workers: they inherit the parsed trees (sending a
+# LibCST tree to another process costs as much as parsing it again).
+_WORK: list[tuple[Module, _Edits]] = []
+
+
+def _work_item(index: int) -> tuple[str, str]:
+    module, edits = _WORK[index]
+    return _module_result(module, edits)
+
+
+def _in_workers(
+    work: list[tuple[Module, _Edits]],
+    jobs: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[tuple[str, str]] | None:
+    """The modules' results from ``jobs`` forked processes; None where processes cannot be
+    forked (the caller then works alone)."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    _WORK[:] = work
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(min(jobs, len(work))) as pool:
+            results: list[tuple[str, str]] = []
+            for result in pool.imap(_work_item, range(len(work))):
+                results.append(result)
+                if progress is not None:
+                    progress(len(results), len(work))
+            return results
+    except OSError:
+        return None
+    finally:
+        _WORK.clear()
 
 
 def decorator_source(plan: Rewrite) -> str:
@@ -110,8 +190,11 @@ def _apply(module: Module, edits: _Edits) -> str:
     new = module.tree.visit(transformer)
     if edits.decorate:
         new = add_import(new, name)
-    new = remove_unused(new, transformer.removed)
-    return new.code
+    code = new.code
+    # the module's leading comments (a license, a source line) do not keep an import
+    header = "".join(new.code_for_node(line) for line in new.header)
+    unused = unused_names(code[len(header) :], transformer.removed)
+    return remove_unused(new, unused).code if unused else code
 
 
 class _Transformer(cst.CSTTransformer):
@@ -127,8 +210,15 @@ class _Transformer(cst.CSTTransformer):
         self.started: dict[int, bool] = {}  # depth -> a statement of this block was kept
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        # Every edit is of a statement: expressions need not be walked (most of the nodes).
-        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+        # Every edit is of a statement: expressions need not be walked (most of the nodes);
+        # and every edit is of a top-level statement (its decorators, its methods, itself)
+        # unless one is nested: then the blocks of the top-level statements need no walk.
+        if isinstance(node, cst.BaseExpression):
+            return False
+        if not self.edits.nested and self.depth == 0 and isinstance(node, _STATEMENTS):
+            super().on_visit(node)
+            return False
+        return super().on_visit(node)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.depth += 1

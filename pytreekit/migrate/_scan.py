@@ -15,10 +15,14 @@ resolve is reported, never guessed at.
 
 from __future__ import annotations
 
+import ast
 import builtins
+import fnmatch
+import io
 import os
 import re
-from collections.abc import Iterable, Sequence
+import tokenize
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +77,11 @@ class Registration:
     args: dict[str, cst.BaseExpression]  # "flatten", "unflatten", "flatten_with_keys"
     place: str  # "" at module level, else why not: "inside function 'f'", "under an if"
     line: int = 0
+    column: int = 1
+    class_line: int = 0  # the decorated class statement's line (the decorator form)
+    # a helper's registration (inside ``def register(cls)``): the classes the helper registers
+    registers: list[str] = field(default_factory=list)
+    helper: str = ""  # the helper's qualified name
 
 
 @dataclass(eq=False, repr=False)
@@ -136,14 +145,18 @@ class Module:
     root: Path  # the directory its top-level package is imported from
     source: str
     tree: cst.Module | None = None
-    error: str | None = None  # why it could not be parsed
+    error: str | None = None  # why it could not be read, decoded or parsed (a failure)
+    skipped: str | None = None  # why it was deliberately not looked at (not a failure)
+    encoding: str = "utf-8"  # what it is decoded and written back with ("utf-8-sig": a BOM)
+    attempted: bool = False  # parsed (or tried): the pre-filter leaves most modules unparsed
     names: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
     registrations: list[Registration] = field(default_factory=list)
     candidate: bool = False
-    _codes: list[str] = field(default_factory=list)  # the code of each top-level statement
+    _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
+    _words: frozenset[str] | None = None
 
     @property
     def package(self) -> str:
@@ -168,27 +181,77 @@ class Module:
             return None
         return ".".join([base, *reversed(parts)])
 
-    def line_of(
+    def position_of(
         self, node: cst.CSTNode, top: cst.SimpleStatementLine | cst.BaseCompoundStatement
-    ) -> int:
-        """The line of ``node`` inside the top-level statement ``top``.
+    ) -> tuple[int, int]:
+        """The line and column of ``node`` inside the top-level statement ``top``.
 
         LibCST's positions cost a pass over the whole module with position tracking; here only
-        the top-level statement holding the node gets one, and the lines above it are counted
-        from the code of the statements before it (plain code generation is fast)."""
+        the top-level statement holding the node gets one, and the lines above it are known
+        from where each top-level statement starts (``statement_lines``)."""
         assert self.tree is not None
         index = next(i for i, statement in enumerate(self.tree.body) if statement is top)
-        header = sum(self.tree.code_for_node(empty).count("\n") for empty in self.tree.header)
-        before = header + sum(code.count("\n") for code in self.statement_codes()[:index])
+        before = self.statement_lines()[index] - 1
         alone = MetadataWrapper(cst.Module(body=[top]), unsafe_skip_copy=True)
-        return before + alone.resolve(PositionProvider)[node].start.line
+        start = alone.resolve(PositionProvider)[node].start
+        return before + start.line, start.column + 1
 
-    def statement_codes(self) -> list[str]:
-        """The code of each top-level statement (plain code generation is fast)."""
+    def locate(
+        self, node: cst.CSTNode, hints: Sequence[cst.CSTNode] = ()
+    ) -> tuple[int, int] | None:
+        """The line and column (from 1) of a node of this module. The top-level statements
+        ``hints`` names are looked in first (positions cost a pass over a statement)."""
+        if self.tree is None:
+            return None
+        tops = [top for top in self.tree.body if any(top is hint for hint in hints)]
+        for top in tops:
+            alone = MetadataWrapper(cst.Module(body=[top]), unsafe_skip_copy=True)
+            if node in alone.resolve(PositionProvider):
+                return self.position_of(node, top)
+        return None
+
+    def words(self) -> frozenset[str]:
+        """Every identifier-like word of the source, for the analysis's cheap looks across
+        modules (one pass per module, instead of one search per class and module)."""
+        if self._words is None:
+            self._words = frozenset(_WORD.findall(self.source))
+        return self._words
+
+    def statement_lines(self) -> list[int]:
+        """The line each top-level statement starts on, its leading blank lines and comments
+        included. Python's own parser (``ast``, in C) gives the lines far faster than LibCST's
+        code generation; where the two do not agree statement for statement, the code of each
+        statement is generated and its lines counted."""
         assert self.tree is not None
-        if not self._codes:
-            self._codes = [self.tree.code_for_node(statement) for statement in self.tree.body]
-        return self._codes
+        if self._lines:
+            return self._lines
+        body = self.tree.body
+        starts: list[int] = []
+        try:
+            for node in ast.parse(self.source).body:
+                decorators = getattr(node, "decorator_list", [])
+                line = min([node.lineno, *(d.lineno for d in decorators)])
+                if not starts or line != starts[-1]:  # "a; b" is one statement line
+                    starts.append(line)
+        except (SyntaxError, ValueError, RecursionError):
+            starts = []
+        if len(starts) == len(body):
+            self._lines = [
+                line - len(s.leading_lines) for line, s in zip(starts, body, strict=True)
+            ]
+        else:
+            line = 1 + sum(self.tree.code_for_node(e).count("\n") for e in self.tree.header)
+            for statement in body:
+                self._lines.append(line)
+                line += self.tree.code_for_node(statement).count("\n")
+        return self._lines
+
+    def statement_texts(self) -> list[str]:
+        """The source of each top-level statement, its leading lines included."""
+        lines = self.source.splitlines(keepends=True)
+        starts = self.statement_lines()
+        ends = [*starts[1:], len(lines) + 1]
+        return ["".join(lines[a - 1 : b - 1]) for a, b in zip(starts, ends, strict=True)]
 
 
 @dataclass(eq=False, repr=False)
@@ -197,10 +260,44 @@ class Project:
 
     modules: list[Module]
     classes: dict[str, ClassInfo]  # qualified name -> class
+    _registered: frozenset[str] | None = None
+
+    def parse(self, module: Module) -> cst.Module | None:
+        """The module's tree, parsed and indexed on first use (None: it did not parse, or was
+        skipped). Analysis steps call it on the modules whose text may matter to them."""
+        if module.attempted:
+            return module.tree
+        module.attempted = True
+        if module.error is not None or module.skipped is not None:
+            return None
+        try:
+            module.tree = cst.parse_module(module.source)
+        except cst.ParserSyntaxError as error:
+            module.error = f"line {error.raw_line}, column {error.raw_column}: {error.message}"
+            return None
+        except Exception as error:  # LibCST's own failure: this module's, not the run's
+            module.error = f"not parsed ({type(error).__name__}: {error})"
+            return None
+        try:
+            _index(module)
+        except Exception as error:  # a bug of the codemod: nothing is changed in this module
+            module.tree, module.registrations, module.classes = None, [], {}
+            module.error = f"the codemod failed on it ({type(error).__name__}: {error})"
+            return None
+        self.classes.update((info.qualname, info) for info in module.classes.values())
+        return module.tree
 
     @property
     def registrations(self) -> list[Registration]:
         return [r for module in self.modules for r in module.registrations]
+
+    def registered(self) -> frozenset[str]:
+        """The qualified names of the scanned classes some registration names."""
+        if self._registered is None:
+            self._registered = frozenset(
+                r.target for r in self.registrations if r.target in self.classes
+            )
+        return self._registered
 
     def base_classes(self, info: ClassInfo) -> list[ClassInfo]:
         """The scanned classes among ``info``'s direct bases."""
@@ -229,12 +326,15 @@ class Project:
 # -- finding and parsing the files --------------------------------------------------------------
 
 
-def python_files(paths: Sequence[Path]) -> list[Path]:
-    """The ``.py`` files under ``paths`` (hidden directories, caches and venvs skipped), sorted."""
+def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Path]:
+    """The ``.py`` files under ``paths`` (hidden directories, caches and venvs skipped, and what
+    an ``exclude`` glob matches: a file or directory name, or a path below the working
+    directory, as ruff's ``--extend-exclude`` reads them), sorted."""
     found: set[Path] = set()
     for path in paths:
         if path.is_file():
-            found.add(path.resolve())
+            if not excluded(path, exclude):
+                found.add(path.resolve())
             continue
         for directory, subdirectories, files in os.walk(path):
             subdirectories[:] = sorted(
@@ -243,9 +343,26 @@ def python_files(paths: Sequence[Path]) -> list[Path]:
                 if not name.startswith(".")
                 and name != "__pycache__"
                 and not (Path(directory, name) / "pyvenv.cfg").exists()
+                and not excluded(Path(directory, name), exclude)
             )
-            found.update(Path(directory, name).resolve() for name in files if name.endswith(".py"))
+            found.update(
+                Path(directory, name).resolve()
+                for name in files
+                if name.endswith(".py") and not excluded(Path(directory, name), exclude)
+            )
     return sorted(found)
+
+
+def excluded(path: Path, patterns: Sequence[str]) -> bool:
+    if not patterns:
+        return False
+    shown = _display(path.resolve())
+    return any(
+        fnmatch.fnmatch(path.name, pattern)
+        or fnmatch.fnmatch(shown, pattern)
+        or fnmatch.fnmatch(shown, pattern.rstrip("/") + "/*")
+        for pattern in patterns
+    )
 
 
 def module_name(path: Path) -> tuple[str, Path]:
@@ -265,26 +382,128 @@ def _display(path: Path) -> str:
         return path.as_posix()
 
 
-def scan(paths: Sequence[Path]) -> Project:
-    """Parse every file under ``paths`` and index classes and registrations."""
-    modules = [_parse(path) for path in python_files(paths)]
-    classes: dict[str, ClassInfo] = {}
-    for module in modules:
-        if module.tree is not None:
-            _index(module)
-            classes.update((info.qualname, info) for info in module.classes.values())
-    return Project(modules, classes)
+def scan(
+    paths: Sequence[Path],
+    exclude: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> Project:
+    """Read every file under ``paths``; parse and index those that matter.
+
+    A text pre-filter comes first, as LibCST's own parse is the cost of a run: a module is
+    parsed when it names a registration API or carries a comment of a past run, or when it
+    defines a class that a parsed class inherits from, inherits from a parsed class, or defines
+    a decorator a parsed class uses (followed until nothing new is found). Other modules are
+    parsed only when an analysis step needs them and their text says it might
+    (``Project.parsed``)."""
+    modules = [_read(path) for path in python_files(paths, exclude)]
+    project = Project(modules, {})
+    pending = [module for module in modules if module.error is None and module.skipped is None]
+    wanted = [module for module in pending if _CANDIDATE.search(module.source)]
+    parsed = 0
+    while wanted:
+        for index, module in enumerate(wanted):
+            project.parse(module)
+            parsed += 1
+            if progress is not None:  # the total grows as hierarchies are followed
+                progress(parsed, parsed + len(wanted) - index - 1)
+        pending = [module for module in pending if not module.attempted]
+        pattern = _related(project)
+        # a class registered elsewhere (PTK203): the module that defines it
+        homes = {
+            r.target.rpartition(".")[0]
+            for r in project.registrations
+            if r.target is not None and r.target not in project.classes
+        }
+        wanted = [
+            module
+            for module in pending
+            if module.name in homes or (pattern and pattern.search(module.source))
+        ]
+    return project
 
 
-def _parse(path: Path) -> Module:
+def _related(project: Project) -> re.Pattern[str] | None:
+    """Text that marks a module as part of the hierarchy of a registered class (its bases, its
+    subclasses, the decorators they use): classes unrelated to a registration that a candidate
+    module also defines are not followed."""
+    registered = {r.target for r in project.registrations if r.target is not None}
+    relevant: dict[str, ClassInfo] = {}
+    for info in project.classes.values():
+        chain = project.mro(info)
+        if any(ancestor.qualname in registered for ancestor in chain):
+            relevant.update((ancestor.qualname, ancestor) for ancestor in chain)
+    bases: set[str] = set()
+    names: set[str] = set()
+    decorators: set[str] = set()
+    for info in relevant.values():
+        names.add(info.name)
+        for qualified, written in info.bases:
+            bases.add(re.split(r"[\[(]", written)[0].rpartition(".")[2])
+            if qualified is not None:  # imported under another name
+                bases.add(qualified.rpartition(".")[2])
+        for decorator in info.node.decorators:
+            expression = decorator.decorator
+            target = expression.func if isinstance(expression, cst.Call) else expression
+            decorators.add(_code(target).rpartition(".")[2])
+    parts = []
+    if bases:
+        parts.append(rf"^[ \t]*class[ \t]+(?:{'|'.join(map(re.escape, sorted(bases)))})\b")
+    if names:
+        joined = "|".join(map(re.escape, sorted(names)))
+        parts.append(rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
+    if decorators:
+        parts.append(rf"^[ \t]*def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
+    return re.compile("|".join(parts), re.MULTILINE) if parts else None
+
+
+def _read(path: Path) -> Module:
     name, root = module_name(path)
-    source = path.read_bytes().decode("utf-8", errors="replace")
-    module = Module(path=path, display=_display(path), name=name, root=root, source=source)
+    module = Module(path=path, display=_display(path), name=name, root=root, source="")
     try:
-        module.tree = cst.parse_module(source)
-    except cst.ParserSyntaxError as error:
-        module.error = f"line {error.raw_line}, column {error.raw_column}: {error.message}"
+        raw = path.read_bytes()
+    except OSError as error:
+        module.error = f"not read: {error.strerror or error}"
+        return module
+    decoded = decode(raw)
+    if isinstance(decoded, str):
+        module.error = decoded
+        return module
+    module.source, module.encoding = decoded
+    if _GENERATED.search(module.source[:2048]):
+        module.skipped = "marked @generated"
     return module
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+# An import statement inside a block (a function, an if): the whole tree is walked for imports.
+_NESTED_IMPORT = re.compile(r"^[ \t]+(import|from)[ \t]", re.MULTILINE)
+# LibCST's codemod runner and ruff skip generated files the same way.
+_GENERATED = re.compile(r"@generated\b")
+
+
+def decode(raw: bytes) -> tuple[str, str] | str:
+    """The text of a source file and the encoding to write it back with (PEP 263's cookie, or
+    ``utf-8-sig`` when it starts with a BOM); or why it cannot be read without losing a byte."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as error:  # an unknown cookie, or a BOM with a cookie other than utf-8
+        return f"not decoded: {error}; nothing changed there"
+    try:
+        source = raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        return (
+            f"not decoded: byte {error.start} is not valid {encoding}; nothing changed there "
+            f"(declare the file's encoding with a '# -*- coding: ... -*-' line)"
+        )
+    # a file whose bytes would not come back the same is never written
+    if source.encode(encoding) != raw:
+        return f"not decoded: its bytes do not round-trip through {encoding}; nothing changed there"
+    return source, encoding
+
+
+def encode(module: Module, text: str) -> bytes:
+    """``text`` in the module's own encoding (its BOM kept): every byte not edited as it was."""
+    return text.encode(module.encoding)
 
 
 def _index(module: Module) -> None:
@@ -304,7 +523,13 @@ def _index(module: Module) -> None:
                     and isinstance(small.value, cst.Lambda)
                 ):
                     module.lambdas[small.targets[0].target.value] = small.value
-    module.tree.visit(_Imports(module))
+    imports = _Imports(module)
+    if _NESTED_IMPORT.search(module.source):
+        module.tree.visit(imports)
+    else:  # imports only at module level: no walk through the rest of the tree
+        for statement in module.tree.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                statement.visit(imports)
     for info in module.classes.values():
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
@@ -314,7 +539,7 @@ def _index(module: Module) -> None:
         aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
         names = re.compile("|".join(["register_pytree_", *(rf"\b{a}\b" for a in aliases)]))
         visitor = _Registrations(module)
-        for statement, text in zip(module.tree.body, module.statement_codes(), strict=True):
+        for statement, text in zip(module.tree.body, module.statement_texts(), strict=True):
             if names.search(text):
                 visitor.top = statement
                 statement.visit(visitor)
@@ -327,7 +552,25 @@ def _base_name(module: Module, node: cst.BaseExpression) -> str | None:
 
 
 def _code(node: cst.CSTNode) -> str:
-    return " ".join(cst.Module(body=[]).code_for_node(node).split())
+    """A node's source on one line, without its comments (a report quotes code, not notes)."""
+    text = cst.Module(body=[]).code_for_node(node)
+    if "#" in text:
+        text = _without_comments(text)
+    return " ".join(text.split())
+
+
+def _without_comments(text: str) -> str:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    lines = text.splitlines(keepends=True)
+    for token in reversed(tokens):
+        if token.type == tokenize.COMMENT:
+            row, column = token.start
+            line = lines[row - 1]
+            lines[row - 1] = line[:column] + line[token.end[1] :]
+    return "".join(lines)
 
 
 def code(node: cst.CSTNode, limit: int = 60) -> str:
@@ -407,10 +650,13 @@ class _Registrations(cst.CSTVisitor):
         self.scopes: list[str] = []  # why the current position is not plain module level
         self.statement: cst.SimpleStatementLine | None = None
         self.decorators: set[cst.Decorator] = set()
+        self.function = ""  # the module-level function being visited
 
     # The enclosing blocks, innermost last.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.append(f"inside function '{node.name.value}'")
+        if len(self.scopes) == 1:
+            self.function = node.name.value
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
@@ -500,8 +746,12 @@ class _Registrations(cst.CSTVisitor):
         registration = Registration(
             self.module, api, form, node, anchor, target, target_text, args, place
         )
+        if place.startswith("inside function") and self.scopes[0].startswith("inside function"):
+            registration.helper = f"{self.module.name}.{self.function}"
         assert self.top is not None
-        registration.line = self.module.line_of(node, self.top)
+        registration.line, registration.column = self.module.position_of(node, self.top)
+        if isinstance(anchor, cst.ClassDef):
+            registration.class_line = self.module.position_of(anchor.name, self.top)[0]
         self.module.registrations.append(registration)
 
 

@@ -10,17 +10,37 @@ named by its source (``Opaque``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
+
+# Conversions that leave a value of their own result type unchanged: rebuilding through them
+# gives back the value flatten read. Anything else transforms (PTK109).
+IDEMPOTENT = {
+    "jax.numpy.asarray",
+    "jax.numpy.array",
+    "numpy.asarray",
+    "numpy.array",
+    "builtins.float",
+    "builtins.int",
+    "builtins.bool",
+    "builtins.complex",
+    "builtins.str",
+    "builtins.tuple",
+}
 
 
 class Refusal(Exception):
     """Why a registration is left as it is: a code and a reason naming the culprit."""
 
-    def __init__(self, code: str, reason: str) -> None:
+    def __init__(self, code: str, reason: str, node: cst.CSTNode | None = None) -> None:
         super().__init__(f"{code}: {reason}")
         self.code = code
         self.reason = reason
+        self.node = node  # the code it names, for the report's file:line:col and excerpt
+        # where to look for the node: (module, top-level statement) pairs the analysis knows
+        self.where: list[tuple[Any, cst.CSTNode]] = []
+        self.partial: Any = None  # what flatten carries, when the refusal leaves it known
 
 
 @dataclass(frozen=True)

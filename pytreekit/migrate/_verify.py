@@ -165,7 +165,7 @@ def _record(
 
 def _scratch(project: Project, outcomes: Sequence[Outcome], work: Path) -> list[str]:
     """Copies of the packages that change, with the rewritten modules written in."""
-    sources = rewrite(project, outcomes)
+    sources, _ = rewrite(project, outcomes)
     roots: dict[Path, Path] = {}
     for module in sources:
         copy_root = roots.setdefault(module.root, work / "rewritten" / str(len(roots)))

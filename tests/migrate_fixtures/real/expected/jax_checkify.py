@@ -14,7 +14,7 @@ class JaxException(Exception):
     # self.with_traceback(self.traceback_info)
 
   def __init_subclass__(cls):
-    # TODO[pytreekit-migrate] PTK101: the registration is inside function '__init_subclass__'
+    # TODO[pytreekit-migrate] PTK101
     jtu.register_pytree_node_class(cls)
 
   def tree_flatten(self, /):

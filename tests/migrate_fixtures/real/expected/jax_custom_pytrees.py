@@ -4,6 +4,7 @@
 # Reduced to the classes and their registrations; the code cells are kept as written.
 import jax
 import jax.numpy as jnp
+from jax.tree_util import register_pytree_node
 from pytreekit import pytree_class
 
 
@@ -40,10 +41,13 @@ def show_example(structured):
   print(f"{structured=}\n  {flat=}\n  {tree=}\n  {unflattened=}")
 
 
-@pytree_class(eq=False, repr=False)
 class MyTree:
   def __init__(self, a):
     self.a = jnp.asarray(a)
+
+# TODO[pytreekit-migrate] PTK205 (unsafe): a conversion no longer runs on unflatten
+register_pytree_node(MyTree, lambda tree: ((tree.a,), None),
+    lambda _, args: MyTree(*args))
 
 
 # Test data (not from the source): instances the tests build with both versions.

@@ -6,7 +6,7 @@ import jax
 
 
 def _bench_custom_container(state, key):
-  # TODO[pytreekit-migrate] PTK101: the registration is inside function '_bench_custom_container'
+  # TODO[pytreekit-migrate] PTK101
   @jax.tree_util.register_pytree_node_class
   class A:
     def __init__(self, x):

@@ -2,11 +2,12 @@
 # fmt: off
 # Source: https://github.com/google/jaxopt, jaxopt/_src/base.py (commit 2de13bf), Apache-2.0.
 # Reduced to the class (three of its methods) and its registration.
+import jax
 import jax.numpy as jnp
-from pytreekit import pytree_class
 
 
-@pytree_class(eq=False, repr=False)
+# TODO[pytreekit-migrate] PTK205 (unsafe): a conversion no longer runs on unflatten
+@jax.tree_util.register_pytree_node_class
 class LinearOperator(object):
 
   def __init__(self, A):
@@ -22,6 +23,14 @@ class LinearOperator(object):
   def rmatvec(self, x):
     """Computes dot(A.T, x)."""
     return jnp.dot(self.A.T, x)
+
+  def tree_flatten(self):
+    return (self.A,), None
+
+  @classmethod
+  def tree_unflatten(cls, aux_data, children):
+    del aux_data
+    return cls(*children)
 
 
 # Test data (not from the source): instances the tests build with both versions.

@@ -8,7 +8,7 @@ from jax.tree_util import register_pytree_node_class
 from scipy.optimize import LbfgsInvHessProduct
 
 
-# TODO[pytreekit-migrate] PTK115: base LbfgsInvHessProduct of LbfgsInvHessProductPyTree is not in the scanned files (its __init__ cannot be followed)
+# TODO[pytreekit-migrate] PTK115: a base class outside the scanned files
 @register_pytree_node_class
 class LbfgsInvHessProductPyTree(LbfgsInvHessProduct):
   """

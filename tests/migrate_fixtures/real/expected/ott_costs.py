@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 
 
-# TODO[pytreekit-migrate] PTK113: its hand-registered subclass SqPNorm is left (PTK108), and a base is rewritten with those or not at all
+# TODO[pytreekit-migrate] PTK113: another class of its hierarchy cannot be rewritten
 @jtu.register_pytree_node_class
 class CostFn(abc.ABC):
   """Base class for all costs."""
@@ -26,7 +26,7 @@ class CostFn(abc.ABC):
     return cls(*children)
 
 
-# TODO[pytreekit-migrate] PTK113: its hand-registered subclass SqPNorm is left (PTK108), and a base is rewritten with those or not at all
+# TODO[pytreekit-migrate] PTK113: another class of its hierarchy cannot be rewritten
 @jtu.register_pytree_node_class
 class TICost(CostFn):
   """Base class for translation invariant (TI) costs."""
@@ -40,7 +40,7 @@ class TICost(CostFn):
     return self.h(x - y)
 
 
-# TODO[pytreekit-migrate] PTK108: __init__ sets q, which flatten does not carry
+# TODO[pytreekit-migrate] PTK108
 @jtu.register_pytree_node_class
 class SqPNorm(TICost):
   r"""Squared p-norm of the difference of two vectors.
