@@ -73,8 +73,16 @@ def test_docstring_examples_run(name: str) -> None:
 
 def test_modules_with_examples() -> None:
     """The package's entry points carry examples, the custom-derivative ones included."""
-    assert {"pytreekit", "pytreekit._derivatives.filters", "pytreekit._derivatives.linearize"} <= set(MODULES_WITH_EXAMPLES)
-    expected = {"pytreekit._derivatives.custom_jvp", "pytreekit._derivatives.custom_vjp", "pytreekit._backends"}
+    assert {
+        "pytreekit",
+        "pytreekit._derivatives.filters",
+        "pytreekit._derivatives.linearize",
+    } <= set(MODULES_WITH_EXAMPLES)
+    expected = {
+        "pytreekit._derivatives.custom_jvp",
+        "pytreekit._derivatives.custom_vjp",
+        "pytreekit._backends",
+    }
     assert expected | set(NEEDS_LIBRARY) <= set(MODULES_WITH_EXAMPLES)
 
 
