@@ -30,12 +30,17 @@ and ``custom_vjp_method`` put custom derivative rules on their methods; ``linear
 from __future__ import annotations
 
 from ._backends import BackendNotInstalledError, register_backend
-from ._codec import register_static_codec
+from ._codec import add_safe_references, register_static_codec, safe_references
 from ._custom_gradient import CustomGradientMethod, custom_gradient_method
 from ._custom_jvp import CustomJVPMethod, custom_jvp_method
 from ._custom_vjp import CustomVJPMethod, custom_vjp_method
 from ._decorator import pytree_class
-from ._export import allow_pickled_artifacts, pickle_static_fields
+from ._export import (
+    ArtifactReference,
+    allow_pickled_artifacts,
+    artifact_references,
+    pickle_static_fields,
+)
 from ._fields import MISSING, Field, field
 from ._filters import combine, is_array, is_inexact_array, partition
 from ._frozen import FrozenInstanceError
@@ -46,6 +51,7 @@ from ._wrappers import Static
 
 __all__ = [
     "MISSING",
+    "ArtifactReference",
     "BackendNotInstalledError",
     "CustomGradientMethod",
     "CustomJVPMethod",
@@ -53,7 +59,9 @@ __all__ = [
     "Field",
     "FrozenInstanceError",
     "Static",
+    "add_safe_references",
     "allow_pickled_artifacts",
+    "artifact_references",
     "combine",
     "custom_gradient_method",
     "custom_jvp_method",
@@ -70,6 +78,7 @@ __all__ = [
     "register_backend",
     "register_static_codec",
     "replace",
+    "safe_references",
 ]
 
 __version__ = "0.3.0"

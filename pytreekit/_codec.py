@@ -40,7 +40,10 @@ by name), walking ``__dict__``s, to a function or class, never a module.
 
 from __future__ import annotations
 
+import abc
 import base64
+import collections.abc
+import contextvars
 import dataclasses
 import enum
 import functools
@@ -50,6 +53,8 @@ import re
 import sys
 import threading
 import types
+import typing
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -65,9 +70,11 @@ from ._references import (
     find_in,
     is_class,
     lookup,
+    module_dict,
     mro,
     own_dict,
     public_name,
+    restored,
 )
 
 MAGIC = b"PTK1"
@@ -206,6 +213,406 @@ def _store_check(cls: type, name: str) -> str | None:
     return None
 
 
+# -- the references an artifact may name --------------------------------------------------------
+#
+# Resolving a reference runs no code, but calling what it resolved to does: an artifact naming
+# os.system as an activation runs a shell at the victim's first call. So a reference loads only
+# if the object it resolves to (by identity, whatever name found it) is on the list below, was
+# added by the user (add_safe_references, safe_references), or is a class the field's declared
+# type names. The list holds leaf numeric functions and types: each computes on the values it is
+# given and nothing else. No I/O, and no higher-order function (max/min/sorted with key=, map,
+# functools.reduce, lax.cond or scan, debug.callback): with functools.partial each calls whatever
+# the artifact hands it, an exec among them.
+
+_ELEMENTWISE = [
+    "abs",
+    "absolute",
+    "add",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "cbrt",
+    "ceil",
+    "clip",
+    "conj",
+    "conjugate",
+    "copysign",
+    "cos",
+    "cosh",
+    "deg2rad",
+    "degrees",
+    "divide",
+    "exp",
+    "exp2",
+    "expm1",
+    "fabs",
+    "float_power",
+    "floor",
+    "floor_divide",
+    "fmax",
+    "fmin",
+    "fmod",
+    "heaviside",
+    "hypot",
+    "i0",
+    "imag",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "isneginf",
+    "isposinf",
+    "ldexp",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logaddexp",
+    "logaddexp2",
+    "maximum",
+    "minimum",
+    "mod",
+    "multiply",
+    "nan_to_num",
+    "negative",
+    "nextafter",
+    "positive",
+    "power",
+    "rad2deg",
+    "radians",
+    "real",
+    "reciprocal",
+    "remainder",
+    "rint",
+    "round",
+    "sign",
+    "signbit",
+    "sin",
+    "sinc",
+    "sinh",
+    "sqrt",
+    "square",
+    "subtract",
+    "tan",
+    "tanh",
+    "true_divide",
+    "trunc",
+    "where",
+    "matmul",
+    "dot",
+    "sum",
+    "mean",
+    "prod",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "std",
+    "var",
+    "median",
+]
+_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "builtins": ("abs", "divmod", "pow", "round", "bool", "int", "float", "complex"),
+    "operator": tuple(
+        [
+            "abs",
+            "add",
+            "and_",
+            "eq",
+            "floordiv",
+            "ge",
+            "gt",
+            "index",
+            "inv",
+            "invert",
+            "le",
+            "lshift",
+            "lt",
+            "matmul",
+            "mod",
+            "mul",
+            "ne",
+            "neg",
+            "not_",
+            "or_",
+            "pos",
+            "pow",
+            "rshift",
+            "sub",
+            "truediv",
+            "truth",
+            "xor",
+        ]
+    ),
+    "numpy": tuple(_ELEMENTWISE),
+    "jax.numpy": tuple(_ELEMENTWISE),
+    "jax.nn": tuple(
+        [
+            "celu",
+            "elu",
+            "gelu",
+            "glu",
+            "hard_sigmoid",
+            "hard_silu",
+            "hard_swish",
+            "hard_tanh",
+            "identity",
+            "leaky_relu",
+            "log1mexp",
+            "log_sigmoid",
+            "log_softmax",
+            "logsumexp",
+            "mish",
+            "one_hot",
+            "relu",
+            "relu6",
+            "selu",
+            "sigmoid",
+            "silu",
+            "soft_sign",
+            "softmax",
+            "softplus",
+            "sparse_plus",
+            "sparse_sigmoid",
+            "squareplus",
+            "standardize",
+            "swish",
+            "tanh",
+        ]
+    ),
+    "torch": tuple(
+        [
+            "abs",
+            "acos",
+            "add",
+            "asin",
+            "atan",
+            "atan2",
+            "ceil",
+            "clamp",
+            "clip",
+            "cos",
+            "cosh",
+            "div",
+            "erf",
+            "erfc",
+            "exp",
+            "exp2",
+            "expm1",
+            "floor",
+            "log",
+            "log10",
+            "log1p",
+            "log2",
+            "log_softmax",
+            "logsumexp",
+            "matmul",
+            "maximum",
+            "mean",
+            "minimum",
+            "mul",
+            "neg",
+            "pow",
+            "reciprocal",
+            "relu",
+            "round",
+            "rsqrt",
+            "sigmoid",
+            "sign",
+            "sin",
+            "sinh",
+            "softmax",
+            "sqrt",
+            "square",
+            "sub",
+            "sum",
+            "tan",
+            "tanh",
+            "trunc",
+            "where",
+        ]
+    ),
+    "torch.nn.functional": tuple(
+        [
+            "celu",
+            "elu",
+            "gelu",
+            "glu",
+            "hardsigmoid",
+            "hardswish",
+            "hardtanh",
+            "leaky_relu",
+            "log_softmax",
+            "logsigmoid",
+            "mish",
+            "relu",
+            "relu6",
+            "selu",
+            "sigmoid",
+            "silu",
+            "softmax",
+            "softplus",
+            "softsign",
+            "tanh",
+            "tanhshrink",
+        ]
+    ),
+}
+# Modules whose every function of these kinds is a leaf numeric one (math), or whose scalar types
+# and ufuncs are (NumPy, jax.numpy, ml_dtypes).
+_WHOLE_MODULES = ("math", "numpy", "jax.numpy", "ml_dtypes")
+
+# id -> object, each kept alive by the dict so that its id stays its own.
+_default: dict[int, Any] = {id(type(None)): type(None)}
+_defaults_read: set[str] = set()
+_added: dict[int, Any] = {}
+_allow_lock = threading.Lock()
+
+
+def _leaf_kinds(module: str, namespace: dict[str, Any]) -> Callable[[Any], bool]:
+    """Which values of a whole module are leaf numeric: math's functions; NumPy's and jax.numpy's
+    ufuncs; the scalar types (jax.numpy's have a metaclass of their own)."""
+    if module == "math":
+        return lambda value: type(value) is types.BuiltinFunctionType
+    ufunc = namespace.get("ufunc") if module == "jax.numpy" else np.ufunc
+    scalar_meta = type(namespace.get("float32")) if module == "jax.numpy" else None
+    return lambda value: (
+        (ufunc is not None and type(value) is ufunc)
+        or type(value) is scalar_meta
+        or (is_class(value) and issubclass(value, np.generic))
+    )
+
+
+def _read_defaults() -> bool:
+    """Add the defaults of the modules imported since last asked; whether any were."""
+    pending = [m for m in (*_DEFAULTS, *_WHOLE_MODULES) if m not in _defaults_read]
+    fresh = [m for m in pending if issubclass(type(sys.modules.get(m)), types.ModuleType)]
+    if not fresh:
+        return False
+    with _allow_lock:
+        for module in fresh:
+            namespace = module_dict(sys.modules[module])
+            for name in _DEFAULTS.get(module, ()):
+                found = namespace.get(name, MISSING)
+                if found is not MISSING and type(found) is not types.ModuleType:
+                    _default[id(found)] = found
+            if module in _WHOLE_MODULES:
+                leaf = _leaf_kinds(module, namespace)
+                for found in list(namespace.values()):
+                    if leaf(found):
+                        _default[id(found)] = found
+            _defaults_read.add(module)
+    return True
+
+
+class _Scope:
+    """One ``safe_references`` block: dead (``alive`` false) from its ``__exit__`` on, also where
+    a task or a copied context still holds it."""
+
+    __slots__ = ("alive", "objects")
+
+    def __init__(self, objects: dict[int, Any]) -> None:
+        self.objects = objects
+        self.alive = True
+
+
+_scopes: contextvars.ContextVar[tuple[_Scope, ...]] = contextvars.ContextVar(
+    "pytreekit_safe_references", default=()
+)
+
+
+def is_safe_reference(value: Any) -> bool:
+    """Whether an artifact may name ``value``: on the default list, added, or allowed by a live
+    ``safe_references`` scope."""
+    key = id(value)
+    if key in _default or key in _added:
+        return True
+    scopes = _scopes.get()
+    if scopes and any(scope.alive and key in scope.objects for scope in scopes):
+        return True
+    return _read_defaults() and key in _default
+
+
+def _references(values: Any, call: str) -> dict[int, Any]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{call} takes a list of functions and classes, got {type_name(values)}; "
+            f"write {call.partition('(')[0]}([f])."
+        )
+    found: dict[int, Any] = {}
+    for value in values:
+        if issubclass(type(value), types.ModuleType) or not callable(value):
+            raise TypeError(
+                f"{call} takes functions and classes, got {value!r:.60}: an artifact names a "
+                f"function or class, never a module or another value."
+            )
+        found[id(value)] = value
+    return found
+
+
+def add_safe_references(references: Iterable[Any], /) -> None:
+    """Let artifacts loaded from now on in this process name these functions and classes in
+    static fields (beyond the default list: leaf numeric functions and types such as
+    ``jax.nn.relu``, ``jnp.tanh``, ``math.exp``, ``jnp.float32``).
+
+    Loading calls nothing an artifact names, but a model calls its static functions: add only
+    functions that do nothing but compute on their arguments. A function that calls what it is
+    given (``max`` with ``key=``, ``map``, ``functools.reduce``) lets an artifact run any code.
+
+    Args:
+        references: Functions and classes, as objects (``[my_activation, MyConfig]``).
+
+    Raises:
+        TypeError: an item is a module or not callable.
+
+    >>> import math, pytreekit
+    >>> pytreekit.add_safe_references([math.hypot])
+    """
+    found = _references(references, "add_safe_references(...)")
+    with _allow_lock:
+        _added.update(found)
+
+
+class safe_references:
+    """Within this block, artifacts may name these functions and classes too (see
+    ``add_safe_references``). The permission ends at the block's end, also for tasks and copied
+    contexts started inside it.
+
+    >>> import math, pytreekit
+    >>> with pytreekit.safe_references([math.hypot]):
+    ...     pass  # jax.export.deserialize(artifact)
+    """
+
+    def __init__(self, references: Iterable[Any], /) -> None:
+        self._scope = _Scope(_references(references, "safe_references(...)"))
+        self._token: contextvars.Token[tuple[_Scope, ...]] | None = None
+
+    def __enter__(self) -> None:
+        if self._token is not None or not self._scope.alive:
+            raise RuntimeError("a safe_references(...) block is entered once")
+        self._token = _scopes.set((*_scopes.get(), self._scope))
+
+    def __exit__(self, *exc: object) -> None:
+        self._scope.alive = False
+        if self._token is not None:
+            _scopes.reset(self._token)
+
+
+def allowing_advice(name: str, when: str = "loading") -> str:
+    """How a user lets artifacts name ``module:qualname``."""
+    dotted = name.replace(":", ".")
+    return (
+        f"If you trust it, allow it before {when}: "
+        f"`pytreekit.add_safe_references([{dotted}])`, or work inside "
+        f"`with pytreekit.safe_references([{dotted}]):`"
+    )
+
+
 # -- dtypes -------------------------------------------------------------------------------------
 
 # ml_dtypes' types (bfloat16, float8_*, int4, ...) by name: their dtype.str ("<V2") loses them.
@@ -339,6 +746,11 @@ def register_static_codec(
         _codecs_by_name[name] = codec
 
 
+def codec_named(name: str) -> Any:
+    """The codec registered under ``name`` (``None``: none)."""
+    return _codecs_by_name.get(name)
+
+
 # -- encoding -----------------------------------------------------------------------------------
 #
 # Each value becomes JSON text directly (no tree handed to json.dumps afterwards): the C string
@@ -349,14 +761,38 @@ _quote: Callable[[str], str] = json.encoder.encode_basestring_ascii
 _texts: dict[tuple[str, str], str] = {}
 
 
+_admitted_var: contextvars.ContextVar[tuple[type, ...]] = contextvars.ContextVar(
+    "pytreekit_admitted", default=()
+)
+
+
 def _reference(value: Any) -> str:
-    """The JSON text of ``"module:qualname"``, under which ``find_in`` finds ``value`` itself."""
+    """The JSON text of ``"module:qualname"``, under which ``find_in`` finds ``value`` itself;
+    refused unless a reader with this process's safe references would load it."""
     name = public_name(value)
     if name is not None:
+        if not (
+            is_safe_reference(value) or (is_class(value) and _admits(_admitted_var.get(), value))
+        ):
+            joined = ":".join(name)
+            what = "class" if is_class(value) else "function"
+            raise _Refused(
+                value,
+                f"the {what} {joined!r} is not on the list of references an artifact may name, "
+                f"so loading would refuse it. " + allowing_advice(joined, "writing and loading"),
+            )
         text = _texts.get(name)
         if text is None:
             text = _texts[name] = _quote(":".join(name))
         return text
+    owner = getattr(value, "__self__", None)
+    if type(value) is types.BuiltinMethodType and owner is not None and not is_class(owner):
+        method = getattr(value, "__name__", "method")
+        raise _Refused(
+            value,
+            f"a method bound to a {type_name(owner)} is not stored by name; store "
+            f"functools.partial({type(owner).__qualname__}.{method}, {owner!r:.40}) instead",
+        )
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
@@ -393,9 +829,9 @@ def _class_reference(value: Any) -> str:
 def _encode(value: Any, depth: int) -> str:
     kind = type(value)
     if kind is str:
-        return _quote(value)
+        return _quote(value) if value.isascii() else _encode_text(value)
     if kind is int:
-        return int.__repr__(value)
+        return _encode_int(value)
     if kind is bool:
         return "true" if value else "false"
     if value is None:
@@ -447,16 +883,31 @@ def _encoder_for(value: Any) -> Encoder:
     return encoder
 
 
+def _encode_text(value: str) -> str:
+    """A string, with any surrogate code point as a list of code points: JSON's escapes would
+    join two of them into one character, and a lone one is refused when read."""
+    if _LONE_SURROGATE.search(value):
+        return f'["u",[{",".join(str(ord(char)) for char in value)}]]'
+    return _quote(value)
+
+
+def _encode_int(value: int) -> str:
+    try:
+        return int.__repr__(value)
+    except ValueError:  # more digits than Python converts to text: hexadecimal, in linear time
+        return f'["i","{value:x}"]'
+
+
 def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> str:
     """``head`` (an array's opening and tag), then the items, then ``]``."""
     parts = [head]
     try:
         for item in items:
             kind = type(item)  # the common cases inline: a model's statics are mostly these
-            if kind is str:
+            if kind is str and item.isascii():
                 parts.append(_quote(item))
             elif kind is int:
-                parts.append(int.__repr__(item))
+                parts.append(_encode_int(item))
             elif kind is bool:
                 parts.append("true" if item else "false")
             else:
@@ -514,7 +965,9 @@ def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
 
 
 def _encode_dict(value: dict[Any, Any], depth: int) -> str:
-    if all(type(key) is str for key in value):
+    if all(
+        type(key) is str and (key.isascii() or not _LONE_SURROGATE.search(key)) for key in value
+    ):
         return _encode_fields(value, depth, "[{!r:.40}]")
     parts = ['["d"']
     for index, (key, item) in enumerate(value.items()):
@@ -533,16 +986,67 @@ def _encode_dict(value: dict[Any, Any], depth: int) -> str:
     return ",".join(parts) + "]"
 
 
-def _encode_fields(state: dict[str, Any], depth: int, where: str = ".{}") -> str:
-    """A JSON object: the entries of a dict whose keys are strings, or an object's fields."""
+def _encode_fields(
+    state: dict[str, Any], depth: int, where: str = ".{}", cls: type | None = None
+) -> str:
+    """A JSON object: the entries of a dict whose keys are strings, or the fields of an instance
+    of ``cls``, each checked against its declared type."""
+    declared = declared_types(cls) if cls is not None else {}
     parts = []
     for name, item in state.items():
         try:
-            parts.append(f"{_quote(name)}:{_encode(item, depth)}")
+            text = (
+                _encode_declared(cls, name, item, depth, declared[name])
+                if name in declared and cls is not None
+                else _encode(item, depth)
+            )
+            parts.append(f"{_quote(name)}:{text}")
         except _Refused as refused:
             refused.path.append("" if name == markers.FIELDS else where.format(name))
             raise
     return "{" + ",".join(parts) + "}"
+
+
+def _encode_declared(
+    cls: type, name: str, value: Any, depth: int, declared: tuple[Any, tuple[type, ...]]
+) -> str:
+    """A field's value, refused where the reader would refuse it: not of the declared type."""
+    hint, admitted = declared
+    if not admits_value(hint, restored(value)):
+        raise _Refused(
+            value,
+            f"{cls.__qualname__}.{name} is declared {type_name_of(hint)}, and loading refuses a "
+            f"value of another type there",
+        )
+    token = _admitted_var.set(admitted)
+    try:
+        return _encode(value, depth)
+    finally:
+        _admitted_var.reset(token)
+
+
+def dumps_fields(cls: type, head: tuple[Any, ...], names: Iterable[str], values: Any) -> bytes:
+    """``(*head, values)`` as static data, each of ``values`` as the field of ``cls`` it is in
+    ``names`` (checked against its declared type)."""
+    declared = declared_types(cls)
+    try:
+        parts = []
+        for index, (name, value) in enumerate(zip(names, values, strict=True)):
+            try:
+                parts.append(
+                    _encode_declared(cls, name, value, 1, declared[name])
+                    if name in declared
+                    else _encode(value, 1)
+                )
+            except _Refused as refused:
+                refused.path.append(f"[{index}]")
+                raise
+        text = _encode(head, 0)
+    except _Refused as refused:
+        path = "".join(reversed(refused.path))
+        raise UnencodableError(path, refused.value, refused.reason) from None
+    values_text = "".join("," + part for part in parts)
+    return MAGIC + f'{text[:-1]},["t"{values_text}]]'.encode("ascii")
 
 
 def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
@@ -553,10 +1057,18 @@ def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
             value, f"its registered codec's encode raised {type(error).__name__}: {error}"
         ) from error
     try:
-        return f'["x",{_quote(codec.name)},{_encode(data, depth)}]'
+        text = _encode(data, depth)
     except _Refused as refused:
         refused.path.append(f"<{codec.cls.__qualname__} codec>")
         raise
+    if not _is_plain(data, depth):
+        raise _Refused(
+            value,
+            f"the codec registered for {codec.cls.__qualname__} encodes it as a "
+            f"{type_name(data)} holding more than plain data (numbers, strings, bytes, None, "
+            f"dtypes and containers of them), and decoders are handed plain data only",
+        )
+    return f'["x",{_quote(codec.name)},{text}]'
 
 
 def _encode_partial(value: functools.partial[Any], depth: int) -> str:
@@ -573,6 +1085,13 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
         except _Refused as refused:
             refused.path.append(part)
             raise
+        if part != ".func" and not _is_plain(item, depth):
+            raise _Refused(
+                value,
+                "the arguments of a functools.partial are stored as plain data only (numbers, "
+                "strings, bytes, None, dtypes and containers of them): a function among them is "
+                "what turns max(..., key=...) into an exec. Make the function a field of its own",
+            )
     return ",".join(parts) + "]"
 
 
@@ -601,7 +1120,7 @@ def _encode_pytree(value: Any, depth: int) -> str:
     if why is not None:
         raise _Refused(value, why)
     name = _class_reference(value)
-    return f'["p",{name},{_encode_fields(value.__getstate__(), depth)}]'
+    return f'["p",{name},{_encode_fields(value.__getstate__(), depth, cls=cls)}]'
 
 
 def _encode_namedtuple(value: tuple[Any, ...], depth: int) -> str:
@@ -644,7 +1163,26 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     ]
     if extra:
         raise _Refused(value, f"it holds {extra[0]!r}, which is not a field of {cls.__qualname__}")
-    return f'["dc",{_class_reference(value)},{_encode_fields(state, depth)}]'
+    return f'["dc",{_class_reference(value)},{_encode_fields(state, depth, cls=cls)}]'
+
+
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _is_plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` is plain data: what a reader without references reads back."""
+    kind = type(value)
+    if kind in _PLAIN or issubclass(kind, np.dtype):
+        return True
+    if depth > MAX_DEPTH:
+        return True  # refused by _encode, naming the depth
+    if kind is tuple or kind is list or kind is frozenset:
+        return all(_is_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(
+            _is_plain(key, depth + 1) and _is_plain(item, depth + 1) for key, item in value.items()
+        )
+    return False
 
 
 Encoder = Callable[[Any, int], str]
@@ -679,16 +1217,28 @@ def dumps(value: Any) -> bytes:
 # -- decoding -----------------------------------------------------------------------------------
 
 
-def loads(data: bytes | bytearray | memoryview, *, allow_import: Iterable[str] = ()) -> Any:
+def loads(
+    data: bytes | bytearray | memoryview,
+    *,
+    allow_import: Iterable[str] = (),
+    declared: Any = None,
+) -> Any:
     """The value ``dumps`` wrote.
 
     A function or class comes from a module already imported; ``allow_import`` names modules
-    (exactly) that may be imported to find one. Raises ``StaticDataError`` (a ``ValueError``) for
-    anything else: bytes of another format, malformed or truncated data, nesting deeper than
-    ``MAX_DEPTH``, or a name this process does not have or will not rebuild."""
+    (exactly) that may be imported to find one. It must be a safe reference (``is_safe_reference``)
+    or a class ``declared`` (a type annotation) names. Raises ``StaticDataError`` (a
+    ``ValueError``) for anything else: bytes of another format, malformed or truncated data,
+    nesting deeper than ``MAX_DEPTH``, or a name this process does not have or will not rebuild."""
+    reader = Reader(frozenset(allow_import))
+    tree = parse(data, reader)
+    return decode(tree, reader.for_type(declared) if declared is not None else reader)
+
+
+def parse(data: bytes | bytearray | memoryview, reader: Reader) -> Any:
+    """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
-    allowed = frozenset(allow_import)
     raw = bytes(data)
     if not raw.startswith(MAGIC):
         kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
@@ -697,21 +1247,41 @@ def loads(data: bytes | bytearray | memoryview, *, allow_import: Iterable[str] =
         )
     try:
         text = raw[len(MAGIC) :].decode("ascii")
-        try:
-            tree, end = _scan(text, 0)  # json.loads without its Python wrapper
-        except StopIteration:
-            raise _Bad("no JSON value at character 0") from None
-        if end != len(text):
-            raise _Bad(f"extra data after the value, at character {end}")
-        return _decode(tree, 0, allowed)
+        # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
+        # once, and in the strings only if there is one.
+        reader.surrogates = _SURROGATE_ESCAPE.search(text) is not None
+        return _json.decode(text)
+    except _Bad as bad:
+        raise StaticDataError(f"cannot read static data: {bad.reason}.") from None
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, an int too long, too deep
+        raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
+
+
+def decode(tree: Any, reader: Reader) -> Any:
+    """The value a JSON tree from ``parse`` holds."""
+    try:
+        return _decode(tree, 0, reader)
     except _Bad as bad:
         path = "".join(reversed(bad.path))
         where = f" at {path}" if path else ""
         raise StaticDataError(f"cannot read static data{where}: {bad.reason}.") from None
-    except Exception as error:  # RecursionError, MemoryError, UnicodeDecodeError, a decoder's...
+    except Exception as error:  # RecursionError, MemoryError, a decoder's...
         raise StaticDataError(
             f"cannot read static data: {type(error).__name__}: {error!s:.200}."
         ) from error
+
+
+def hashable(value: Any, depth: int = 0) -> bool:
+    """Whether ``value``, built from static data, is hashable, told from its kind without
+    running its ``__hash__``."""
+    kind = type(value)
+    if kind in _ATOMS or kind is frozenset or depth > MAX_DEPTH:
+        return True
+    if kind is list or kind is dict:
+        return False
+    if issubclass(kind, tuple):
+        return all(hashable(item, depth + 1) for item in value)
+    return lookup(kind, "__hash__") is not None
 
 
 def is_pickle(data: bytes) -> bool:
@@ -719,54 +1289,214 @@ def is_pickle(data: bytes) -> bool:
     return len(data) >= 2 and data[0] == 0x80 and 2 <= data[1] <= 5
 
 
-Decoder = Callable[[list[Any], int, frozenset[str]], Any]
+class Reader:
+    """What one load may do: the modules it may import, and the declared type of the field being
+    read (``admitted``: the classes it names, loaded there though not safe references)."""
+
+    __slots__ = ("admitted", "allow_import", "declared", "plain", "surrogates")
+
+    def __init__(
+        self,
+        allow_import: frozenset[str],
+        declared: Any = None,
+        admitted: tuple[type, ...] = (),
+        plain: bool = False,
+    ) -> None:
+        self.allow_import = allow_import
+        self.declared = declared
+        self.admitted = admitted
+        self.plain = plain
+        self.surrogates = False
+
+    def _with(self, declared: Any, admitted: tuple[type, ...], plain: bool) -> Reader:
+        if declared is None and not admitted and plain == self.plain and self.declared is None:
+            return self
+        reader = Reader(self.allow_import, declared, admitted, plain)
+        reader.surrogates = self.surrogates
+        return reader
+
+    def for_type(self, declared: Any) -> Reader:
+        return self._with(declared, tuple(_named_classes(declared, 0)), self.plain)
+
+    def for_field(self, cls: type, name: str) -> Reader:
+        declared, admitted = declared_types(cls).get(name, _UNDECLARED)
+        return self._with(declared, admitted, self.plain)
+
+    def for_plain(self) -> Reader:
+        """For the arguments of a ``functools.partial`` and a codec's data: no reference."""
+        return self._with(None, (), True)
 
 
+_UNDECLARED: tuple[Any, tuple[type, ...]] = (None, ())
+# Per class: each annotated field's type, and the classes it names.
+_declared: weakref.WeakKeyDictionary[type, dict[str, tuple[Any, tuple[type, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def declared_types(cls: type) -> dict[str, tuple[Any, tuple[type, ...]]]:
+    """The declared type of each annotated field of ``cls`` and the classes it names (a type
+    that cannot be evaluated is left out: its field is checked against the safe references only)."""
+    known = _declared.get(cls)
+    if known is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # a name not defined where the class is: no declared types
+            hints = {}
+        known = {
+            name: (hint, tuple(dict.fromkeys(_named_classes(hint, 0))))
+            for name, hint in hints.items()
+            if typing.get_origin(hint) is not typing.ClassVar
+        }
+        _declared[cls] = known
+    return known
+
+
+def _named_classes(hint: Any, depth: int) -> Iterable[type]:
+    if depth > 20:
+        return
+    if is_class(hint) and typing.get_origin(hint) is None:
+        yield hint
+    for arg in typing.get_args(hint) if not isinstance(hint, list) else hint:
+        yield from _named_classes(arg, depth + 1)
+
+
+def type_name_of(hint: Any) -> str:
+    """A declared type as the user wrote it."""
+    if is_class(hint) and typing.get_origin(hint) is None:
+        return str(hint.__qualname__)
+    return f"{hint!r:.80}".replace("typing.", "")
+
+
+def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` (built from static data) is of the declared type ``hint``, decided
+    without running any of the value's code; a type this cannot tell admits every value."""
+    if depth > 20 or hint is Any or hint is object:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(admits_value(arg, value, depth + 1) for arg in args)
+    if origin is typing.Literal:
+        return any(type(value) is type(arg) and value == arg for arg in args)
+    if origin is type:
+        target = args[0] if args else object
+        return is_class(value) and (not is_class(target) or target in mro(value))
+    if origin is collections.abc.Callable or hint is collections.abc.Callable:
+        return callable(value)
+    if origin is None:
+        if not is_class(hint):
+            return True  # a TypeVar, a string that could not be evaluated, a NewType...
+        return _instance_of(value, hint)
+    if not is_class(origin) or not _instance_of(value, origin):
+        return origin is not None and not is_class(origin)
+    if origin is tuple and args:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(admits_value(args[0], item, depth + 1) for item in value)
+        return len(args) == len(value) and all(
+            admits_value(arg, item, depth + 1) for arg, item in zip(args, value, strict=True)
+        )
+    if origin in (list, frozenset, set) and args:
+        return all(admits_value(args[0], item, depth + 1) for item in value)
+    if origin is dict and len(args) == 2:
+        return all(
+            admits_value(args[0], key, depth + 1) and admits_value(args[1], item, depth + 1)
+            for key, item in value.items()
+        )
+    return True
+
+
+# PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
+_WIDER = {float: (int, bool), complex: (int, bool, float)}
+
+
+def _instance_of(value: Any, cls: type) -> bool:
+    kind = type(value)
+    if cls in mro(kind) or kind in _WIDER.get(cls, ()):
+        return True
+    if type(cls) is abc.ABCMeta:  # collections.abc's: registered virtual subclasses
+        return isinstance(value, cls)
+    return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Bad(f"{name} is not JSON (static data writes it as ['f', {name.lower()!r}])")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Bad("an object names a key twice")
+    return out
+
+
+_json = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+Decoder = Callable[[list[Any], int, Reader], Any]
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
-# The C scanner json.loads runs: (text, index) -> (value, end); StopIteration where no value
-# starts (json.loads raises JSONDecodeError then).
-_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def _decode(node: Any, depth: int, allowed: frozenset[str]) -> Any:
+def _scalar(node: Any, reader: Reader) -> Any:
+    kind = type(node)
+    if kind is float and node - node != 0:
+        raise _Bad("a number too large for a float (static data writes inf as ['f', 'inf'])")
+    if kind is str and reader.surrogates and _LONE_SURROGATE.search(node):
+        raise _Bad("a string holds a lone surrogate (static data writes it as ['u', ...])")
+    return node
+
+
+def _decode(node: Any, depth: int, reader: Reader) -> Any:
     kind = type(node)
     if kind in _JSON_SCALARS:
-        return node
+        return node if kind is int or kind is bool or node is None else _scalar(node, reader)
     if depth >= MAX_DEPTH:
         raise _Bad(f"values nest deeper than {MAX_DEPTH} levels")
     depth += 1
     if kind is dict:
-        return _decode_object(node, depth, allowed)
+        return _decode_object(node, depth, reader)
     tag = node[0] if node else None
-    if tag == "t":  # the commonest, inline; names and flags are all scalars, checked in C
+    if tag == "t":  # the commonest, inline; names and flags are ints and strings, checked in C
         items = node[1:]
-        if _JSON_SCALARS.issuperset(map(type, items)):
+        kinds = set(map(type, items))
+        if kinds <= _PLAIN_SCALARS and not (str in kinds and reader.surrogates):
             return tuple(items)
-        return tuple(_decode_items(items, depth, allowed))
+        return tuple(_decode_items(items, depth, reader))
     if type(tag) is not str:
         raise _Bad("an array must start with a tag")
     decoder = _DECODERS.get(tag)
     if decoder is None:
         raise _Bad(f"unknown tag {node[0]!r:.20}")
-    return decoder(node, depth, allowed)
+    if reader.plain and tag not in _PLAIN_TAGS:
+        raise _Bad(
+            "only plain data may stand here (the arguments of a functools.partial, what a "
+            "registered codec decodes): numbers, strings, bytes, None, dtypes and containers of "
+            f"them, not {_TAG_KINDS.get(tag, tag)!r}"
+        )
+    return decoder(node, depth, reader)
 
 
-def _decode_object(node: dict[str, Any], depth: int, allowed: frozenset[str]) -> dict[str, Any]:
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, item in node.items():
         try:
-            out[key] = _decode(item, depth, allowed)
+            out[_scalar(key, reader)] = _decode(item, depth, reader)
         except _Bad as bad:
             bad.path.append(f"[{key!r:.40}]")
             raise
     return out
 
 
-def _decode_items(items: list[Any], depth: int, allowed: frozenset[str]) -> list[Any]:
+def _decode_items(items: list[Any], depth: int, reader: Reader) -> list[Any]:
     out: list[Any] = []
     try:
         for item in items:
-            out.append(item if type(item) in _JSON_SCALARS else _decode(item, depth, allowed))
+            out.append(_decode(item, depth, reader))
     except _Bad as bad:
         bad.path.append(f"[{len(out)}]")
         raise
@@ -778,30 +1508,49 @@ def _arity(node: list[Any], count: int) -> None:
         raise _Bad(f"{node[0]!r} takes {count - 1} parts, got {len(node) - 1}")
 
 
-def _decode_list(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
-    return _decode_items(node[1:], depth, allowed)
+def _decode_list(node: list[Any], depth: int, reader: Reader) -> Any:
+    return _decode_items(node[1:], depth, reader)
 
 
-def _decode_frozenset(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
-    items = _decode_items(node[1:], depth, allowed)
-    for item in items:
-        if not _hash_safe(item):
-            raise _Bad(_unsafe_key(item))
-    return frozenset(items)
+# Equal hashes a dict or frozenset rebuilt from data may hold at most: ints, floats and tuples hash
+# the same in every process, so an artifact could hold thousands of colliding keys, each insertion
+# comparing with all before it.
+_MAX_COLLISIONS = 8
 
 
-def _decode_dict(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
-    if len(node) % 2 != 1:
-        raise _Bad("'d' takes keys and values in pairs")
-    items = _decode_items(node[1:], depth, allowed)
-    keys = items[::2]
+def _hashed_keys(keys: list[Any], what: str) -> None:
+    counts: dict[int, int] = {}
     for key in keys:
         if not _hash_safe(key):
             raise _Bad(_unsafe_key(key))
-    return dict(zip(keys, items[1::2], strict=True))
+        code = hash(key)
+        count = counts[code] = counts.get(code, 0) + 1
+        if count > _MAX_COLLISIONS:
+            raise _Bad(f"more than {_MAX_COLLISIONS} {what} share one hash value")
 
 
-def _decode_bytes(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_frozenset(node: list[Any], depth: int, reader: Reader) -> Any:
+    items = _decode_items(node[1:], depth, reader)
+    _hashed_keys(items, "elements of a frozenset")
+    value = frozenset(items)
+    if len(value) != len(items):
+        raise _Bad("a frozenset holds an element twice")
+    return value
+
+
+def _decode_dict(node: list[Any], depth: int, reader: Reader) -> Any:
+    if len(node) % 2 != 1:
+        raise _Bad("'d' takes keys and values in pairs")
+    items = _decode_items(node[1:], depth, reader)
+    keys = items[::2]
+    _hashed_keys(keys, "keys of a dict")
+    value = dict(zip(keys, items[1::2], strict=True))
+    if len(value) != len(keys):
+        raise _Bad("a dict names a key twice")
+    return value
+
+
+def _decode_bytes(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 2)
     if type(node[1]) is not str:
         raise _Bad("'b' takes base64 text")
@@ -811,7 +1560,7 @@ def _decode_bytes(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
 _SPECIAL_FLOATS = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 
-def _decode_float(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_float(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 2)
     number = _SPECIAL_FLOATS.get(node[1]) if type(node[1]) is str else None
     if number is None:
@@ -819,20 +1568,42 @@ def _decode_float(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
     return number
 
 
-def _decode_complex(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_complex(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 3)
-    real, imag = _decode_items(node[1:], depth, allowed)
+    real, imag = _decode_items(node[1:], depth, reader)
     if type(real) is not float or type(imag) is not float:
         raise _Bad("'c' takes two floats")
     return complex(real, imag)
 
 
+_HEX = re.compile(r"-?[0-9a-f]+\Z")
+
+
+def _decode_int(node: list[Any], depth: int, reader: Reader) -> Any:
+    _arity(node, 2)
+    if type(node[1]) is not str or not _HEX.match(node[1]):
+        raise _Bad("'i' takes hexadecimal digits")
+    return int(node[1], 16)
+
+
+def _decode_text(node: list[Any], depth: int, reader: Reader) -> Any:
+    _arity(node, 2)
+    points = node[1]
+    if type(points) is not list or not all(
+        type(p) is int and 0 <= p <= sys.maxunicode for p in points
+    ):
+        raise _Bad("'u' takes a list of code points")
+    return "".join(map(chr, points))
+
+
 # name -> (object, module, namespace, key) of the references resolved so far (only ever objects
 # that exist), checked again at each use: the module still imported, the name still the object's.
+# Bounded: an artifact may name many objects once each.
 _resolved: dict[str, tuple[Any, str, Any, str]] = {}
+_MAX_RESOLVED = 4096
 
 
-def _resolve(name: Any, allowed: frozenset[str]) -> Any:
+def _resolve(name: Any, reader: Reader) -> Any:
     if type(name) is not str:
         raise _Bad("a reference is a 'module:qualname' string")
     known = _resolved.get(name)
@@ -841,12 +1612,25 @@ def _resolve(name: Any, allowed: frozenset[str]) -> Any:
         and known[1] in sys.modules
         and known[2].get(known[3], MISSING) is known[0]
     ):
-        return known[0]
+        found = known[0]
+    else:
+        found = _find(name, reader)
+    if is_safe_reference(found) or (is_class(found) and _admits(reader.admitted, found)):
+        return found
+    what = "class" if is_class(found) else "function"
+    raise _Bad(
+        f"it names the {what} {name!r}, which is not on the list of references an artifact may "
+        f"name (loading it would let the artifact decide what the model calls). "
+        + allowing_advice(name)
+    )
+
+
+def _find(name: str, reader: Reader) -> Any:
     module, colon, qualname = name.partition(":")
     if not (colon and _dotted(module) and _dotted(qualname)):
         raise _Bad(f"{name!r:.80} is not a 'module:qualname' reference")
     if module not in sys.modules:
-        if module not in allowed:
+        if module not in reader.allow_import:
             raise _Bad(
                 f"{name!r} is in module {module!r}, which is not imported: import it before "
                 f"loading (loading never imports a module an artifact names)"
@@ -855,45 +1639,55 @@ def _resolve(name: Any, allowed: frozenset[str]) -> Any:
     found, namespace, key = find_in(module, qualname)
     if found is MISSING:
         raise _Bad(f"module {module!r} has no {qualname!r} (looked up without __getattr__)")
-    if namespace.get(key) is found:  # not a staticmethod's function: one lookup checks it
+    if namespace.get(key) is found and len(_resolved) < _MAX_RESOLVED:
         _resolved[name] = (found, module, namespace, key)
     return found
+
+
+def _admits(admitted: tuple[type, ...], cls: type) -> bool:
+    """Whether a field whose declared type names ``admitted`` may hold ``cls`` (or its instance):
+    a class the type names, or a pytree class decorated in this process that derives from one."""
+    if not admitted:
+        return False
+    if cls in admitted:
+        return True
+    return markers.SPEC in own_dict(cls) and any(base in admitted for base in mro(cls))
 
 
 def _dotted(name: str) -> bool:
     return all(part.isidentifier() for part in name.split("."))
 
 
-def _resolve_class(name: Any, allowed: frozenset[str]) -> type:
-    found = _resolve(name, allowed)
+def _resolve_class(name: Any, reader: Reader) -> type:
+    found = _resolve(name, reader)
     if not is_class(found):
         raise _Bad(f"{name!r:.80} is not a class")
     cls: type = found
     return cls
 
 
-def _decode_function(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_function(node: list[Any], depth: int, reader: Reader) -> Any:
     if len(node) != 2:
         _arity(node, 2)
-    found = _resolve(node[1], allowed)
+    found = _resolve(node[1], reader)
     if not callable(found) or issubclass(type(found), (type, types.ModuleType)):
         raise _Bad(f"{node[1]!r:.80} is not a function")
     return found
 
 
-def _decode_class(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_class(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 2)
-    return _resolve_class(node[1], allowed)
+    return _resolve_class(node[1], reader)
 
 
-def _decode_dtype(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 2)
     return _dtype(node[1])
 
 
-def _decode_member(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_member(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 3)
-    cls = _resolve_class(node[1], allowed)
+    cls = _resolve_class(node[1], reader)
     if not issubclass(cls, enum.Enum):
         raise _Bad(f"{node[1]!r:.80} is not an enum")
     members = own_dict(cls).get("_member_map_")
@@ -905,27 +1699,57 @@ def _decode_member(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
     return member
 
 
-def _decode_namedtuple(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_namedtuple(node: list[Any], depth: int, reader: Reader) -> Any:
     if len(node) < 2:
         raise _Bad("'n' takes a class and the items")
-    cls = _resolve_class(node[1], allowed)
+    cls = _resolve_class(node[1], reader)
     names = lookup(cls, "_fields")
     if not issubclass(cls, tuple) or type(names) is not tuple:
         raise _Bad(f"{node[1]!r:.80} is not a NamedTuple")
     if len(names) != len(node) - 2:
         raise _Bad(f"{cls.__qualname__} has {len(names)} fields, the data {len(node) - 2}")
-    return tuple.__new__(cls, _decode_items(node[2:], depth, allowed))
+    items = []
+    for name, item in zip(names, node[2:], strict=True):
+        try:
+            items.append(_decode_field(cls, name, item, depth, reader))
+        except _Bad as bad:
+            bad.path.append(f".{name}")
+            raise
+    return tuple.__new__(cls, items)
 
 
-def _fields_of(node: list[Any], depth: int, allowed: frozenset[str]) -> tuple[type, dict[str, Any]]:
+def _decode_field(cls: type, name: str, node: Any, depth: int, reader: Reader) -> Any:
+    """A field's value, read and checked against the field's declared type."""
+    field_reader = reader.for_field(cls, name)
+    value = _decode(node, depth, field_reader)
+    if field_reader.declared is not None and not admits_value(field_reader.declared, value):
+        raise _Bad(
+            f"{cls.__qualname__}.{name} is declared {type_name_of(field_reader.declared)}, and "
+            f"the artifact holds a {type_name(value)} there"
+        )
+    return value
+
+
+def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[str, Any]]:
     _arity(node, 3)
-    cls = _resolve_class(node[1], allowed)
+    cls = _resolve_class(node[1], reader)
     if type(node[2]) is not dict:
         raise _Bad(f"{node[0]!r} takes its fields as an object")
     why = _rebuildable(cls)
     if why is not None:
         raise _Bad(why)
-    return cls, _decode_object(node[2], depth, allowed)
+    state: dict[str, Any] = {}
+    for name, item in node[2].items():
+        try:
+            state[name] = (
+                _decode(item, depth, reader)
+                if name == markers.FIELDS
+                else _decode_field(cls, name, item, depth, reader)
+            )
+        except _Bad as bad:
+            bad.path.append("" if name == markers.FIELDS else f".{name:.40}")
+            raise
+    return cls, state
 
 
 def _check_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
@@ -953,8 +1777,8 @@ def _dataclass_names(cls: type) -> frozenset[str] | None:
     )
 
 
-def _decode_dataclass(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
-    cls, state = _fields_of(node, depth, allowed)
+def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
+    cls, state = _fields_of(node, depth, reader)
     names = _dataclass_names(cls)
     params = lookup(cls, "__dataclass_params__")
     if names is None or getattr(params, "frozen", False) is not True:
@@ -973,8 +1797,8 @@ def _decode_dataclass(node: list[Any], depth: int, allowed: frozenset[str]) -> A
     return obj
 
 
-def _decode_pytree(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
-    cls, state = _fields_of(node, depth, allowed)
+def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
+    cls, state = _fields_of(node, depth, reader)
     setstate = lookup(cls, "__setstate__")
     if markers.SPEC not in own_dict(cls) or not _ours(setstate):
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
@@ -999,9 +1823,10 @@ def _decode_pytree(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
     return obj
 
 
-def _decode_partial(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 4)
-    func, args, keywords = _decode_items(node[1:], depth, allowed)
+    func = _decode(node[1], depth, reader)
+    args, keywords = _decode_items(node[2:], depth, reader.for_plain())
     if not callable(func) or type(args) is not tuple or type(keywords) is not dict:
         raise _Bad("'fp' takes a callable, a tuple and a dict of keywords")
     if not all(type(key) is str for key in keywords):
@@ -1009,7 +1834,7 @@ def _decode_partial(node: list[Any], depth: int, allowed: frozenset[str]) -> Any
     return functools.partial(func, *args, **keywords)
 
 
-def _decode_codec(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
+def _decode_codec(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 3)
     codec = _codecs_by_name.get(node[1]) if type(node[1]) is str else None
     if codec is None:
@@ -1017,7 +1842,7 @@ def _decode_codec(node: list[Any], depth: int, allowed: frozenset[str]) -> Any:
             f"no codec is registered for {node[1]!r:.80} in this process (register it with "
             f"pytreekit.register_static_codec before loading)"
         )
-    data = _decode(node[2], depth, allowed)
+    data = _decode(node[2], depth, reader.for_plain())
     try:
         value = codec.decode(data)
     except Exception as error:
@@ -1048,4 +1873,17 @@ _DECODERS: dict[str, Decoder] = {
     "p": _decode_pytree,
     "fp": _decode_partial,
     "x": _decode_codec,
+    "i": _decode_int,
+    "u": _decode_text,
+}
+_PLAIN_TAGS = frozenset({"t", "l", "d", "s", "b", "f", "c", "dt", "i", "u"})
+_TAG_KINDS = {
+    "r": "a function",
+    "k": "a class",
+    "e": "an enum member",
+    "n": "a NamedTuple",
+    "dc": "a dataclass",
+    "p": "a pytree class instance",
+    "fp": "a functools.partial",
+    "x": "a value of a registered codec",
 }

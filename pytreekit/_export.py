@@ -30,39 +30,62 @@ import contextlib
 import contextvars
 import functools
 import io
-import keyword
+import json
 import pickle
 import pickletools
+import sys
 import threading
-import types
 import warnings
 import weakref
-from collections.abc import Callable, Generator
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 import jax.export
 
 from . import _markers as markers
-from ._codec import MAGIC, StaticDataError, UnencodableError, dumps, is_pickle, loads
+from ._codec import (
+    MAGIC,
+    MAX_DEPTH,
+    Reader,
+    StaticDataError,
+    UnencodableError,
+    admits_value,
+    codec_named,
+    decode,
+    dumps_fields,
+    hashable,
+    is_pickle,
+    is_safe_reference,
+    parse,
+    type_name_of,
+)
 from ._compat import export_registries, jax_from_children
+from ._fields import type_name
 from ._nodes import NodeFunctions
-from ._references import MISSING, by_reference, import_by_name, lookup
+from ._references import MISSING, by_reference, find_in, import_by_name, is_class, lookup
 from ._spec import spec_of
 
 C = TypeVar("C", bound=type)
 
-# 3: (3, field names, static flags, static values) as static data, or pickled for a class opted
-# in. 2 (the versions after 0.2): the same tuple, pickled. 1 (pytreekit 0.2): (1, field names or
-# None for an annotated class, static names, static values), pickled.
-_FORMAT = 3
+# 4: (4, "module:qualname" of the class written, field names, static flags, static values) as
+# static data, or pickled for a class opted in. 3 (pytreekit 0.3): the same without the class. 2
+# (the versions after 0.2): format 3, pickled. 1 (pytreekit 0.2): (1, field names or None for an
+# annotated class, static names, static values), pickled.
+_FORMAT = 4
 _PICKLED_BY = {
     1: "pytreekit 0.2 (format 1)",
     2: "a version of pytreekit from before artifacts were data (format 2)",
     3: "pytreekit for a class opted in with pytreekit.pickle_static_fields (format 3)",
+    4: "pytreekit for a class opted in with pytreekit.pickle_static_fields (format 4)",
 }
 _lock = threading.Lock()
 _pickled_classes: weakref.WeakSet[type] = weakref.WeakSet()
-_pickle_allowed = contextvars.ContextVar("pytreekit_pickle_allowed", default=False)
+# How many layouts one class without annotations may learn from artifacts: each costs memory for
+# as long as the class lives.
+MAX_LEARNED_LAYOUTS = 256
+_learned: weakref.WeakKeyDictionary[type, set[tuple[tuple[str, ...], tuple[bool, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def export_name(cls: type) -> str:
@@ -107,25 +130,69 @@ def pickle_static_fields(cls: C, /) -> C:
     return cls
 
 
-@contextlib.contextmanager
-def allow_pickled_artifacts() -> Generator[None]:
-    """Within this block (in this thread or task), load artifacts whose static fields were written
-    with pickle: by pytreekit 0.2 and the versions before artifacts were data, or for a class
-    opted in with ``pickle_static_fields``. **Unsafe**: unpickling runs whatever code the artifact
-    names; use it only for artifacts you trust, and export them again to get data.
+class _Permission:
+    """One ``allow_pickled_artifacts`` block: alive in the thread that entered it, until its
+    ``__exit__`` (a task or a copied context keeps the object, not the permission)."""
 
-    Yields:
-        Nothing.
+    __slots__ = ("alive", "classes", "thread")
+
+    def __init__(self, classes: frozenset[type]) -> None:
+        self.classes = classes
+        self.thread = threading.get_ident()
+        self.alive = False
+
+    def covers(self, cls: type) -> bool:
+        return (
+            self.alive
+            and self.thread == threading.get_ident()
+            and (cls in self.classes if self.classes else cls in _pickled_classes)
+        )
+
+
+_permissions: contextvars.ContextVar[tuple[_Permission, ...]] = contextvars.ContextVar(
+    "pytreekit_pickle_allowed", default=()
+)
+
+
+class allow_pickled_artifacts:
+    """Within this block (in this thread), load artifacts whose static fields were written with
+    pickle for ``classes``: by pytreekit 0.2 and the versions before artifacts were data, or for a
+    class opted in with ``pickle_static_fields``. Without classes named, for the classes opted in
+    only. **Unsafe**: unpickling runs whatever code the artifact names; use it only for artifacts
+    you trust, and export them again to get data.
+
+    The permission ends with the block: a task or a copied context created inside, or a thread
+    started inside (also where threads inherit the context, ``PYTHON_THREAD_INHERIT_CONTEXT=1``),
+    does not have it.
+
+    Args:
+        *classes: The pytree classes whose pickled static fields may be read.
 
     >>> import pytreekit
     >>> with pytreekit.allow_pickled_artifacts():
     ...     pass  # jax.export.deserialize(trusted_old_artifact)
     """
-    token = _pickle_allowed.set(True)
-    try:
-        yield
-    finally:
-        _pickle_allowed.reset(token)
+
+    def __init__(self, *classes: type) -> None:
+        for cls in classes:
+            spec_of(cls, "allow_pickled_artifacts()")
+        self._permission = _Permission(frozenset(classes))
+        self._token: contextvars.Token[tuple[_Permission, ...]] | None = None
+
+    def __enter__(self) -> None:
+        if self._token is not None:
+            raise RuntimeError("an allow_pickled_artifacts(...) block is entered once")
+        self._permission.alive = True
+        self._token = _permissions.set((*_permissions.get(), self._permission))
+
+    def __exit__(self, *exc: object) -> None:
+        self._permission.alive = False
+        if self._token is not None:
+            _permissions.reset(self._token)
+
+
+def _pickle_allowed(cls: type) -> bool:
+    return any(permission.covers(cls) for permission in _permissions.get())
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -135,13 +202,19 @@ def dump_aux(aux: Any, what: str) -> bytes:
     """``aux`` (``(layout, *static_values)``) as bytes. ``what`` names the consumer in the error
     for a value that cannot be stored."""
     layout, statics = aux[0], tuple(aux[1:])
-    state = (_FORMAT, layout.names, layout.static, statics)
-    if layout.cls in _pickled_classes:
-        return _pickle(state, layout.cls, layout.static_names, what)
+    cls = layout.cls
+    if cls in _pickled_classes:
+        state = (_FORMAT, export_name(cls), layout.names, layout.static, statics)
+        return _pickle(state, cls, layout.static_names, what)
     try:
-        return dumps(state)
+        return dumps_fields(
+            cls,
+            (_FORMAT, export_name(cls), layout.names, layout.static),
+            layout.static_names,
+            statics,
+        )
     except UnencodableError as error:
-        raise _unencodable(layout.cls, layout.static_names, statics, what, error) from error
+        raise _unencodable(cls, layout.static_names, statics, what, error) from error
 
 
 def _unencodable(
@@ -154,18 +227,15 @@ def _unencodable(
     owner = cls.__qualname__
     for name, value in zip(static_names, statics, strict=True):
         try:
-            dumps(value)
+            dumps_fields(cls, (), (name,), (value,))
         except UnencodableError as culprit:
+            culprit.path = culprit.path.removeprefix("[0]")
             return TypeError(
                 f"{what} stores the static fields of {owner} as data that loading cannot run, "
                 f"but {owner}.{name}{culprit.path} holds a {culprit.value_type}: "
                 f"{culprit.reason}. {culprit.advice}"
             )
-    # Each value stores alone, not all of them together (nested a level or two less deep).
-    return TypeError(
-        f"{what} stores the static fields of {owner} as data that loading cannot run, but "
-        f"together {', '.join(static_names)} cannot be stored: {error.reason}."
-    )
+    return TypeError(f"{what} cannot store the static fields of {owner}: {error}")
 
 
 class _Pickler(pickle.Pickler):
@@ -181,7 +251,7 @@ def _pickle(state: Any, cls: type, static_names: tuple[str, ...], what: str) -> 
     try:
         _Pickler(buffer, protocol=4).dump(state)
     except Exception as error:
-        raise _unpicklable(cls, static_names, state[3], what, error) from error
+        raise _unpicklable(cls, static_names, state[-1], what, error) from error
     return buffer.getvalue()
 
 
@@ -218,30 +288,26 @@ def _pickle_error(value: Any) -> Exception | None:
 
 def load_aux(nodes: NodeFunctions, data: bytes | bytearray, what: str = "jax.export") -> Any:
     """The aux data ``dump_aux`` wrote, its layout interned in the class as it is now. Any
-    refusal is a ``StaticDataError`` (a ``ValueError``) naming the class."""
+    refusal is a ``StaticDataError`` (a ``ValueError``) naming the class; every check is made
+    before the class's table learns a layout."""
     cls = nodes.cls
     owner = cls.__qualname__
     raw = bytes(data)
     try:
-        state = _unpickle(raw, owner) if is_pickle(raw) else loads(raw)
+        if is_pickle(raw):
+            written, names, static, statics = _pickled_state(nodes, _unpickle(raw, cls))
+        else:
+            written, names, static, statics = _data_state(nodes, raw)
     except StaticDataError as error:
         raise StaticDataError(
             f"{what} cannot read the serialized treedef of {owner}: {error}"
         ) from None
-    written = state[0] if type(state) is tuple and state else None
-    if written == 1 and len(state) == 4:  # pytreekit 0.2, read inside allow_pickled_artifacts
-        _, names, static_names, statics = state
-        if names is None:  # an annotated class's: its fields as they are now
-            names = tuple(f.name for f in nodes.table.fields_of(cls))
-        if type(names) is tuple and type(static_names) is tuple:
-            state = (_FORMAT, names, tuple(n in static_names for n in names), statics)
-    if not _well_formed(state):
+    if written is not None and written != export_name(cls):
         raise StaticDataError(
-            f"{what} cannot read the serialized treedef of {owner}: it holds no static data of a "
-            f"pytree class (format {written!r:.20}; this version writes format {_FORMAT})."
+            f"{what} cannot read the serialized treedef of {owner}: it was written for "
+            f"{written!r:.80}, not {export_name(cls)!r}; an artifact whose node names one class "
+            f"and whose data another has been edited."
         )
-    _, names, static, statics = state
-    _check_names(nodes, names, what)
     layout = nodes.table.for_names(names)
     if (layout.names, layout.static) != (names, static) or len(statics) != len(layout.static_names):
         written_static = tuple(n for n, s in zip(names, static, strict=True) if s)
@@ -254,60 +320,171 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray, what: str = "jax.exp
     return (layout, *statics)
 
 
-def _well_formed(state: Any) -> bool:
-    if not (type(state) is tuple and len(state) == 4 and state[0] in (2, _FORMAT)):
-        return False
+def _data_state(nodes: NodeFunctions, raw: bytes) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    """Formats 3 and 4 as static data: the head read as plain data and checked, the field names
+    checked against the class, then each static value read as its field declares."""
+    reader = Reader(frozenset())
+    tree = parse(raw, reader)
+    if not (
+        type(tree) is list
+        and len(tree) in (5, 6)
+        and tree[0] == "t"
+        and type(tree[-1]) is list
+        and tree[-1][:1] == ["t"]
+    ):
+        raise _no_layout(tree[1] if type(tree) is list and len(tree) > 1 else None)
+    head = decode(["t", *tree[1:-1]], reader.for_plain())
+    written: Any = None
+    if head[0] == _FORMAT and len(head) == 4:
+        _, written, names, static = head
+    elif head[0] == 3 and len(head) == 3:
+        _, names, static = head
+    else:
+        raise _no_layout(head[0])
+    value_nodes = tree[-1][1:]
+    if type(written) not in (str, type(None)) or not _well_formed(names, static, value_nodes):
+        raise _no_layout(head[0])
+    _check_names(nodes, names)
+    statics = []
+    for index, (name, node) in enumerate(
+        zip((n for n, s in zip(names, static, strict=True) if s), value_nodes, strict=False)
+    ):
+        field_reader = reader.for_field(nodes.cls, name)
+        value = decode(["t", node], field_reader)[0]
+        _check_value(nodes.cls, name, index, value, field_reader.declared)
+        statics.append(value)
+    return written, names, static, tuple(statics)
+
+
+def _pickled_state(nodes: NodeFunctions, state: Any) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    """Formats 1 to 4, unpickled (inside ``allow_pickled_artifacts``), checked as data is."""
+    written: Any = None
+    version = state[0] if type(state) is tuple and state else None
+    if version == 1 and len(state) == 4:  # pytreekit 0.2
+        _, names, static_names, statics = state
+        if names is None:  # an annotated class's: its fields as they are now
+            names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
+        if type(names) is tuple and type(static_names) is tuple:
+            state = (3, names, tuple(n in static_names for n in names), statics)
+    if type(state) is tuple and len(state) == 5 and state[0] == _FORMAT:
+        written, state = state[1], (3, *state[2:])
+    if not (type(state) is tuple and len(state) == 4 and state[0] in (2, 3)):
+        raise _no_layout(version)
     _, names, static, statics = state
-    return (
-        type(names) is tuple
-        and type(static) is tuple
-        and type(statics) is tuple
-        and len(names) == len(static)
-        and all(type(name) is str for name in names)
-        and all(type(flag) is bool for flag in static)
+    if not _well_formed(names, static, statics) or type(statics) is not tuple:
+        raise _no_layout(version)
+    _check_names(nodes, names)
+    static_names = [n for n, s in zip(names, static, strict=True) if s]
+    for index, (name, value) in enumerate(zip(static_names, statics, strict=False)):
+        _check_value(nodes.cls, name, index, value, None)
+    return written, names, static, statics
+
+
+def _no_layout(written: Any) -> StaticDataError:
+    return StaticDataError(
+        f"it holds no static data of a pytree class (format {written!r:.20}; this version "
+        f"writes format {_FORMAT})."
     )
 
 
-def _check_names(nodes: NodeFunctions, names: tuple[str, ...], what: str) -> None:
-    """Refuse a name no instance of the class could hold as a field, before the class's table
-    learns it: unflatten stores each field directly, so a name that is a property or another
-    data descriptor of the class would run its setter, and a dunder name would replace the
-    instance's ``__class__`` or ``__dict__``. The names of the primary layout are fields already
-    (an annotated class has no others)."""
+def _well_formed(names: Any, static: Any, values: Any) -> bool:
+    return (
+        type(names) is tuple
+        and type(static) is tuple
+        and len(names) == len(static)
+        and all(type(name) is str for name in names)
+        and all(type(flag) is bool for flag in static)
+        and len(values) == sum(static)
+    )
+
+
+def _check_value(cls: type, name: str, index: int, value: Any, declared: Any) -> None:
+    if declared is not None and not admits_value(declared, value):
+        raise StaticDataError(
+            f"the static field {name} is declared {type_name_of(declared)}, and the artifact "
+            f"holds a {type_name(value)} there."
+        )
+    if not hashable(value):
+        raise StaticDataError(
+            f"the static field {name} holds a {type_name(value)}, which is not hashable: no "
+            f"treedef holds one, so pytreekit never writes it."
+        )
+
+
+def _check_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
+    """Refuse names no instance of the class could hold as fields, and layouts beyond the cap,
+    before the class's table learns them. The table says which names its rule keeps (asked of an
+    instance-like namespace holding the names); an artifact may besides never name what the class
+    holds already (a method, a property) unless it is a declared field or a slot: the stored value
+    would hide it."""
     table = nodes.table
     primary = table.primary
     known = primary.name_set if primary is not None else frozenset()
+    if all(name in known for name in names) and len(names) == len(known):
+        return
     storage = table.storage
-    for name in names:
-        if name in known:
-            continue
-        attribute = lookup(table.cls, name)
-        refused = (
-            not name.isidentifier()
-            or keyword.iskeyword(name)
-            or name.startswith("__")
-            or name.startswith(storage.private_prefixes)
-            or name in storage.descriptors
-            or (not storage.has_dict and name not in storage.slots)
-            or (
-                attribute is not MISSING
-                and type(attribute) is not types.MemberDescriptorType
-                and (
-                    lookup(type(attribute), "__set__") is not MISSING
-                    or lookup(type(attribute), "__delete__") is not MISSING
-                )
-            )
+    declared: frozenset[str] = getattr(table, "static_names", frozenset())
+    kept: tuple[str, ...] = ()
+    refused = next(
+        (
+            name
+            for name in names
+            if name not in known
+            and name not in storage.slots
+            and name not in declared
+            and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
+        ),
+        None,
+    )
+    if refused is None:
+        attribute_names = getattr(table, "attribute_names", None)
+        if attribute_names is None:  # an annotated class: its one layout's names only
+            refused = next((n for n in names if n not in known), None)
+        else:
+            try:
+                table._check_names(names)  # identifiers, not keywords, as interning asks
+                kept = attribute_names(_Probe(names, storage.has_dict))
+            except TypeError:
+                kept = ()
+            refused = next((n for n in names if n not in kept), None)
+    if refused is not None:
+        raise StaticDataError(
+            f"it names the field {refused!r:.60}, which no instance of the class can hold."
         )
-        if refused:
+    key = (names, tuple(n in declared for n in names))
+    with _lock:
+        learned = _learned.setdefault(table.cls, set())
+        if key not in learned and len(learned) >= MAX_LEARNED_LAYOUTS:
             raise StaticDataError(
-                f"{what} cannot read the serialized treedef of {table.cls.__qualname__}: it "
-                f"names the field {name!r:.60}, which no instance of the class can hold."
+                f"it names a layout ({', '.join(names)}) beyond the {MAX_LEARNED_LAYOUTS} this "
+                f"class may learn from artifacts."
             )
+        learned.add(key)
 
 
-def _unpickle(raw: bytes, owner: str) -> Any:
-    if not _pickle_allowed.get():
-        written = _pickled_format(raw)
+class _Probe:
+    """What the table's field rule reads of an instance (its ``__dict__``, its slots), holding
+    ``names``: the rule keeps the names an instance could hold as fields."""
+
+    def __init__(self, names: tuple[str, ...], has_dict: bool) -> None:
+        self.__dict__.update(dict.fromkeys(names) if has_dict else {})
+        self._slots = frozenset(names)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.__dict__["_slots"]:
+            return None
+        raise AttributeError(name)
+
+
+def _unpickle(raw: bytes, cls: type) -> Any:
+    written = _pickled_format(raw)
+    if written in (3, _FORMAT) and cls not in _pickled_classes:
+        raise StaticDataError(
+            f"its static fields are pickled as pytreekit writes them only for a class opted in "
+            f"with pytreekit.pickle_static_fields, and {cls.__qualname__} is not: the artifact "
+            f"was edited. It is refused, also inside allow_pickled_artifacts()."
+        )
+    if not _pickle_allowed(cls):
         writer = _PICKLED_BY.get(written) if written is not None else "an unknown writer"
         again = (
             ""
@@ -318,7 +495,7 @@ def _unpickle(raw: bytes, owner: str) -> Any:
             f"its static fields were written with pickle by "
             f"{writer or f'an unknown writer (format {written})'}, and unpickling runs whatever "
             f"code the bytes name, so it is refused. If you trust the artifact, load it inside "
-            f"`with pytreekit.allow_pickled_artifacts():`{again}."
+            f"`with pytreekit.allow_pickled_artifacts({cls.__qualname__}):`{again}."
         )
     try:
         return pickle.loads(raw)
@@ -341,6 +518,110 @@ def _pickled_format(raw: bytes) -> int | None:
                 continue
             return argument if opcode.name in _INTS and type(argument) is int else None
     return None
+
+
+# -- auditing -----------------------------------------------------------------------------------
+
+
+class ArtifactReference(NamedTuple):
+    """A function, class or codec an artifact's static data names, and what loading it here
+    would do: ``"safe"`` (a safe reference: loads), ``"declared"`` (a class that is no safe
+    reference: loads only in a field whose declared type names it), ``"refused"``, ``"not
+    imported"`` (its module is not), ``"missing"`` (its module has no such name), ``"codec"`` or
+    ``"no codec"`` (a registered codec's name)."""
+
+    name: str
+    status: str
+
+
+def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactReference]:
+    """The references the static data in ``artifact`` names, each once, in order, read without
+    loading it (nothing is imported, resolved names are not called).
+
+    Args:
+        artifact: What ``Exported.serialize()`` wrote, the bytes of a ``torch.export.save`` file,
+            or the text ``treespec_dumps`` wrote.
+
+    Returns:
+        One ``ArtifactReference(name, status)`` per name; allow the ``"refused"`` ones you trust
+        with ``add_safe_references`` before loading.
+
+    >>> import pytreekit
+    >>> pytreekit.artifact_references(b"PTK1" + b'["r","os:system"]')
+    [ArtifactReference(name='os:system', status='refused')]
+    """
+    names: dict[str, str] = {}
+    for tree in _static_trees(artifact):
+        _collect(tree, names, 0)
+    return [ArtifactReference(name, status) for name, status in names.items()]
+
+
+_magic_text = MAGIC.decode("ascii")
+
+
+def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
+    """Every static-data JSON tree in ``artifact``: raw (jax.export stores the bytes), or a JSON
+    string holding them (a torch treespec, also inside a ``.pt2`` file)."""
+    if isinstance(artifact, (bytes, bytearray)):
+        text = bytes(artifact).decode("latin-1")
+    elif isinstance(artifact, str):
+        text = artifact
+    else:
+        raise TypeError(
+            f"artifact_references() takes the bytes of an artifact or a treespec's text, got "
+            f"{type_name(artifact)}."
+        )
+    plain = json.JSONDecoder()
+    trees = []
+    start = text.find(_magic_text)
+    while start >= 0:
+        with contextlib.suppress(ValueError):
+            if start > 0 and text[start - 1] == '"':  # inside JSON text: a string to unquote
+                inner, _ = plain.raw_decode(text, start - 1)
+                if isinstance(inner, str) and inner.startswith(_magic_text):
+                    trees.append(plain.raw_decode(inner, len(_magic_text))[0])
+            else:
+                trees.append(plain.raw_decode(text, start + len(_magic_text))[0])
+        start = text.find(_magic_text, start + 1)
+    return trees
+
+
+_NAMING = {"r": 1, "k": 1, "e": 1, "n": 1, "dc": 1, "p": 1}
+_OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
+
+
+def _collect(node: Any, names: dict[str, str], depth: int) -> None:
+    if depth > MAX_DEPTH:
+        return
+    if type(node) is dict:
+        for item in node.values():
+            _collect(item, names, depth + 1)
+        return
+    if type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
+        return
+    tag, parts = node[0], node[1:]
+    if tag in _NAMING or tag == "x":
+        if parts and type(parts[0]) is str and parts[0] not in names:
+            names[parts[0]] = _codec_status(parts[0]) if tag == "x" else _status(parts[0])
+        parts = parts[1:]
+    for part in parts:
+        _collect(part, names, depth + 1)
+
+
+def _status(name: str) -> str:
+    module, _, qualname = name.partition(":")
+    if module not in sys.modules:
+        return "not imported"
+    found, _, _ = find_in(module, qualname)
+    if found is MISSING:
+        return "missing"
+    if is_safe_reference(found):
+        return "safe"
+    return "declared" if is_class(found) else "refused"
+
+
+def _codec_status(name: str) -> str:
+    return "codec" if codec_named(name) is not None else "no codec"
 
 
 # -- jax.export ---------------------------------------------------------------------------------

@@ -38,6 +38,12 @@ def own_dict(cls: type) -> Any:
     return _TYPE_DICT.__get__(cls)
 
 
+def module_dict(module: types.ModuleType) -> dict[str, Any]:
+    """``module.__dict__``, read without calling anything of the module's."""
+    namespace: dict[str, Any] = _MODULE_DICT.__get__(module)
+    return namespace
+
+
 def mro(cls: type) -> tuple[type, ...]:
     """``cls.__mro__``, read without calling anything of the class's."""
     line: tuple[type, ...] = _TYPE_MRO.__get__(cls)
@@ -129,6 +135,8 @@ def public_name(value: Any) -> tuple[str, str] | None:
     if isinstance(module, str):
         package: str | None = module.partition(".")[0]
         first, last = ([] if private_module(module) else [module]), [module]
+        if module == "builtins":  # NoneType, FunctionType...: the types module names them
+            last.append("types")
     elif module is None:
         package, first, last = None, [], []
     else:

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pytreekit import field, pytree_class, register_static_codec
+from pytreekit import add_safe_references, field, pytree_class, register_static_codec
 
 try:
     import torch  # noqa: F401 - only whether it is there
@@ -218,3 +218,14 @@ def _same(value: Any) -> bool:
     back as jax.nn.relu, not a copy)."""
     known = (relu, jax.nn.relu, jax.nn.gelu, jnp.tanh, jax.nn.leaky_relu, Settings, Opaque)
     return any(value is obj for obj in known)
+
+
+# Artifacts these tests write name this module's functions and classes: the tests trust them
+# (issue 33: loading accepts only references the process allows).
+add_safe_references(
+    [
+        value
+        for value in list(globals().values())
+        if callable(value) and getattr(value, "__module__", None) == __name__
+    ]
+)
