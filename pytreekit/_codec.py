@@ -49,6 +49,7 @@ import enum
 import functools
 import importlib
 import json
+import math
 import re
 import sys
 import threading
@@ -67,6 +68,7 @@ from ._fields import looks_like_array, type_name
 from ._references import (
     MISSING,
     StandIn,
+    class_bound,
     find_in,
     is_class,
     lookup,
@@ -470,7 +472,7 @@ _WHOLE_MODULES = ("math", "numpy", "jax.numpy", "ml_dtypes")
 # id -> object, each kept alive by the dict so that its id stays its own.
 _default: dict[int, Any] = {id(type(None)): type(None)}
 _defaults_read: set[str] = set()
-_added: dict[int, Any] = {}
+_added: dict[Any, Any] = {}
 _allow_lock = threading.Lock()
 
 
@@ -516,7 +518,7 @@ class _Scope:
 
     __slots__ = ("alive", "objects")
 
-    def __init__(self, objects: dict[int, Any]) -> None:
+    def __init__(self, objects: dict[Any, Any]) -> None:
         self.objects = objects
         self.alive = True
 
@@ -526,10 +528,21 @@ _scopes: contextvars.ContextVar[tuple[_Scope, ...]] = contextvars.ContextVar(
 )
 
 
+_BOUND = (types.MethodType, types.BuiltinMethodType)
+
+
+def _identity(value: Any) -> Any:
+    """What the lists hold ``value`` under: its id, or for a method bound to a class (a new
+    object at each lookup) its class's id and its name."""
+    if type(value) in _BOUND and class_bound(value):
+        return (id(value.__self__), value.__name__)
+    return id(value)
+
+
 def is_safe_reference(value: Any) -> bool:
     """Whether an artifact may name ``value``: on the default list, added, or allowed by a live
     ``safe_references`` scope."""
-    key = id(value)
+    key = _identity(value)
     if key in _default or key in _added:
         return True
     scopes = _scopes.get()
@@ -538,20 +551,20 @@ def is_safe_reference(value: Any) -> bool:
     return _read_defaults() and key in _default
 
 
-def _references(values: Any, call: str) -> dict[int, Any]:
+def _references(values: Any, call: str) -> dict[Any, Any]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(
             f"{call} takes a list of functions and classes, got {type_name(values)}; "
             f"write {call.partition('(')[0]}([f])."
         )
-    found: dict[int, Any] = {}
+    found: dict[Any, Any] = {}
     for value in values:
         if issubclass(type(value), types.ModuleType) or not callable(value):
             raise TypeError(
                 f"{call} takes functions and classes, got {value!r:.60}: an artifact names a "
                 f"function or class, never a module or another value."
             )
-        found[id(value)] = value
+        found[_identity(value)] = value
     return found
 
 
@@ -869,6 +882,12 @@ def _encoder_for(value: Any) -> Encoder:
         raise _Refused(value, "a NumPy scalar is not stored; convert it with .item()")
     elif looks_like_array(value):
         raise _Refused(value, "arrays are leaves, not static values; make the field non-static")
+    elif kind is types.MethodType and class_bound(value):
+        return _encode_function  # decided per value: not remembered for the type
+    elif kind.__module__ == "torch" and kind.__qualname__ == "dtype":
+        encoder = _encode_torch_dtype
+    elif kind.__module__ == "torch" and kind.__qualname__ == "device":
+        encoder = _encode_torch_device
     elif kind is types.MethodType:
         raise _Refused(
             value,
@@ -1185,6 +1204,71 @@ def _is_plain(value: Any, depth: int) -> bool:
     return False
 
 
+def _encode_torch_dtype(value: Any, depth: int) -> str:
+    name = str(value).removeprefix("torch.")
+    torch = sys.modules["torch"]
+    if module_dict(torch).get(name) is not value:
+        raise _Refused(value, f"torch has no dtype {name!r} of that name")
+    return f'["td",{_quote(name)}]'
+
+
+def _encode_torch_device(value: Any, depth: int) -> str:
+    return f'["dv",{_quote(str(value))}]'
+
+
+class LoadedNaN(float):
+    """A NaN read from static data: equal to every NaN. A model's treedef compares its static
+    values, and NaN equals no NaN but itself: without this, a model holding one could never be
+    passed to the ``Exported.call`` of its own artifact. Pickles as a plain NaN."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and math.isnan(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return sys.hash_info.nan
+
+    def __repr__(self) -> str:
+        return "nan"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return float, ("nan",)
+
+
+class LoadedPartial(functools.partial[Any]):
+    """A ``functools.partial`` read from static data: equal to a partial of the same function and
+    arguments (partials compare by identity, so a model holding one could never be passed to the
+    ``Exported.call`` of its own artifact). Pickles as a plain ``functools.partial``."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, functools.partial):
+            return NotImplemented
+        return (self.func, self.args, self.keywords) == (other.func, other.args, other.keywords)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        try:
+            return hash((self.func, self.args, tuple(sorted(self.keywords.items()))))
+        except TypeError:  # unhashable arguments: no treedef holds it
+            return object.__hash__(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return functools.partial, (self.func,), (self.func, self.args, self.keywords, None)
+
+
+def _encode_nan(value: float, depth: int) -> str:
+    return '["f","nan"]'
+
+
 Encoder = Callable[[Any, int], str]
 # Each type's encoder: the containers and other built-in kinds here; the rest decided once per
 # type by _encoder_for (a registered codec is looked up first).
@@ -1195,6 +1279,8 @@ _encoders: dict[type, Encoder] = {
     complex: _encode_complex,
     frozenset: _encode_frozenset,
     functools.partial: _encode_partial,
+    LoadedPartial: _encode_partial,
+    LoadedNaN: _encode_nan,
     StandIn: _encode_stand_in,
 }
 
@@ -1257,10 +1343,10 @@ def parse(data: bytes | bytearray | memoryview, reader: Reader) -> Any:
         raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
 
 
-def decode(tree: Any, reader: Reader) -> Any:
-    """The value a JSON tree from ``parse`` holds."""
+def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
+    """The value a JSON tree from ``parse`` holds (``depth`` levels inside the data)."""
     try:
-        return _decode(tree, 0, reader)
+        return _decode(tree, depth, reader)
     except _Bad as bad:
         path = "".join(reversed(bad.path))
         where = f" at {path}" if path else ""
@@ -1365,7 +1451,7 @@ def type_name_of(hint: Any) -> str:
     """A declared type as the user wrote it."""
     if is_class(hint) and typing.get_origin(hint) is None:
         return str(hint.__qualname__)
-    return f"{hint!r:.80}".replace("typing.", "")
+    return f"{hint!r:.80}".replace("typing.", "").replace("collections.abc.", "")
 
 
 def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
@@ -1557,7 +1643,7 @@ def _decode_bytes(node: list[Any], depth: int, reader: Reader) -> Any:
     return base64.b64decode(node[1].encode("ascii"), validate=True)
 
 
-_SPECIAL_FLOATS = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+_SPECIAL_FLOATS = {"nan": LoadedNaN("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 
 def _decode_float(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -1571,7 +1657,7 @@ def _decode_float(node: list[Any], depth: int, reader: Reader) -> Any:
 def _decode_complex(node: list[Any], depth: int, reader: Reader) -> Any:
     _arity(node, 3)
     real, imag = _decode_items(node[1:], depth, reader)
-    if type(real) is not float or type(imag) is not float:
+    if not (isinstance(real, float) and isinstance(imag, float)):
         raise _Bad("'c' takes two floats")
     return complex(real, imag)
 
@@ -1594,6 +1680,35 @@ def _decode_text(node: list[Any], depth: int, reader: Reader) -> Any:
     ):
         raise _Bad("'u' takes a list of code points")
     return "".join(map(chr, points))
+
+
+def _torch() -> dict[str, Any]:
+    torch = sys.modules.get("torch")
+    if torch is None or not issubclass(type(torch), types.ModuleType):
+        raise _Bad("it holds a torch dtype or device, and torch is not imported: import it first")
+    return module_dict(torch)
+
+
+def _decode_torch_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
+    _arity(node, 2)
+    namespace = _torch()
+    found = namespace.get(node[1]) if type(node[1]) is str else None
+    if found is None or type(found) is not type(namespace["float32"]):
+        raise _Bad(f"torch has no dtype {node[1]!r:.40}")
+    return found
+
+
+_DEVICE = re.compile(r"[a-z_]{1,20}(:[0-9]{1,4})?\Z")
+
+
+def _decode_torch_device(node: list[Any], depth: int, reader: Reader) -> Any:
+    _arity(node, 2)
+    if type(node[1]) is not str or not _DEVICE.match(node[1]):
+        raise _Bad(f"{node[1]!r:.40} is not a torch device")
+    try:
+        return _torch()["device"](node[1])  # torch's C parser of the device's name
+    except RuntimeError as error:
+        raise _Bad(f"{node[1]!r:.40} is not a torch device: {error!s:.80}") from None
 
 
 # name -> (object, module, namespace, key) of the references resolved so far (only ever objects
@@ -1831,7 +1946,7 @@ def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad("'fp' takes a callable, a tuple and a dict of keywords")
     if not all(type(key) is str for key in keywords):
         raise _Bad("the keywords of a functools.partial are strings")
-    return functools.partial(func, *args, **keywords)
+    return LoadedPartial(func, *args, **keywords)
 
 
 def _decode_codec(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -1875,8 +1990,10 @@ _DECODERS: dict[str, Decoder] = {
     "x": _decode_codec,
     "i": _decode_int,
     "u": _decode_text,
+    "td": _decode_torch_dtype,
+    "dv": _decode_torch_device,
 }
-_PLAIN_TAGS = frozenset({"t", "l", "d", "s", "b", "f", "c", "dt", "i", "u"})
+_PLAIN_TAGS = frozenset({"t", "l", "d", "s", "b", "f", "c", "dt", "i", "u", "td", "dv"})
 _TAG_KINDS = {
     "r": "a function",
     "k": "a class",

@@ -350,7 +350,10 @@ def _data_state(nodes: NodeFunctions, raw: bytes) -> tuple[Any, Any, Any, tuple[
         zip((n for n, s in zip(names, static, strict=True) if s), value_nodes, strict=False)
     ):
         field_reader = reader.for_field(nodes.cls, name)
-        value = decode(["t", node], field_reader)[0]
+        try:
+            value = decode(node, field_reader, 1)
+        except StaticDataError as error:
+            raise StaticDataError(f"the static field {name}: {error}") from None
         _check_value(nodes.cls, name, index, value, field_reader.declared)
         statics.append(value)
     return written, names, static, tuple(statics)

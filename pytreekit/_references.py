@@ -73,16 +73,29 @@ def find_in(module: str, qualname: str) -> tuple[Any, Any, str]:
         return MISSING, None, ""
     namespace = _MODULE_DICT.__get__(found)
     parts = qualname.split(".")
+    owner = None
     for part in parts[:-1]:
-        found = namespace.get(part, MISSING)
-        if not is_class(found):
+        owner = namespace.get(part, MISSING)
+        if not is_class(owner):
             return MISSING, None, ""
-        namespace = _TYPE_DICT.__get__(found)
+        namespace = _TYPE_DICT.__get__(owner)
     key = parts[-1]
     found = namespace.get(key, MISSING)
-    if type(found) is staticmethod:
+    kind = type(found)
+    if kind is staticmethod:
         found = found.__func__
+    elif owner is not None and (kind is classmethod or kind is types.ClassMethodDescriptorType):
+        found = found.__get__(None, owner)  # C code: dict.fromkeys, a classmethod, bound
     return found, namespace, key
+
+
+def class_bound(value: Any) -> bool:
+    """Whether ``value`` is a method bound to a class (``dict.fromkeys``, a classmethod): a new
+    object at each lookup, found again as an equal one."""
+    kind = type(value)
+    return (kind is types.MethodType or kind is types.BuiltinMethodType) and is_class(
+        getattr(value, "__self__", None)
+    )
 
 
 def private_module(name: str) -> bool:
@@ -129,6 +142,9 @@ def public_name(value: Any) -> tuple[str, str] | None:
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if not isinstance(qualname, str) or "<" in qualname:
         return None
+    bound = class_bound(value)
+    if bound:  # dict.fromkeys names no module: its class does
+        module = getattr(value.__self__, "__module__", None)
     # Searched: its module if public, its package's public modules (shortest name first), then
     # its module. A value naming no module (numpy < 1.25's ufuncs): every public module, as
     # pickle.whichmodule searches them.
@@ -151,13 +167,20 @@ def public_name(value: Any) -> tuple[str, str] | None:
         ),
         key=len,
     )
+    # torch.tanh says its qualified name is "_VariableFunctionsClass.tanh", its module holds it
+    # as "tanh": its plain name is tried too.
+    plain = getattr(value, "__name__", None)
+    names = [qualname] if plain == qualname or not isinstance(plain, str) else [qualname, plain]
     for candidate in (*first, *public, *last):
-        found, namespace, key = find_in(candidate, qualname)
-        if found is value:
-            name = (candidate, qualname)
-            _remember(value, (name, namespace, key))
-            return name
-    _remember(value, None)
+        for each in names:
+            found, namespace, key = find_in(candidate, each)
+            if found is value or (bound and found == value):
+                name = (candidate, each)
+                if not bound:
+                    _remember(value, (name, namespace, key))
+                return name
+    if not bound:
+        _remember(value, None)
     return None
 
 

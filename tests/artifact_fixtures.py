@@ -176,7 +176,7 @@ def describe(value: Any) -> Any:
     kind = type(value)
     if value is None or kind in (bool, int, str):
         return [kind.__name__, value]
-    if kind is float:
+    if isinstance(value, float):  # a NaN reads back as LoadedNaN (issue 33)
         return ["float", repr(value)]
     if kind is complex:
         return ["complex", repr(value.real), repr(value.imag)]
@@ -192,7 +192,7 @@ def describe(value: Any) -> Any:
         return ["dtype", str(value)]
     if isinstance(value, enum.Enum):
         return ["enum", _name(kind), value.name]
-    if kind is functools.partial:
+    if isinstance(value, functools.partial):  # read back as LoadedPartial (issue 33)
         return ["partial", describe(value.func), describe(value.args), describe(value.keywords)]
     if kind is Interval:
         return ["Interval", value.low, value.high]

@@ -282,7 +282,7 @@ def test_aux_data_is_not_a_lossy_format():
     assert load_aux(nodes, dump_aux(aux, "test")) == aux
     with pytest.raises(ValueError, match=r"Shaped: .*pickle by an unknown writer \(format 99\)"):
         load_aux(nodes, pickle.dumps((99, None, (), ())))
-    with pytreekit.allow_pickled_artifacts():
+    with pytreekit.allow_pickled_artifacts(Shaped):  # issue 33: the permission names classes
         with pytest.raises(ValueError, match=r"Shaped: .*no static data .*\(format 99;"):
             load_aux(nodes, pickle.dumps((99, None, (), ())))
         with pytest.raises(ValueError, match="format None"):
