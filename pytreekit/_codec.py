@@ -150,25 +150,52 @@ def _ours(method: Any) -> bool:
 # library's enum hash) may be one.
 _TRUSTED_METHODS = {id(enum.Enum.__dict__["__hash__"])}
 _ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
-# By id, not by the type: hashing a type runs its metaclass's __hash__. The type is kept, so the
-# id stays its own.
-_hash_safe_types: dict[int, tuple[type, bool]] = {}
+
+
+class TypeCache:
+    """What was decided once per class, held weakly (a class redefined 50 times in a notebook is
+    not kept alive 50 times) and by id, not by the class: hashing a class runs its metaclass's
+    ``__hash__``."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[type], Any]] = {}
+
+    def get(self, kind: type) -> Any:
+        entry = self._entries.get(id(kind))
+        return entry[1] if entry is not None and entry[0]() is kind else None
+
+    def set(self, kind: type, value: Any) -> None:
+        key, entries = id(kind), self._entries
+
+        def forget(ref: weakref.ref[type]) -> None:
+            if entries.get(key, (None,))[0] is ref:
+                del entries[key]
+
+        entries[key] = (weakref.ref(kind, forget), value)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_hash_safe_types = TypeCache()
 
 
 def _hash_safe(value: Any) -> bool:
     kind = type(value)
     if kind in _ATOMS:
         return True
-    known = _hash_safe_types.get(id(kind))
+    known: bool | None = _hash_safe_types.get(kind)
     if known is not None:
-        safe = known[1]
+        safe = known
     else:
         safe = lookup(kind, "__hash__") is not None
         for name in ("__hash__", "__eq__"):
             method = lookup(kind, name)
             if type(method) is types.FunctionType and id(method) not in _TRUSTED_METHODS:
                 safe = False
-        _hash_safe_types[id(kind)] = (kind, safe)
+        _hash_safe_types.set(kind, safe)
     if safe and (kind is frozenset or issubclass(kind, tuple)):
         return all(_hash_safe(item) for item in value)
     return safe
@@ -618,7 +645,7 @@ class safe_references:
 
 def allowing_advice(name: str, when: str = "loading") -> str:
     """How a user lets artifacts name ``module:qualname``."""
-    dotted = name.replace(":", ".")
+    dotted = name.replace(":", ".").removeprefix("builtins.")
     return (
         f"If you trust it, allow it before {when}: "
         f"`pytreekit.add_safe_references([{dotted}])`, or work inside "
@@ -858,7 +885,7 @@ def _encode(value: Any, depth: int) -> str:
     codec = _codecs_by_type.get(kind)  # before the kinds below: a codec of an enum, say, wins
     if codec is not None:
         return _encode_codec(codec, value, depth + 1)
-    encoder = _encoders.get(kind) or _encoder_for(value)
+    encoder = _encoders.get(kind) or _learned_encoders.get(kind) or _encoder_for(value)
     return encoder(value, depth + 1)
 
 
@@ -898,7 +925,7 @@ def _encoder_for(value: Any) -> Encoder:
         encoder = _encode_function
     else:
         raise _Refused(value, "static data does not store this kind of value")
-    _encoders[kind] = encoder
+    _learned_encoders.set(kind, encoder)
     return encoder
 
 
@@ -1270,6 +1297,8 @@ def _encode_nan(value: float, depth: int) -> str:
 
 
 Encoder = Callable[[Any, int], str]
+# The encoder of each other class, decided once by _encoder_for.
+_learned_encoders = TypeCache()
 # Each type's encoder: the containers and other built-in kinds here; the rest decided once per
 # type by _encoder_for (a registered codec is looked up first).
 _encoders: dict[type, Encoder] = {
@@ -1335,8 +1364,11 @@ def parse(data: bytes | bytearray | memoryview, reader: Reader) -> Any:
         text = raw[len(MAGIC) :].decode("ascii")
         # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
         # once, and in the strings only if there is one.
-        reader.surrogates = _SURROGATE_ESCAPE.search(text) is not None
-        return _json.decode(text)
+        reader.surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+        tree, end = _json.raw_decode(text)
+        if end != len(text):
+            raise _Bad(f"extra data after the value, at character {end}")
+        return tree
     except _Bad as bad:
         raise StaticDataError(f"cannot read static data: {bad.reason}.") from None
     except (ValueError, RecursionError) as error:  # JSONDecodeError, an int too long, too deep
@@ -1368,6 +1400,15 @@ def hashable(value: Any, depth: int = 0) -> bool:
     if issubclass(kind, tuple):
         return all(hashable(item, depth + 1) for item in value)
     return lookup(kind, "__hash__") is not None
+
+
+def plain_tuple(node: Any, any_items: bool = False) -> tuple[Any, ...] | None:
+    """The items of a JSON tree's ``["t", ...]`` of scalars (of anything: ``any_items``), as a
+    tuple; ``None`` for any other tree."""
+    if type(node) is not list or not node or node[0] != "t":
+        return None
+    items = node[1:]
+    return tuple(items) if any_items or _JSON_SCALARS.issuperset(map(type, items)) else None
 
 
 def is_pickle(data: bytes) -> bool:
@@ -1415,15 +1456,13 @@ class Reader:
 
 _UNDECLARED: tuple[Any, tuple[type, ...]] = (None, ())
 # Per class: each annotated field's type, and the classes it names.
-_declared: weakref.WeakKeyDictionary[type, dict[str, tuple[Any, tuple[type, ...]]]] = (
-    weakref.WeakKeyDictionary()
-)
+_declared = TypeCache()
 
 
 def declared_types(cls: type) -> dict[str, tuple[Any, tuple[type, ...]]]:
     """The declared type of each annotated field of ``cls`` and the classes it names (a type
     that cannot be evaluated is left out: its field is checked against the safe references only)."""
-    known = _declared.get(cls)
+    known: dict[str, tuple[Any, tuple[type, ...]]] | None = _declared.get(cls)
     if known is None:
         try:
             hints = typing.get_type_hints(cls)
@@ -1434,7 +1473,7 @@ def declared_types(cls: type) -> dict[str, tuple[Any, tuple[type, ...]]]:
             for name, hint in hints.items()
             if typing.get_origin(hint) is not typing.ClassVar
         }
-        _declared[cls] = known
+        _declared.set(cls, known)
     return known
 
 
@@ -1518,17 +1557,26 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-_json = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 Decoder = Callable[[list[Any], int, Reader], Any]
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if number - number != 0:
+        raise _Bad(f"{text:.40} is too large for a float (static data writes inf as ['f', 'inf'])")
+    return number
+
+
+_json = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant, parse_float=_finite
+)
+
+
 def _scalar(node: Any, reader: Reader) -> Any:
     kind = type(node)
-    if kind is float and node - node != 0:
-        raise _Bad("a number too large for a float (static data writes inf as ['f', 'inf'])")
     if kind is str and reader.surrogates and _LONE_SURROGATE.search(node):
         raise _Bad("a string holds a lone surrogate (static data writes it as ['u', ...])")
     return node
@@ -1537,17 +1585,16 @@ def _scalar(node: Any, reader: Reader) -> Any:
 def _decode(node: Any, depth: int, reader: Reader) -> Any:
     kind = type(node)
     if kind in _JSON_SCALARS:
-        return node if kind is int or kind is bool or node is None else _scalar(node, reader)
+        return _scalar(node, reader) if kind is str and reader.surrogates else node
     if depth >= MAX_DEPTH:
         raise _Bad(f"values nest deeper than {MAX_DEPTH} levels")
     depth += 1
     if kind is dict:
         return _decode_object(node, depth, reader)
     tag = node[0] if node else None
-    if tag == "t":  # the commonest, inline; names and flags are ints and strings, checked in C
+    if tag == "t":  # the commonest, inline; names and flags are all scalars, checked in C
         items = node[1:]
-        kinds = set(map(type, items))
-        if kinds <= _PLAIN_SCALARS and not (str in kinds and reader.surrogates):
+        if _JSON_SCALARS.issuperset(map(type, items)) and not reader.surrogates:
             return tuple(items)
         return tuple(_decode_items(items, depth, reader))
     if type(tag) is not str:
@@ -1564,9 +1611,6 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
     return decoder(node, depth, reader)
 
 
-_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
-
-
 def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, item in node.items():
@@ -1580,9 +1624,10 @@ def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str
 
 def _decode_items(items: list[Any], depth: int, reader: Reader) -> list[Any]:
     out: list[Any] = []
+    scalars = () if reader.surrogates else _JSON_SCALARS  # strings checked one by one then
     try:
         for item in items:
-            out.append(_decode(item, depth, reader))
+            out.append(item if type(item) in scalars else _decode(item, depth, reader))
     except _Bad as bad:
         bad.path.append(f"[{len(out)}]")
         raise

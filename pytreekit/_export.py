@@ -51,12 +51,14 @@ from ._codec import (
     UnencodableError,
     admits_value,
     codec_named,
+    declared_types,
     decode,
     dumps_fields,
     hashable,
     is_pickle,
     is_safe_reference,
     parse,
+    plain_tuple,
     type_name_of,
 )
 from ._compat import export_registries, jax_from_children
@@ -323,40 +325,51 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray, what: str = "jax.exp
 def _data_state(nodes: NodeFunctions, raw: bytes) -> tuple[Any, Any, Any, tuple[Any, ...]]:
     """Formats 3 and 4 as static data: the head read as plain data and checked, the field names
     checked against the class, then each static value read as its field declares."""
-    reader = Reader(frozenset())
+    reader = Reader(_NO_IMPORT)
     tree = parse(raw, reader)
-    if not (
-        type(tree) is list
-        and len(tree) in (5, 6)
-        and tree[0] == "t"
-        and type(tree[-1]) is list
-        and tree[-1][:1] == ["t"]
-    ):
-        raise _no_layout(tree[1] if type(tree) is list and len(tree) > 1 else None)
-    head = decode(["t", *tree[1:-1]], reader.for_plain())
-    written: Any = None
-    if head[0] == _FORMAT and len(head) == 4:
-        _, written, names, static = head
-    elif head[0] == 3 and len(head) == 3:
-        _, names, static = head
-    else:
-        raise _no_layout(head[0])
-    value_nodes = tree[-1][1:]
-    if type(written) not in (str, type(None)) or not _well_formed(names, static, value_nodes):
-        raise _no_layout(head[0])
-    _check_names(nodes, names)
-    statics = []
-    for index, (name, node) in enumerate(
-        zip((n for n, s in zip(names, static, strict=True) if s), value_nodes, strict=False)
-    ):
-        field_reader = reader.for_field(nodes.cls, name)
+    size = len(tree) if type(tree) is list else 0
+    if size not in (5, 6) or tree[0] != "t" or tree[1] != size - 2:  # format 4, or 3
+        raise _no_layout(tree[1] if size > 1 else None)
+    written: Any = tree[2] if size == 6 else None
+    names, static = plain_tuple(tree[-3]), plain_tuple(tree[-2])
+    value_nodes = plain_tuple(tree[-1], any_items=True)
+    if names is None or static is None or value_nodes is None:
+        raise _no_layout(tree[1])
+    primary = nodes.table.primary
+    if primary is None or names != primary.names or static != primary.static:
+        if type(written) not in (str, type(None)) or not _well_formed(names, static, value_nodes):
+            raise _no_layout(tree[1])
+        _check_names(nodes, names)
+    if len(value_nodes) != sum(static):
+        raise _no_layout(tree[1])
+    cls = nodes.cls
+    declared = declared_types(cls)
+    if not declared:  # a class without annotations: no field declares a type
+        statics = decode(tree[-1], reader, 0)
+        static_names = (
+            primary.static_names
+            if primary is not None and primary.names == names
+            else [name for name, flag in zip(names, static, strict=True) if flag]
+        )
+        for index, value in enumerate(statics):
+            if type(value) not in _ATOMS:
+                _check_value(cls, static_names[index], index, value, None)
+        return written, names, static, statics
+    values = []
+    static_names = [name for name, flag in zip(names, static, strict=True) if flag]
+    for index, (name, node) in enumerate(zip(static_names, value_nodes, strict=True)):
+        field_reader = reader.for_field(cls, name)
         try:
             value = decode(node, field_reader, 1)
         except StaticDataError as error:
             raise StaticDataError(f"the static field {name}: {error}") from None
-        _check_value(nodes.cls, name, index, value, field_reader.declared)
-        statics.append(value)
-    return written, names, static, tuple(statics)
+        _check_value(cls, name, index, value, field_reader.declared)
+        values.append(value)
+    return written, names, static, tuple(values)
+
+
+_NO_IMPORT: frozenset[str] = frozenset()
+_ATOMS = frozenset({type(None), bool, int, float, str, bytes})
 
 
 def _pickled_state(nodes: NodeFunctions, state: Any) -> tuple[Any, Any, Any, tuple[Any, ...]]:

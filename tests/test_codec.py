@@ -671,7 +671,7 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     ("empty", b"", "format is unknown"),
     ("other-format", b"\x00\x01junk", "format is unknown"),
     ("magic-only", MAGIC, "Expecting value"),
-    ("extra-data", dumps(1) + b" 2", "Extra data"),
+    ("extra-data", dumps(1) + b" 2", "extra data after the value"),
     ("truncated", dumps((1, "abc"))[:-3], "Unterminated string"),
     ("not-ascii", MAGIC + '"é"'.encode(), "'ascii' codec can't decode"),
     ("untagged-array", _raw([1, 2]), "must start with a tag"),
