@@ -29,18 +29,20 @@ and ``custom_vjp_method`` put custom derivative rules on their methods; ``linear
 
 from __future__ import annotations
 
+from ._artifacts import (
+    ArtifactReference,
+    add_safe_references,
+    allow_pickled_artifacts,
+    artifact_references,
+    pickle_static_fields,
+    register_static_codec,
+    safe_references,
+)
 from ._backends import BackendNotInstalledError, register_backend
-from ._codec import add_safe_references, register_static_codec, safe_references
 from ._custom_gradient import CustomGradientMethod, custom_gradient_method
 from ._custom_jvp import CustomJVPMethod, custom_jvp_method
 from ._custom_vjp import CustomVJPMethod, custom_vjp_method
 from ._decorator import pytree_class
-from ._export import (
-    ArtifactReference,
-    allow_pickled_artifacts,
-    artifact_references,
-    pickle_static_fields,
-)
 from ._fields import MISSING, Field, field
 from ._filters import combine, is_array, is_inexact_array, partition
 from ._frozen import FrozenInstanceError

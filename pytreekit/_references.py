@@ -23,6 +23,7 @@ import weakref
 from typing import Any
 
 from . import _markers as markers
+from ._compat import dataclass_frozen
 
 # The C descriptors behind ``module.__dict__``, ``cls.__dict__`` and ``cls.__mro__``: read through
 # them, no class or metaclass can substitute a property of its own.
@@ -228,10 +229,9 @@ _rebuilt_kinds: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionar
 def _rebuilt_kind(kind: type) -> bool:
     known = _rebuilt_kinds.get(kind)
     if known is None:
-        params = lookup(kind, "__dataclass_params__")
         known = (
             (issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple)
-            or getattr(params, "frozen", False) is True
+            or dataclass_frozen(kind)
         ) and lookup(kind, markers.SPEC) is MISSING  # a pytree class has its own state
         _rebuilt_kinds[kind] = known
     return known

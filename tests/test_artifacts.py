@@ -1,5 +1,6 @@
 """Artifacts are data (issue #29): what ``jax.export`` and torch treespecs store of a pytree
-class's static fields is static data (``pytreekit._codec``), read without running code.
+class's static fields is static data (``pytreekit._artifacts.static_data``), read without running
+code.
 
 Fresh processes load what this one wrote (every kind of static value, tampered artifacts), as a
 user loading someone else's artifact would; the fuzz tests throw mutated whole artifacts at
@@ -34,10 +35,10 @@ from jax import export
 from written_before import ARTIFACTS, TREESPECS, make_dense
 
 import pytreekit
-import pytreekit._export
+import pytreekit._artifacts.export
 from pytreekit import field, pytree_class
-from pytreekit._codec import MAGIC, MAX_DEPTH, StaticDataError, dumps
-from pytreekit._export import dump_aux, load_aux
+from pytreekit._artifacts.export import dump_aux, load_aux
+from pytreekit._artifacts.static_data import MAGIC, MAX_DEPTH, StaticDataError, dumps
 
 TESTS = ROOT / "tests"
 
@@ -290,14 +291,14 @@ _SLACK = 40  # bytes of JSON white space in each node's static data: room for lo
 def _padded_artifact(tree: list[object]) -> tuple[bytes, list[tuple[int, int]]]:
     """An artifact of ``tree`` whose nodes' static data start with ``_SLACK`` spaces, and where
     each node's static data is in it."""
-    write = pytreekit._export.dump_aux
+    write = pytreekit._artifacts.export.dump_aux
 
     def padded(aux: object, what: str) -> bytes:
         data = write(aux, what)
         return MAGIC + b"[" + b" " * _SLACK + data[len(MAGIC) + 1 :]
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pytreekit._export, "dump_aux", padded)
+        patch.setattr(pytreekit._artifacts.export, "dump_aux", padded)
         data = export.export(jax.jit(lambda t: t))(tree).serialize()
         regions = []
         for node in tree:

@@ -32,7 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytreekit
-from pytreekit._codec import (
+from pytreekit._artifacts.export import MAX_LEARNED_LAYOUTS, load_aux
+from pytreekit._artifacts.static_data import (
     MAGIC,
     LoadedNaN,
     StaticDataError,
@@ -43,7 +44,6 @@ from pytreekit._codec import (
     is_safe_reference,
     loads,
 )
-from pytreekit._export import MAX_LEARNED_LAYOUTS, load_aux
 
 
 def _raw(tree: object) -> bytes:

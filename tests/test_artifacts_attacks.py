@@ -24,7 +24,9 @@ TESTS = ROOT / "tests"
 ATTACKER = """
 import functools, importlib, os, pickle, shutil, subprocess, sys
 import jax, jax.numpy as jnp
-import pytreekit, pytreekit._codec as codec, pytreekit._export as export_module
+import pytreekit
+import pytreekit._artifacts.export as export_module
+import pytreekit._artifacts.static_data as codec
 import export_fixtures as ef
 
 MARKER = sys.argv[2]

@@ -1,6 +1,6 @@
-"""Static data (pytreekit._codec): every kind of value round-trips; what it cannot hold is refused
-when written, naming where it is; and reading malformed or hostile bytes raises StaticDataError
-only, runs none of the user's code, and imports nothing."""
+"""Static data (pytreekit._artifacts.static_data): every kind of value round-trips; what it
+cannot hold is refused when written, naming where it is; and reading malformed or hostile bytes
+raises StaticDataError only, runs none of the user's code, and imports nothing."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 import pytreekit
 from pytreekit import Static, pytree_class, register_static_codec
-from pytreekit._codec import (
+from pytreekit._artifacts.static_data import (
     MAGIC,
     MAX_DEPTH,
     LoadedNaN,
@@ -261,7 +261,7 @@ def test_every_kind_reads_back_in_a_fresh_process(tmp_path):
         """
         import json, sys
         import collections, codec_fixtures, ml_dtypes, pytreekit
-        from pytreekit._codec import dumps, loads
+        from pytreekit._artifacts.static_data import dumps, loads
 
         pytreekit.add_safe_references([pytreekit.Static, len, collections.OrderedDict])
 
@@ -791,7 +791,7 @@ def test_refused_references_name_the_module_and_never_import_it(tmp_path):
     script = textwrap.dedent(
         """
         import sys
-        from pytreekit._codec import StaticDataError, loads
+        from pytreekit._artifacts.static_data import StaticDataError, loads
 
         data = b'PTK1["r","codec_unimported:function"]'
         try:

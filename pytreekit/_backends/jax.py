@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from jax.tree_util import GetAttrKey, register_pytree_with_keys
 
-from .._export import register_jax_export
+from .._artifacts import register_jax_export
 from .._nodes import NodeFunctions
 
 KEY = GetAttrKey

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .._artifacts import torch_dumpable
 from .._compat import torch_pytree, unregister_from_torch
-from .._export import torch_dumpable
 from .._nodes import NodeFunctions
 
 KEY = torch_pytree().GetAttrKey

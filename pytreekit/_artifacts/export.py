@@ -27,12 +27,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import contextvars
 import functools
-import io
 import json
-import pickle
-import pickletools
 import sys
 import threading
 import warnings
@@ -42,10 +38,14 @@ from typing import Any, NamedTuple, TypeVar
 
 import jax.export
 
-from . import _markers as markers
-from ._codec import (
-    MAGIC,
-    MAX_DEPTH,
+from .. import _markers as markers
+from .._compat import export_registries, jax_from_children
+from .._fields import type_name
+from .._nodes import NodeFunctions
+from .._references import MISSING, find_in, is_class, lookup
+from .legacy import opted_in, pickled, unpickled
+from .schema import FORMAT, MAGIC, MAX_DEPTH
+from .static_data import (
     Reader,
     StaticDataError,
     UnencodableError,
@@ -61,11 +61,6 @@ from ._codec import (
     plain_tuple,
     type_name_of,
 )
-from ._compat import export_registries, jax_from_children
-from ._fields import type_name
-from ._nodes import NodeFunctions
-from ._references import MISSING, by_reference, find_in, import_by_name, is_class, lookup
-from ._spec import spec_of
 
 C = TypeVar("C", bound=type)
 
@@ -73,15 +68,7 @@ C = TypeVar("C", bound=type)
 # static data, or pickled for a class opted in. 3 (pytreekit 0.3): the same without the class. 2
 # (the versions after 0.2): format 3, pickled. 1 (pytreekit 0.2): (1, field names or None for an
 # annotated class, static names, static values), pickled.
-_FORMAT = 4
-_PICKLED_BY = {
-    1: "pytreekit 0.2 (format 1)",
-    2: "a version of pytreekit from before artifacts were data (format 2)",
-    3: "pytreekit for a class opted in with pytreekit.pickle_static_fields (format 3)",
-    4: "pytreekit for a class opted in with pytreekit.pickle_static_fields (format 4)",
-}
 _lock = threading.Lock()
-_pickled_classes: weakref.WeakSet[type] = weakref.WeakSet()
 # How many layouts one class without annotations may learn from artifacts: each costs memory for
 # as long as the class lives.
 MAX_LEARNED_LAYOUTS = 256
@@ -95,108 +82,6 @@ def export_name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-# -- the two opt-ins to pickle ------------------------------------------------------------------
-
-
-def pickle_static_fields(cls: C, /) -> C:
-    """Store the static fields of ``cls`` with pickle in the artifacts it is written to
-    (``jax.export``, torch treespecs), for values static data cannot hold. **Unsafe**: loading
-    such an artifact runs whatever code its bytes name, so it is refused unless loaded inside
-    ``allow_pickled_artifacts()``. Prefer a plain value or ``register_static_codec``.
-
-    Applies to ``cls`` itself (not its subclasses), from the next artifact written on. Returns
-    ``cls``, so it can decorate the class (above ``@pytree_class``).
-
-    Args:
-        cls: A class decorated with ``@pytree_class``.
-
-    Returns:
-        ``cls``.
-
-    Raises:
-        TypeError: ``cls`` is not a pytree class, or is an instance.
-
-    >>> import pytreekit
-    >>> @pytreekit.pickle_static_fields
-    ... @pytreekit.pytree_class
-    ... class Legacy:
-    ...     options: object = pytreekit.field(static=True, default=None)
-    """
-    spec_of(cls, "pickle_static_fields()")
-    if not isinstance(cls, type):
-        raise TypeError(
-            f"pickle_static_fields() takes a class, got an instance of {type(cls).__qualname__}"
-        )
-    with _lock:
-        _pickled_classes.add(cls)
-    return cls
-
-
-class _Permission:
-    """One ``allow_pickled_artifacts`` block: alive in the thread that entered it, until its
-    ``__exit__`` (a task or a copied context keeps the object, not the permission)."""
-
-    __slots__ = ("alive", "classes", "thread")
-
-    def __init__(self, classes: frozenset[type]) -> None:
-        self.classes = classes
-        self.thread = threading.get_ident()
-        self.alive = False
-
-    def covers(self, cls: type) -> bool:
-        return (
-            self.alive
-            and self.thread == threading.get_ident()
-            and (cls in self.classes if self.classes else cls in _pickled_classes)
-        )
-
-
-_permissions: contextvars.ContextVar[tuple[_Permission, ...]] = contextvars.ContextVar(
-    "pytreekit_pickle_allowed", default=()
-)
-
-
-class allow_pickled_artifacts:
-    """Within this block (in this thread), load artifacts whose static fields were written with
-    pickle for ``classes``: by pytreekit 0.2 and the versions before artifacts were data, or for a
-    class opted in with ``pickle_static_fields``. Without classes named, for the classes opted in
-    only. **Unsafe**: unpickling runs whatever code the artifact names; use it only for artifacts
-    you trust, and export them again to get data.
-
-    The permission ends with the block: a task or a copied context created inside, or a thread
-    started inside (also where threads inherit the context, ``PYTHON_THREAD_INHERIT_CONTEXT=1``),
-    does not have it.
-
-    Args:
-        *classes: The pytree classes whose pickled static fields may be read.
-
-    >>> import pytreekit
-    >>> with pytreekit.allow_pickled_artifacts():
-    ...     pass  # jax.export.deserialize(trusted_old_artifact)
-    """
-
-    def __init__(self, *classes: type) -> None:
-        for cls in classes:
-            spec_of(cls, "allow_pickled_artifacts()")
-        self._permission = _Permission(frozenset(classes))
-        self._token: contextvars.Token[tuple[_Permission, ...]] | None = None
-
-    def __enter__(self) -> None:
-        if self._token is not None:
-            raise RuntimeError("an allow_pickled_artifacts(...) block is entered once")
-        self._permission.alive = True
-        self._token = _permissions.set((*_permissions.get(), self._permission))
-
-    def __exit__(self, *exc: object) -> None:
-        self._permission.alive = False
-        if self._token is not None:
-            _permissions.reset(self._token)
-
-
-def _pickle_allowed(cls: type) -> bool:
-    return any(permission.covers(cls) for permission in _permissions.get())
-
-
 # -- writing ------------------------------------------------------------------------------------
 
 
@@ -205,13 +90,13 @@ def dump_aux(aux: Any, what: str) -> bytes:
     for a value that cannot be stored."""
     layout, statics = aux[0], tuple(aux[1:])
     cls = layout.cls
-    if cls in _pickled_classes:
-        state = (_FORMAT, export_name(cls), layout.names, layout.static, statics)
-        return _pickle(state, cls, layout.static_names, what)
+    if opted_in(cls):
+        state = (FORMAT, export_name(cls), layout.names, layout.static, statics)
+        return pickled(state, cls, layout.static_names, what)
     try:
         return dumps_fields(
             cls,
-            (_FORMAT, export_name(cls), layout.names, layout.static),
+            (FORMAT, export_name(cls), layout.names, layout.static),
             layout.static_names,
             statics,
         )
@@ -240,51 +125,6 @@ def _unencodable(
     return TypeError(f"{what} cannot store the static fields of {owner}: {error}")
 
 
-class _Pickler(pickle.Pickler):
-    """Pickle, with objects found by name (``jnp.tanh``) stored by reference."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        name = by_reference(obj)
-        return NotImplemented if name is None else (import_by_name, name)
-
-
-def _pickle(state: Any, cls: type, static_names: tuple[str, ...], what: str) -> bytes:
-    buffer = io.BytesIO()
-    try:
-        _Pickler(buffer, protocol=4).dump(state)
-    except Exception as error:
-        raise _unpicklable(cls, static_names, state[-1], what, error) from error
-    return buffer.getvalue()
-
-
-def _unpicklable(
-    cls: type, static_names: tuple[str, ...], statics: tuple[Any, ...], what: str, error: Exception
-) -> TypeError:
-    culprits = [
-        (name, value, value_error)
-        for name, value in zip(static_names, statics, strict=True)
-        if (value_error := _pickle_error(value)) is not None
-    ]
-    # Pickle failing on the tuple but on no value alone is not expected; name them all then.
-    name, value, error = culprits[0] if culprits else (", ".join(static_names), statics, error)
-    text = repr(value)
-    text = text if len(text) <= 80 else text[:77] + "..."
-    return TypeError(
-        f"{what} stores the static fields of {cls.__qualname__} with pickle (the class is opted "
-        f"in with pytreekit.pickle_static_fields), but {cls.__qualname__}.{name} holds {text}, "
-        f"which pickle cannot store ({type(error).__name__}: {error}). Use a value defined at "
-        f"module level, or make {name} a non-static field."
-    )
-
-
-def _pickle_error(value: Any) -> Exception | None:
-    try:
-        _Pickler(io.BytesIO(), protocol=4).dump(value)
-    except Exception as error:
-        return error
-    return None
-
-
 # -- reading ------------------------------------------------------------------------------------
 
 
@@ -297,7 +137,7 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray, what: str = "jax.exp
     raw = bytes(data)
     try:
         if is_pickle(raw):
-            written, names, static, statics = _pickled_state(nodes, _unpickle(raw, cls))
+            written, names, static, statics = _pickled_state(nodes, unpickled(raw, cls))
         else:
             written, names, static, statics = _data_state(nodes, raw)
     except StaticDataError as error:
@@ -382,7 +222,7 @@ def _pickled_state(nodes: NodeFunctions, state: Any) -> tuple[Any, Any, Any, tup
             names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
         if type(names) is tuple and type(static_names) is tuple:
             state = (3, names, tuple(n in static_names for n in names), statics)
-    if type(state) is tuple and len(state) == 5 and state[0] == _FORMAT:
+    if type(state) is tuple and len(state) == 5 and state[0] == FORMAT:
         written, state = state[1], (3, *state[2:])
     if not (type(state) is tuple and len(state) == 4 and state[0] in (2, 3)):
         raise _no_layout(version)
@@ -399,7 +239,7 @@ def _pickled_state(nodes: NodeFunctions, state: Any) -> tuple[Any, Any, Any, tup
 def _no_layout(written: Any) -> StaticDataError:
     return StaticDataError(
         f"it holds no static data of a pytree class (format {written!r:.20}; this version "
-        f"writes format {_FORMAT})."
+        f"writes format {FORMAT})."
     )
 
 
@@ -490,50 +330,6 @@ class _Probe:
         if name in self.__dict__["_slots"]:
             return None
         raise AttributeError(name)
-
-
-def _unpickle(raw: bytes, cls: type) -> Any:
-    written = _pickled_format(raw)
-    if written in (3, _FORMAT) and cls not in _pickled_classes:
-        raise StaticDataError(
-            f"its static fields are pickled as pytreekit writes them only for a class opted in "
-            f"with pytreekit.pickle_static_fields, and {cls.__qualname__} is not: the artifact "
-            f"was edited. It is refused, also inside allow_pickled_artifacts()."
-        )
-    if not _pickle_allowed(cls):
-        writer = _PICKLED_BY.get(written) if written is not None else "an unknown writer"
-        again = (
-            ""
-            if written == _FORMAT  # an opted-in class would write pickle again
-            else ", then export it again: this version writes data that loading cannot run"
-        )
-        raise StaticDataError(
-            f"its static fields were written with pickle by "
-            f"{writer or f'an unknown writer (format {written})'}, and unpickling runs whatever "
-            f"code the bytes name, so it is refused. If you trust the artifact, load it inside "
-            f"`with pytreekit.allow_pickled_artifacts({cls.__qualname__}):`{again}."
-        )
-    try:
-        return pickle.loads(raw)
-    except Exception as error:
-        raise StaticDataError(
-            f"its pickled static fields cannot be unpickled ({type(error).__name__}: "
-            f"{error!s:.200})."
-        ) from error
-
-
-_INTS = frozenset({"BININT1", "BININT2", "BININT", "INT", "LONG1"})
-
-
-def _pickled_format(raw: bytes) -> int | None:
-    """The format number pickled static data starts with, read from the opcodes (the first int
-    of the tuple), without unpickling."""
-    with contextlib.suppress(Exception):  # malformed opcodes: the writer is unknown
-        for opcode, argument, _ in pickletools.genops(raw):
-            if opcode.name in ("PROTO", "FRAME", "MARK"):
-                continue
-            return argument if opcode.name in _INTS and type(argument) is int else None
-    return None
 
 
 # -- auditing -----------------------------------------------------------------------------------

@@ -9,28 +9,7 @@ constructors of the kinds below (never a class's ``__new__``, ``__init__`` or
 ``register_static_codec``. Dict keys and frozenset elements are only values whose ``__hash__``
 and ``__eq__`` are not Python code.
 
-Wire format: ``b"PTK1"`` then ASCII JSON. Strings, finite floats, ints, bools and ``None`` are
-JSON's own; a JSON object is a dict whose keys are all strings; every other value is an array
-whose first element is a tag:
-
-=========================  ==============================================================
-``["t", *items]``          tuple
-``["l", *items]``          list
-``["d", k, v, k, v, ...]`` dict with a key that is not a string (order kept)
-``["s", *items]``          frozenset
-``["b", base64]``          bytes
-``["f", "nan"]``           float ``nan``, ``"inf"``, ``"-inf"``
-``["c", re, im]``          complex
-``["r", "mod:qualname"]``  a function or other callable, by reference
-``["k", "mod:qualname"]``  a class, by reference
-``["dt", spec]``           a NumPy dtype: ``dtype.str`` (``"<f4"``), or an ml_dtypes name
-``["e", cls, name]``       an enum member, by name
-``["n", cls, *items]``     a NamedTuple
-``["dc", cls, {fields}]``  a frozen dataclass
-``["p", cls, {state}]``    a pytree class instance: what pytreekit's ``__getstate__`` gives
-``["fp", f, args, kw]``    ``functools.partial``
-``["x", cls, data]``       a value of a type with a registered codec
-=========================  ==============================================================
+The wire format is declared in ``schema`` (``TAGS``: each tag, its parts and arity).
 
 JSON because it is the standard library's (no dependency), its C parser builds only dicts,
 lists, strings, numbers, bools and ``None``, and a torch treespec (itself JSON) can hold it as
@@ -62,10 +41,10 @@ from typing import Any, NamedTuple
 import ml_dtypes
 import numpy as np
 
-from . import _markers as markers
-from ._compat import is_field
-from ._fields import looks_like_array, type_name
-from ._references import (
+from .. import _markers as markers
+from .._compat import dataclass_frozen, enum_members, is_field
+from .._fields import looks_like_array, type_name
+from .._references import (
     MISSING,
     StandIn,
     class_bound,
@@ -78,11 +57,8 @@ from ._references import (
     public_name,
     restored,
 )
+from .schema import MAGIC, MAX_DEPTH, TAGS
 
-MAGIC = b"PTK1"
-# How deeply values may nest, at both ends: deeper data is refused before Python's recursion
-# limit is near, and a value that contains itself is refused at export.
-MAX_DEPTH = 100
 # The key pytreekit's __getstate__ adds for the layout (``_dunders.markers.FIELDS``; _dunders sits
 # above this module, tests/test_codec.py checks the two agree).
 
@@ -253,243 +229,42 @@ def _store_check(cls: type, name: str) -> str | None:
 # functools.reduce, lax.cond or scan, debug.callback): with functools.partial each calls whatever
 # the artifact hands it, an exec among them.
 
-_ELEMENTWISE = [
-    "abs",
-    "absolute",
-    "add",
-    "arccos",
-    "arccosh",
-    "arcsin",
-    "arcsinh",
-    "arctan",
-    "arctan2",
-    "arctanh",
-    "cbrt",
-    "ceil",
-    "clip",
-    "conj",
-    "conjugate",
-    "copysign",
-    "cos",
-    "cosh",
-    "deg2rad",
-    "degrees",
-    "divide",
-    "exp",
-    "exp2",
-    "expm1",
-    "fabs",
-    "float_power",
-    "floor",
-    "floor_divide",
-    "fmax",
-    "fmin",
-    "fmod",
-    "heaviside",
-    "hypot",
-    "i0",
-    "imag",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "isneginf",
-    "isposinf",
-    "ldexp",
-    "log",
-    "log10",
-    "log1p",
-    "log2",
-    "logaddexp",
-    "logaddexp2",
-    "maximum",
-    "minimum",
-    "mod",
-    "multiply",
-    "nan_to_num",
-    "negative",
-    "nextafter",
-    "positive",
-    "power",
-    "rad2deg",
-    "radians",
-    "real",
-    "reciprocal",
-    "remainder",
-    "rint",
-    "round",
-    "sign",
-    "signbit",
-    "sin",
-    "sinc",
-    "sinh",
-    "sqrt",
-    "square",
-    "subtract",
-    "tan",
-    "tanh",
-    "true_divide",
-    "trunc",
-    "where",
-    "matmul",
-    "dot",
-    "sum",
-    "mean",
-    "prod",
-    "max",
-    "min",
-    "amax",
-    "amin",
-    "argmax",
-    "argmin",
-    "std",
-    "var",
-    "median",
-]
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+_ELEMENTWISE = _words(
+    "abs absolute add arccos arccosh arcsin arcsinh arctan arctan2 arctanh cbrt ceil clip "
+    "conj conjugate copysign cos cosh deg2rad degrees divide exp exp2 expm1 fabs float_power "
+    "floor floor_divide fmax fmin fmod heaviside hypot i0 imag isfinite isinf isnan isneginf "
+    "isposinf ldexp log log10 log1p log2 logaddexp logaddexp2 maximum minimum mod multiply "
+    "nan_to_num negative nextafter positive power rad2deg radians real reciprocal remainder "
+    "rint round sign signbit sin sinc sinh sqrt square subtract tan tanh true_divide trunc "
+    "where matmul dot sum mean prod max min amax amin argmax argmin std var median"
+)
 _DEFAULTS: dict[str, tuple[str, ...]] = {
-    "builtins": ("abs", "divmod", "pow", "round", "bool", "int", "float", "complex"),
-    "operator": tuple(
-        [
-            "abs",
-            "add",
-            "and_",
-            "eq",
-            "floordiv",
-            "ge",
-            "gt",
-            "index",
-            "inv",
-            "invert",
-            "le",
-            "lshift",
-            "lt",
-            "matmul",
-            "mod",
-            "mul",
-            "ne",
-            "neg",
-            "not_",
-            "or_",
-            "pos",
-            "pow",
-            "rshift",
-            "sub",
-            "truediv",
-            "truth",
-            "xor",
-        ]
+    "builtins": _words("abs divmod pow round bool int float complex"),
+    "operator": _words(
+        "abs add and_ eq floordiv ge gt index inv invert le lshift lt matmul mod mul ne neg not_ "
+        "or_ pos pow rshift sub truediv truth xor"
     ),
-    "numpy": tuple(_ELEMENTWISE),
-    "jax.numpy": tuple(_ELEMENTWISE),
-    "jax.nn": tuple(
-        [
-            "celu",
-            "elu",
-            "gelu",
-            "glu",
-            "hard_sigmoid",
-            "hard_silu",
-            "hard_swish",
-            "hard_tanh",
-            "identity",
-            "leaky_relu",
-            "log1mexp",
-            "log_sigmoid",
-            "log_softmax",
-            "logsumexp",
-            "mish",
-            "one_hot",
-            "relu",
-            "relu6",
-            "selu",
-            "sigmoid",
-            "silu",
-            "soft_sign",
-            "softmax",
-            "softplus",
-            "sparse_plus",
-            "sparse_sigmoid",
-            "squareplus",
-            "standardize",
-            "swish",
-            "tanh",
-        ]
+    "numpy": _ELEMENTWISE,
+    "jax.numpy": _ELEMENTWISE,
+    "jax.nn": _words(
+        "celu elu gelu glu hard_sigmoid hard_silu hard_swish hard_tanh identity leaky_relu "
+        "log1mexp log_sigmoid log_softmax logsumexp mish one_hot relu relu6 selu sigmoid silu "
+        "soft_sign softmax softplus sparse_plus sparse_sigmoid squareplus standardize swish tanh"
     ),
-    "torch": tuple(
-        [
-            "abs",
-            "acos",
-            "add",
-            "asin",
-            "atan",
-            "atan2",
-            "ceil",
-            "clamp",
-            "clip",
-            "cos",
-            "cosh",
-            "div",
-            "erf",
-            "erfc",
-            "exp",
-            "exp2",
-            "expm1",
-            "floor",
-            "log",
-            "log10",
-            "log1p",
-            "log2",
-            "log_softmax",
-            "logsumexp",
-            "matmul",
-            "maximum",
-            "mean",
-            "minimum",
-            "mul",
-            "neg",
-            "pow",
-            "reciprocal",
-            "relu",
-            "round",
-            "rsqrt",
-            "sigmoid",
-            "sign",
-            "sin",
-            "sinh",
-            "softmax",
-            "sqrt",
-            "square",
-            "sub",
-            "sum",
-            "tan",
-            "tanh",
-            "trunc",
-            "where",
-        ]
+    "torch": _words(
+        "abs acos add asin atan atan2 ceil clamp clip cos cosh div erf erfc exp exp2 expm1 floor "
+        "log log10 log1p log2 log_softmax logsumexp matmul maximum mean minimum mul neg pow "
+        "reciprocal relu round rsqrt sigmoid sign sin sinh softmax sqrt square sub sum tan tanh "
+        "trunc where"
     ),
-    "torch.nn.functional": tuple(
-        [
-            "celu",
-            "elu",
-            "gelu",
-            "glu",
-            "hardsigmoid",
-            "hardswish",
-            "hardtanh",
-            "leaky_relu",
-            "log_softmax",
-            "logsigmoid",
-            "mish",
-            "relu",
-            "relu6",
-            "selu",
-            "sigmoid",
-            "silu",
-            "softmax",
-            "softplus",
-            "softsign",
-            "tanh",
-            "tanhshrink",
-        ]
+    "torch.nn.functional": _words(
+        "celu elu gelu glu hardsigmoid hardswish hardtanh leaky_relu log_softmax logsigmoid mish "
+        "relu relu6 selu sigmoid silu softmax softplus softsign tanh tanhshrink"
     ),
 }
 # Modules whose every function of these kinds is a leaf numeric one (math), or whose scalar types
@@ -796,7 +571,7 @@ def codec_named(name: str) -> Any:
 # Each value becomes JSON text directly (no tree handed to json.dumps afterwards): the C string
 # quoting and int/float reprs are JSON's, and a model's statics cost about what pickle's did.
 
-_quote: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_quote: Callable[[str], str] = json.dumps  # ASCII, JSON's quoting
 # "module:qualname" as JSON text, per name found.
 _texts: dict[tuple[str, str], str] = {}
 
@@ -1143,9 +918,9 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
 
 def _encode_member(value: enum.Enum, depth: int) -> str:
     cls = type(value)
-    members = own_dict(cls).get("_member_map_")
-    name = value._name_
-    if type(members) is not dict or members.get(name) is not value:
+    members = enum_members(cls)
+    name = value.name
+    if members is None or members.get(name) is not value:
         raise _Refused(
             value,
             "an enum value that is not one member (a Flag combination) is not stored; store its "
@@ -1186,7 +961,7 @@ def _encode_namedtuple(value: tuple[Any, ...], depth: int) -> str:
 
 def _encode_dataclass(value: Any, depth: int) -> str:
     cls = type(value)
-    if getattr(lookup(cls, "__dataclass_params__"), "frozen", False) is not True:
+    if not dataclass_frozen(cls):
         raise _Refused(
             value,
             f"{cls.__qualname__} is a dataclass that is not frozen (static values must not "
@@ -1599,16 +1374,18 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
         return tuple(_decode_items(items, depth, reader))
     if type(tag) is not str:
         raise _Bad("an array must start with a tag")
-    decoder = _DECODERS.get(tag)
-    if decoder is None:
+    spec = TAGS.get(tag)
+    if spec is None:
         raise _Bad(f"unknown tag {node[0]!r:.20}")
-    if reader.plain and tag not in _PLAIN_TAGS:
+    if spec.parts is not None and len(node) != spec.parts + 1:
+        raise _Bad(f"{tag!r} takes {spec.parts} parts, got {len(node) - 1}")
+    if reader.plain and not spec.plain:
         raise _Bad(
             "only plain data may stand here (the arguments of a functools.partial, what a "
             "registered codec decodes): numbers, strings, bytes, None, dtypes and containers of "
-            f"them, not {_TAG_KINDS.get(tag, tag)!r}"
+            f"them, not {spec.holds}"
         )
-    return decoder(node, depth, reader)
+    return _DECODERS[tag](node, depth, reader)
 
 
 def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
@@ -1632,11 +1409,6 @@ def _decode_items(items: list[Any], depth: int, reader: Reader) -> list[Any]:
         bad.path.append(f"[{len(out)}]")
         raise
     return out
-
-
-def _arity(node: list[Any], count: int) -> None:
-    if len(node) != count:
-        raise _Bad(f"{node[0]!r} takes {count - 1} parts, got {len(node) - 1}")
 
 
 def _decode_list(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -1682,7 +1454,6 @@ def _decode_dict(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 def _decode_bytes(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     if type(node[1]) is not str:
         raise _Bad("'b' takes base64 text")
     return base64.b64decode(node[1].encode("ascii"), validate=True)
@@ -1692,7 +1463,6 @@ _SPECIAL_FLOATS = {"nan": LoadedNaN("nan"), "inf": float("inf"), "-inf": float("
 
 
 def _decode_float(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     number = _SPECIAL_FLOATS.get(node[1]) if type(node[1]) is str else None
     if number is None:
         raise _Bad("'f' takes 'nan', 'inf' or '-inf'")
@@ -1700,7 +1470,6 @@ def _decode_float(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 def _decode_complex(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 3)
     real, imag = _decode_items(node[1:], depth, reader)
     if not (isinstance(real, float) and isinstance(imag, float)):
         raise _Bad("'c' takes two floats")
@@ -1711,14 +1480,12 @@ _HEX = re.compile(r"-?[0-9a-f]+\Z")
 
 
 def _decode_int(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     if type(node[1]) is not str or not _HEX.match(node[1]):
         raise _Bad("'i' takes hexadecimal digits")
     return int(node[1], 16)
 
 
 def _decode_text(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     points = node[1]
     if type(points) is not list or not all(
         type(p) is int and 0 <= p <= sys.maxunicode for p in points
@@ -1735,7 +1502,6 @@ def _torch() -> dict[str, Any]:
 
 
 def _decode_torch_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     namespace = _torch()
     found = namespace.get(node[1]) if type(node[1]) is str else None
     if found is None or type(found) is not type(namespace["float32"]):
@@ -1747,7 +1513,6 @@ _DEVICE = re.compile(r"[a-z_]{1,20}(:[0-9]{1,4})?\Z")
 
 
 def _decode_torch_device(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     if type(node[1]) is not str or not _DEVICE.match(node[1]):
         raise _Bad(f"{node[1]!r:.40} is not a torch device")
     try:
@@ -1827,8 +1592,6 @@ def _resolve_class(name: Any, reader: Reader) -> type:
 
 
 def _decode_function(node: list[Any], depth: int, reader: Reader) -> Any:
-    if len(node) != 2:
-        _arity(node, 2)
     found = _resolve(node[1], reader)
     if not callable(found) or issubclass(type(found), (type, types.ModuleType)):
         raise _Bad(f"{node[1]!r:.80} is not a function")
@@ -1836,23 +1599,20 @@ def _decode_function(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 def _decode_class(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     return _resolve_class(node[1], reader)
 
 
 def _decode_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 2)
     return _dtype(node[1])
 
 
 def _decode_member(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 3)
     cls = _resolve_class(node[1], reader)
     if not issubclass(cls, enum.Enum):
         raise _Bad(f"{node[1]!r:.80} is not an enum")
-    members = own_dict(cls).get("_member_map_")
+    members = enum_members(cls)
     member = MISSING
-    if type(members) is dict and type(node[2]) is str:
+    if members is not None and type(node[2]) is str:
         member = members.get(node[2], MISSING)
     if type(member) is not cls:
         raise _Bad(f"{cls.__qualname__} has no member {node[2]!r:.40}")
@@ -1891,7 +1651,6 @@ def _decode_field(cls: type, name: str, node: Any, depth: int, reader: Reader) -
 
 
 def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[str, Any]]:
-    _arity(node, 3)
     cls = _resolve_class(node[1], reader)
     if type(node[2]) is not dict:
         raise _Bad(f"{node[0]!r} takes its fields as an object")
@@ -1940,8 +1699,7 @@ def _dataclass_names(cls: type) -> frozenset[str] | None:
 def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
     cls, state = _fields_of(node, depth, reader)
     names = _dataclass_names(cls)
-    params = lookup(cls, "__dataclass_params__")
-    if names is None or getattr(params, "frozen", False) is not True:
+    if names is None or not dataclass_frozen(cls):
         raise _Bad(f"{cls.__qualname__} is not a frozen dataclass")
     _check_names(cls, state, names)
     instance_dict = lookup(cls, "__dict__")
@@ -1984,7 +1742,6 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 4)
     func = _decode(node[1], depth, reader)
     args, keywords = _decode_items(node[2:], depth, reader.for_plain())
     if not callable(func) or type(args) is not tuple or type(keywords) is not dict:
@@ -1995,7 +1752,6 @@ def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 def _decode_codec(node: list[Any], depth: int, reader: Reader) -> Any:
-    _arity(node, 3)
     codec = _codecs_by_name.get(node[1]) if type(node[1]) is str else None
     if codec is None:
         raise _Bad(
@@ -2037,15 +1793,4 @@ _DECODERS: dict[str, Decoder] = {
     "u": _decode_text,
     "td": _decode_torch_dtype,
     "dv": _decode_torch_device,
-}
-_PLAIN_TAGS = frozenset({"t", "l", "d", "s", "b", "f", "c", "dt", "i", "u", "td", "dv"})
-_TAG_KINDS = {
-    "r": "a function",
-    "k": "a class",
-    "e": "an enum member",
-    "n": "a NamedTuple",
-    "dc": "a dataclass",
-    "p": "a pytree class instance",
-    "fp": "a functools.partial",
-    "x": "a value of a registered codec",
 }
