@@ -164,7 +164,24 @@ KINDS: dict[str, Any] = {
     "jax-function": jax.nn.relu,
     "class": Settings,
     "codec": Interval(0.0, 1.5),
+    # Refused or broken before issue 33:
+    "long-int": -(10**5000),
+    "none-type": type(None),
+    "surrogate-pair": "\ud83d\ude00",
+    "dict-fromkeys": dict.fromkeys,
 }
+try:
+    import torch as _torch
+
+    KINDS.update(
+        {
+            "torch-dtype": _torch.float32,
+            "torch-device": _torch.device("cpu"),
+            "torch-function": _torch.tanh,
+        }
+    )
+except ImportError:  # pragma: no cover - CI installs torch
+    pass
 
 
 def holders(leaf: Any = None) -> list[Holder]:
@@ -174,8 +191,12 @@ def holders(leaf: Any = None) -> list[Holder]:
 def describe(value: Any) -> Any:
     """``value`` as plain data, recursively: what a reader must get back."""
     kind = type(value)
+    if kind is int and value.bit_length() > 10_000:  # more digits than str() converts
+        return ["int", format(value, "x")]
     if value is None or kind in (bool, int, str):
         return [kind.__name__, value]
+    if kind.__module__ == "torch" and kind.__name__ in ("dtype", "device"):
+        return ["torch", str(value)]
     if isinstance(value, float):  # a NaN reads back as LoadedNaN (issue 33)
         return ["float", repr(value)]
     if kind is complex:
@@ -217,7 +238,14 @@ def _same(value: Any) -> bool:
     """Whether ``value`` is the very object its module holds under its name (jax.nn.relu comes
     back as jax.nn.relu, not a copy)."""
     known = (relu, jax.nn.relu, jax.nn.gelu, jnp.tanh, jax.nn.leaky_relu, Settings, Opaque)
-    return any(value is obj for obj in known)
+    known += (
+        type(None),
+        *(KINDS[name] for name in ("dict-fromkeys", "torch-function") if name in KINDS),
+    )
+    # dict.fromkeys is a new object at each lookup, equal to the last
+    return any(
+        value is obj or (type(value) is type(dict.fromkeys) and value == obj) for obj in known
+    )
 
 
 # Artifacts these tests write name this module's functions and classes: the tests trust them
@@ -228,4 +256,5 @@ add_safe_references(
         for value in list(globals().values())
         if callable(value) and getattr(value, "__module__", None) == __name__
     ]
+    + [dict.fromkeys]
 )

@@ -128,15 +128,15 @@ def _unencodable(
 # -- reading ------------------------------------------------------------------------------------
 
 
-def load_aux(nodes: NodeFunctions, data: bytes | bytearray, what: str = "jax.export") -> Any:
+def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "jax.export") -> Any:
     """The aux data ``dump_aux`` wrote, its layout interned in the class as it is now. Any
     refusal is a ``StaticDataError`` (a ``ValueError``) naming the class; every check is made
     before the class's table learns a layout."""
     cls = nodes.cls
     owner = cls.__qualname__
-    raw = bytes(data)
+    raw: bytes | str = data if isinstance(data, str) else bytes(data)  # text: a torch context
     try:
-        if is_pickle(raw):
+        if isinstance(raw, bytes) and is_pickle(raw):
             written, names, static, statics = _pickled_state(nodes, unpickled(raw, cls))
         else:
             written, names, static, statics = _data_state(nodes, raw)
@@ -162,7 +162,7 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray, what: str = "jax.exp
     return (layout, *statics)
 
 
-def _data_state(nodes: NodeFunctions, raw: bytes) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+def _data_state(nodes: NodeFunctions, raw: bytes | str) -> tuple[Any, Any, Any, tuple[Any, ...]]:
     """Formats 3 and 4 as static data: the head read as plain data and checked, the field names
     checked against the class, then each static value read as its field declares."""
     reader = Reader(_NO_IMPORT)
@@ -547,8 +547,8 @@ def torch_dumpable(nodes: NodeFunctions) -> tuple[Any, Any]:
                 f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: its "
                 f"context is a {type(dumpable).__name__}, not text."
             )
-        if dumpable.startswith(MAGIC.decode("ascii")):
-            return load_aux(nodes, dumpable.encode("utf-8"), what)
+        if dumpable.startswith(_magic_text):
+            return load_aux(nodes, dumpable, what)
         try:  # pickle as base64: what pytreekit wrote before, or for a class opted in
             data = base64.b64decode(dumpable, validate=True)
         except (binascii.Error, ValueError):

@@ -1120,23 +1120,38 @@ def loads(
     or a class ``declared`` (a type annotation) names. Raises ``StaticDataError`` (a
     ``ValueError``) for anything else: bytes of another format, malformed or truncated data,
     nesting deeper than ``MAX_DEPTH``, or a name this process does not have or will not rebuild."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
     reader = Reader(frozenset(allow_import))
     tree = parse(data, reader)
     return decode(tree, reader.for_type(declared) if declared is not None else reader)
 
 
-def parse(data: bytes | bytearray | memoryview, reader: Reader) -> Any:
-    """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused)."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
+_MAGIC_TEXT = MAGIC.decode("ascii")
+
+
+def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
+    """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused).
+    Text (a torch context) is read as the bytes it encodes would be."""
+    if isinstance(data, str) and data.startswith(_MAGIC_TEXT):
+        raw: bytes | None = None
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+        if not raw.startswith(MAGIC):
+            kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
+            raise StaticDataError(
+                f"cannot read static data: the format is {kind}, not pytreekit's ({MAGIC!r})."
+            )
+    else:
         raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
-    raw = bytes(data)
-    if not raw.startswith(MAGIC):
-        kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
-        raise StaticDataError(
-            f"cannot read static data: the format is {kind}, not pytreekit's ({MAGIC!r})."
-        )
     try:
-        text = raw[len(MAGIC) :].decode("ascii")
+        if raw is not None:
+            text = raw[len(MAGIC) :].decode("ascii")
+        else:
+            assert isinstance(data, str)
+            text = data[len(MAGIC) :]
+            if not text.isascii():
+                raise _Bad("the text is not ASCII, which static data always is")
         # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
         # once, and in the strings only if there is one.
         reader.surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
