@@ -395,6 +395,17 @@ def test_a_field_name_that_finds_a_method_is_refused_unless_declared():
         load_aux(nodes, data)
 
 
+def test_a_nested_instance_naming_a_method_of_its_class_is_refused():
+    """Inside static data too (a pytree instance held by a static field)."""
+    state = {"fn": ["r", "jax.nn:relu"], "scale": 1.0, "encode": ["r", "jax.nn:relu"]}
+    state["__pytreekit_fields__"] = ["t", ["t", "fn", "scale", "encode"], ["t", True, True, True]]
+    with (
+        pytreekit.safe_references([ef.Loose]),
+        pytest.raises(StaticDataError, match="'encode' of Loose, which the class holds already"),
+    ):
+        loads(_raw(["p", "export_fixtures:Loose", state]))
+
+
 def test_a_class_redefined_50_times_is_not_kept_alive_by_the_codecs_caches():
     refs = []
     encoders, hash_safe = len(_learned_encoders), len(_hash_safe_types)

@@ -1686,6 +1686,9 @@ def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[
     return cls, state
 
 
+_SLOT = types.MemberDescriptorType
+
+
 def _check_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
     for name in names:
         if type(name) is not str:  # no repr: a decoded object's repr is its class's code
@@ -1697,6 +1700,14 @@ def _check_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
         why = _store_check(cls, name)
         if why is not None:
             raise _Bad(why)
+        found = lookup(cls, name)
+        if allowed_names is None and found is not MISSING and type(found) is not _SLOT:
+            # A class without declared fields: a stored value would hide what the class holds
+            # under the name (a method the instance's code calls).
+            raise _Bad(
+                f"it names the field {name!r} of {cls.__qualname__}, which the class holds "
+                f"already as a {type_name(found)}; a stored value would hide it"
+            )
 
 
 def _dataclass_names(cls: type) -> frozenset[str] | None:
