@@ -4,9 +4,10 @@
 
 ``measure``: each layer's aux data is what an exported treedef stores per node (issue #29): field
 names, static flags, and the static values (two ints, a string, a function). ``pickle`` is how
-pytreekit wrote it before (``_export._Pickler``, which stores ``jnp.tanh``-like functions by
-name, and still writes a class opted in with ``pickle_static_fields``); ``codec`` is
-``pytreekit._codec``. Times are per model (every layer dumped, or loaded), in microseconds.
+pytreekit wrote it before (``_artifacts.legacy._Pickler``, which stores ``jnp.tanh``-like
+functions by name, and still writes a class opted in with ``pickle_static_fields``); ``codec`` is
+``pytreekit._artifacts.static_data``. Times are per model (every layer dumped, or loaded), in
+microseconds.
 
 ``artifact_cases``: writing and reading whole artifacts of the model, ``jax.export``
 (``serialize()``, ``jax.export.deserialize``) and torch treespecs (``treespec_dumps``,
@@ -30,7 +31,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
-from pytreekit import _codec, allow_pickled_artifacts, pickle_static_fields, pytree_class
+from pytreekit import allow_pickled_artifacts, pickle_static_fields, pytree_class
+from pytreekit._artifacts import static_data as _codec
 
 try:
     import torch
@@ -74,7 +76,7 @@ def _apply(model: list[_Layer], x: jax.Array) -> jax.Array:
 
 
 def _pickle_dumps(value: Any) -> bytes:
-    from pytreekit._export import _Pickler
+    from pytreekit._artifacts.legacy import _Pickler
 
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=4).dump(value)

@@ -29,9 +29,17 @@ and ``custom_vjp_method`` put custom derivative rules on their methods; ``linear
 
 from __future__ import annotations
 
+from ._artifacts import (
+    ArtifactReference,
+    add_safe_references,
+    allow_pickled_artifacts,
+    artifact_references,
+    pickle_static_fields,
+    register_static_codec,
+    safe_references,
+)
 from ._backends import BackendNotInstalledError, register_backend
 from ._classes import MISSING, Field, FrozenInstanceError, field, fields, is_pytree_class, replace
-from ._codec import register_static_codec
 from ._decorator import pytree_class
 from ._derivatives import (
     CustomGradientMethod,
@@ -46,11 +54,11 @@ from ._derivatives import (
     linearize,
     partition,
 )
-from ._export import allow_pickled_artifacts, pickle_static_fields
 from ._static import Static
 
 __all__ = [
     "MISSING",
+    "ArtifactReference",
     "BackendNotInstalledError",
     "CustomGradientMethod",
     "CustomJVPMethod",
@@ -58,7 +66,9 @@ __all__ = [
     "Field",
     "FrozenInstanceError",
     "Static",
+    "add_safe_references",
     "allow_pickled_artifacts",
+    "artifact_references",
     "combine",
     "custom_gradient_method",
     "custom_jvp_method",
@@ -75,6 +85,7 @@ __all__ = [
     "register_backend",
     "register_static_codec",
     "replace",
+    "safe_references",
 ]
 
 __version__ = "0.3.0"

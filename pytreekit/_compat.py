@@ -368,3 +368,33 @@ def unregister_from_torch(cls: type) -> None:
         import optree
 
         optree.unregister_pytree_node(cls, namespace="torch")
+
+
+# -- the standard library's private attributes the artifacts wing reads (issue 33) --------------
+#
+# Read through the C descriptors of ``type``: no metaclass property or __getattr__ of the class
+# runs (static data's reader rebuilds classes an artifact names).
+_OWN_DICT: Any = vars(type)["__dict__"]
+_MRO: Any = vars(type)["__mro__"]
+
+
+def enum_members(cls: type) -> dict[str, Any] | None:
+    """An enum class's members by name: ``Enum._member_map_``, private to enum (``None``: not
+    an enum's)."""
+    members = _OWN_DICT.__get__(cls).get("_member_map_")
+    return members if type(members) is dict else None
+
+
+def dataclass_frozen(cls: type) -> bool:
+    """Whether ``cls`` is a frozen dataclass: ``_DataclassParams.frozen``, private to
+    dataclasses."""
+    for klass in _MRO.__get__(cls):
+        params = _OWN_DICT.__get__(klass).get("__dataclass_params__")
+        if params is not None:
+            return (
+                _private(
+                    params, "frozen", "dataclasses._DataclassParams", "to tell a frozen dataclass"
+                )
+                is True
+            )
+    return False

@@ -23,6 +23,7 @@ import weakref
 from typing import Any
 
 from . import _markers as markers
+from ._compat import dataclass_frozen
 
 # The C descriptors behind ``module.__dict__``, ``cls.__dict__`` and ``cls.__mro__``: read through
 # them, no class or metaclass can substitute a property of its own.
@@ -36,6 +37,12 @@ MISSING: Any = object()
 def own_dict(cls: type) -> Any:
     """``cls.__dict__``, read without calling anything of the class's."""
     return _TYPE_DICT.__get__(cls)
+
+
+def module_dict(module: types.ModuleType) -> dict[str, Any]:
+    """``module.__dict__``, read without calling anything of the module's."""
+    namespace: dict[str, Any] = _MODULE_DICT.__get__(module)
+    return namespace
 
 
 def mro(cls: type) -> tuple[type, ...]:
@@ -67,16 +74,29 @@ def find_in(module: str, qualname: str) -> tuple[Any, Any, str]:
         return MISSING, None, ""
     namespace = _MODULE_DICT.__get__(found)
     parts = qualname.split(".")
+    owner = None
     for part in parts[:-1]:
-        found = namespace.get(part, MISSING)
-        if not is_class(found):
+        owner = namespace.get(part, MISSING)
+        if not is_class(owner):
             return MISSING, None, ""
-        namespace = _TYPE_DICT.__get__(found)
+        namespace = _TYPE_DICT.__get__(owner)
     key = parts[-1]
     found = namespace.get(key, MISSING)
-    if type(found) is staticmethod:
+    kind = type(found)
+    if kind is staticmethod:
         found = found.__func__
+    elif owner is not None and (kind is classmethod or kind is types.ClassMethodDescriptorType):
+        found = found.__get__(None, owner)  # C code: dict.fromkeys, a classmethod, bound
     return found, namespace, key
+
+
+def class_bound(value: Any) -> bool:
+    """Whether ``value`` is a method bound to a class (``dict.fromkeys``, a classmethod): a new
+    object at each lookup, found again as an equal one."""
+    kind = type(value)
+    return (kind is types.MethodType or kind is types.BuiltinMethodType) and is_class(
+        getattr(value, "__self__", None)
+    )
 
 
 def private_module(name: str) -> bool:
@@ -123,12 +143,17 @@ def public_name(value: Any) -> tuple[str, str] | None:
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if not isinstance(qualname, str) or "<" in qualname:
         return None
+    bound = class_bound(value)
+    if bound:  # dict.fromkeys names no module: its class does
+        module = getattr(value.__self__, "__module__", None)
     # Searched: its module if public, its package's public modules (shortest name first), then
     # its module. A value naming no module (numpy < 1.25's ufuncs): every public module, as
     # pickle.whichmodule searches them.
     if isinstance(module, str):
         package: str | None = module.partition(".")[0]
         first, last = ([] if private_module(module) else [module]), [module]
+        if module == "builtins":  # NoneType, FunctionType...: the types module names them
+            last.append("types")
     elif module is None:
         package, first, last = None, [], []
     else:
@@ -143,13 +168,20 @@ def public_name(value: Any) -> tuple[str, str] | None:
         ),
         key=len,
     )
+    # torch.tanh says its qualified name is "_VariableFunctionsClass.tanh", its module holds it
+    # as "tanh": its plain name is tried too.
+    plain = getattr(value, "__name__", None)
+    names = [qualname] if plain == qualname or not isinstance(plain, str) else [qualname, plain]
     for candidate in (*first, *public, *last):
-        found, namespace, key = find_in(candidate, qualname)
-        if found is value:
-            name = (candidate, qualname)
-            _remember(value, (name, namespace, key))
-            return name
-    _remember(value, None)
+        for each in names:
+            found, namespace, key = find_in(candidate, each)
+            if found is value or (bound and found == value):
+                name = (candidate, each)
+                if not bound:
+                    _remember(value, (name, namespace, key))
+                return name
+    if not bound:
+        _remember(value, None)
     return None
 
 
@@ -197,10 +229,9 @@ _rebuilt_kinds: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionar
 def _rebuilt_kind(kind: type) -> bool:
     known = _rebuilt_kinds.get(kind)
     if known is None:
-        params = lookup(kind, "__dataclass_params__")
         known = (
             (issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple)
-            or getattr(params, "frozen", False) is True
+            or dataclass_frozen(kind)
         ) and lookup(kind, markers.SPEC) is MISSING  # a pytree class has its own state
         _rebuilt_kinds[kind] = known
     return known

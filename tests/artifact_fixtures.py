@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pytreekit import field, pytree_class, register_static_codec
+from pytreekit import add_safe_references, field, pytree_class, register_static_codec
 
 try:
     import torch  # noqa: F401 - only whether it is there
@@ -164,7 +164,24 @@ KINDS: dict[str, Any] = {
     "jax-function": jax.nn.relu,
     "class": Settings,
     "codec": Interval(0.0, 1.5),
+    # Refused or broken before issue 33:
+    "long-int": -(10**5000),
+    "none-type": type(None),
+    "surrogate-pair": "\ud83d\ude00",
+    "dict-fromkeys": dict.fromkeys,
 }
+try:
+    import torch as _torch
+
+    KINDS.update(
+        {
+            "torch-dtype": _torch.float32,
+            "torch-device": _torch.device("cpu"),
+            "torch-function": _torch.tanh,
+        }
+    )
+except ImportError:  # pragma: no cover - CI installs torch
+    pass
 
 
 def holders(leaf: Any = None) -> list[Holder]:
@@ -174,9 +191,13 @@ def holders(leaf: Any = None) -> list[Holder]:
 def describe(value: Any) -> Any:
     """``value`` as plain data, recursively: what a reader must get back."""
     kind = type(value)
+    if kind is int and value.bit_length() > 10_000:  # more digits than str() converts
+        return ["int", format(value, "x")]
     if value is None or kind in (bool, int, str):
         return [kind.__name__, value]
-    if kind is float:
+    if kind.__module__ == "torch" and kind.__name__ in ("dtype", "device"):
+        return ["torch", str(value)]
+    if isinstance(value, float):  # a NaN reads back as LoadedNaN (issue 33)
         return ["float", repr(value)]
     if kind is complex:
         return ["complex", repr(value.real), repr(value.imag)]
@@ -192,7 +213,7 @@ def describe(value: Any) -> Any:
         return ["dtype", str(value)]
     if isinstance(value, enum.Enum):
         return ["enum", _name(kind), value.name]
-    if kind is functools.partial:
+    if isinstance(value, functools.partial):  # read back as LoadedPartial (issue 33)
         return ["partial", describe(value.func), describe(value.args), describe(value.keywords)]
     if kind is Interval:
         return ["Interval", value.low, value.high]
@@ -217,4 +238,23 @@ def _same(value: Any) -> bool:
     """Whether ``value`` is the very object its module holds under its name (jax.nn.relu comes
     back as jax.nn.relu, not a copy)."""
     known = (relu, jax.nn.relu, jax.nn.gelu, jnp.tanh, jax.nn.leaky_relu, Settings, Opaque)
-    return any(value is obj for obj in known)
+    known += (
+        type(None),
+        *(KINDS[name] for name in ("dict-fromkeys", "torch-function") if name in KINDS),
+    )
+    # dict.fromkeys is a new object at each lookup, equal to the last
+    return any(
+        value is obj or (type(value) is type(dict.fromkeys) and value == obj) for obj in known
+    )
+
+
+# Artifacts these tests write name this module's functions and classes: the tests trust them
+# (issue 33: loading accepts only references the process allows).
+add_safe_references(
+    [
+        value
+        for value in list(globals().values())
+        if callable(value) and getattr(value, "__module__", None) == __name__
+    ]
+    + [dict.fromkeys]
+)

@@ -1,5 +1,6 @@
 """Artifacts are data (issue #29): what ``jax.export`` and torch treespecs store of a pytree
-class's static fields is static data (``pytreekit._codec``), read without running code.
+class's static fields is static data (``pytreekit._artifacts.static_data``), read without running
+code.
 
 Fresh processes load what this one wrote (every kind of static value, tampered artifacts), as a
 user loading someone else's artifact would; the fuzz tests throw mutated whole artifacts at
@@ -34,10 +35,10 @@ from jax import export
 from written_before import ARTIFACTS, TREESPECS, make_dense
 
 import pytreekit
-import pytreekit._export
+import pytreekit._artifacts.export
 from pytreekit import field, pytree_class
-from pytreekit._codec import MAGIC, StaticDataError, dumps
-from pytreekit._export import dump_aux, load_aux
+from pytreekit._artifacts.export import dump_aux, load_aux
+from pytreekit._artifacts.static_data import MAGIC, MAX_DEPTH, StaticDataError, dumps
 
 TESTS = ROOT / "tests"
 
@@ -290,14 +291,14 @@ _SLACK = 40  # bytes of JSON white space in each node's static data: room for lo
 def _padded_artifact(tree: list[object]) -> tuple[bytes, list[tuple[int, int]]]:
     """An artifact of ``tree`` whose nodes' static data start with ``_SLACK`` spaces, and where
     each node's static data is in it."""
-    write = pytreekit._export.dump_aux
+    write = pytreekit._artifacts.export.dump_aux
 
     def padded(aux: object, what: str) -> bytes:
         data = write(aux, what)
         return MAGIC + b"[" + b" " * _SLACK + data[len(MAGIC) + 1 :]
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pytreekit._export, "dump_aux", padded)
+        patch.setattr(pytreekit._artifacts.export, "dump_aux", padded)
         data = export.export(jax.jit(lambda t: t))(tree).serialize()
         regions = []
         for node in tree:
@@ -534,14 +535,15 @@ def test_a_value_static_data_cannot_hold_is_refused_at_torch_export(value, where
     _refusal_says_what_to_do(str(info.value), where, kind, advice)
 
 
-def test_static_values_storable_alone_but_not_together_are_refused_naming_them():
+def test_a_static_value_as_deep_as_static_data_goes_stores_in_an_artifact():
+    """Each static value is stored as its field (issue 33): the artifact's own levels do not
+    count against it (0.3.0 refused this value "together" with the artifact's tuple)."""
     nested: object = 0
-    for _ in range(99):  # as deep as static data goes, less the two levels the artifact adds
+    for _ in range(MAX_DEPTH - 1):
         nested = (nested,)
     exported = export.export(jax.jit(lambda h: h))(af.Holder(nested))
-    dumps(nested)
-    with pytest.raises(TypeError, match=r"of Holder .* together value cannot be stored: .*deeper"):
-        exported.serialize()
+    restored = export.deserialize(exported.serialize())
+    assert restored.in_tree == exported.in_tree
 
 
 # -- artifacts written with pickle: refused, unless allowed -------------------------------------
@@ -553,7 +555,7 @@ def test_static_values_storable_alone_but_not_together_are_refused_naming_them()
 def test_artifacts_of_earlier_versions_are_refused_unless_allowed(version, writer):
     with pytest.raises(StaticDataError, match=rf"of Dense: .*written with pickle by .*{writer}"):
         export.deserialize(ARTIFACTS[version])
-    with pytreekit.allow_pickled_artifacts():
+    with pytreekit.allow_pickled_artifacts(type(make_dense())):
         restored = export.deserialize(ARTIFACTS[version])
     # The trees it describes, rebuilt (not called: an older JAX cannot read the StableHLO the
     # JAX that wrote it emitted)
@@ -577,7 +579,7 @@ def test_torch_treespecs_of_earlier_versions_are_refused_unless_allowed(version,
 
     with pytest.raises(StaticDataError, match=rf"of Dense: .*pickle by .*{writer}"):
         torch_pytree.treespec_loads(TREESPECS[version])
-    with pytreekit.allow_pickled_artifacts():
+    with pytreekit.allow_pickled_artifacts(type(make_dense())):
         spec = torch_pytree.treespec_loads(TREESPECS[version])
     (dense,) = torch_pytree.tree_unflatten([jnp.ones(3)], spec)
     assert dense.activation is make_dense().activation and dense.shape == (3,)
@@ -588,7 +590,7 @@ def test_pickled_static_data_read_when_allowed_is_checked_like_data():
     what is no static data at all, pickled: read when allowed, then refused as data would be."""
     nodes = af.Guarded.__pytreekit_spec__.nodes
     format_1 = pickle.dumps((1, ("size", "w"), ("size",), (3,)), protocol=4)
-    with pytreekit.allow_pickled_artifacts():
+    with pytreekit.allow_pickled_artifacts(af.Guarded):
         layout, size = load_aux(nodes, format_1)
         assert (layout.names, layout.static, size) == (("size", "w"), (True, False), 3)
         for state in [(1, ["size", "w"], ("size",), (3,)), (1, ("mode",), (), ())]:
@@ -610,7 +612,7 @@ def test_allowing_pickled_artifacts_holds_in_its_own_thread_only():
         except StaticDataError:
             seen.append("refused")
 
-    with pytreekit.allow_pickled_artifacts():
+    with pytreekit.allow_pickled_artifacts(type(make_dense())):
         thread = threading.Thread(target=load_elsewhere)
         thread.start()
         thread.join()
@@ -630,7 +632,7 @@ def test_a_class_opted_in_to_pickle_writes_pickle_and_its_artifacts_need_allowin
     aux = _aux_bytes(Legacy())
     assert aux.startswith(b"\x80\x04")  # pickle, protocol 4
     data = export.export(jax.jit(lambda m: m))(Legacy()).serialize()
-    with pytest.raises(StaticDataError, match=r"of .*Legacy: .*opted in .*\(format 3\)"):
+    with pytest.raises(StaticDataError, match=r"of .*Legacy: .*opted in .*\(format 4\)"):
         export.deserialize(data)
     with pytreekit.allow_pickled_artifacts():
         restored = export.deserialize(data)

@@ -1,6 +1,6 @@
-"""Static data (pytreekit._codec): every kind of value round-trips; what it cannot hold is refused
-when written, naming where it is; and reading malformed or hostile bytes raises StaticDataError
-only, runs none of the user's code, and imports nothing."""
+"""Static data (pytreekit._artifacts.static_data): every kind of value round-trips; what it
+cannot hold is refused when written, naming where it is; and reading malformed or hostile bytes
+raises StaticDataError only, runs none of the user's code, and imports nothing."""
 
 from __future__ import annotations
 
@@ -32,9 +32,11 @@ from hypothesis import strategies as st
 
 import pytreekit
 from pytreekit import Static, pytree_class, register_static_codec
-from pytreekit._codec import (
+from pytreekit._artifacts.static_data import (
     MAGIC,
     MAX_DEPTH,
+    LoadedNaN,
+    LoadedPartial,
     StaticDataError,
     UnencodableError,
     _codecs_by_name,
@@ -47,6 +49,9 @@ from pytreekit._markers import FIELDS as STATE_LAYOUT
 from pytreekit._references import StandIn, restored
 
 TESTS = Path(__file__).resolve().parent
+# References ROUND_TRIPS names beyond the default list and the fixtures' own (issue 33: loading
+# accepts only the references the process allows).
+pytreekit.add_safe_references([Static, len, collections.OrderedDict])
 
 
 @pytest.fixture(autouse=True)
@@ -58,8 +63,11 @@ def no_calls():
 
 def same(a: Any, b: Any) -> None:
     """``b`` is ``a`` read back: same types all the way down, equal values, the same objects for
-    references, enum members and native dtypes. Never calls a user's ``__eq__``."""
-    assert type(a) is type(b), (a, b)
+    references, enum members and native dtypes. Never calls a user's ``__eq__``. A NaN and a
+    functools.partial come back as LoadedNaN and LoadedPartial (issue 33: equal to the caller's,
+    so Exported.call accepts the model that holds them)."""
+    loaded = {float: LoadedNaN, functools.partial: LoadedPartial}.get(type(a))
+    assert type(a) is type(b) or (loaded is not None and type(b) is loaded), (a, b)
     if type(a) is float:
         assert (math.isnan(a) and math.isnan(b)) or (
             a == b and math.copysign(1, a) == math.copysign(1, b)
@@ -145,6 +153,8 @@ ROUND_TRIPS: list[tuple[str, Any]] = [
     ("negative-int", -7),
     ("big-int", 2**200),
     ("big-negative-int", -(2**70)),
+    ("int-of-more-digits-than-str-converts", -(10**5000)),  # issue 33: refused before
+    ("none-type", type(None)),  # issue 33: refused before
     ("float", 0.1),
     ("negative-zero", -0.0),
     ("zero-float", 0.0),
@@ -201,7 +211,7 @@ ROUND_TRIPS: list[tuple[str, Any]] = [
     ("static-of-static", Static(Static(fx.relu))),
     ("partial", functools.partial(fx.relu)),
     ("partial-keywords", functools.partial(jax.nn.gelu, approximate=False)),
-    ("partial-of-partial", functools.partial(functools.partial(max, 1), 2, key=abs)),
+    ("partial-of-partial", functools.partial(functools.partial(operator.add, 1), 2)),
     ("partial-of-class", functools.partial(fx.Frozen, 1)),
     ("function", fx.relu),
     ("jnp-tanh", jnp.tanh),
@@ -250,8 +260,10 @@ def test_every_kind_reads_back_in_a_fresh_process(tmp_path):
     script = textwrap.dedent(
         """
         import json, sys
-        import codec_fixtures, ml_dtypes
-        from pytreekit._codec import dumps, loads
+        import collections, codec_fixtures, ml_dtypes, pytreekit
+        from pytreekit._artifacts.static_data import dumps, loads
+
+        pytreekit.add_safe_references([pytreekit.Static, len, collections.OrderedDict])
 
         encoded = json.loads(open(sys.argv[1]).read())
         same = [dumps(loads(text.encode("ascii"))).decode("ascii") == text for text in encoded]
@@ -346,8 +358,8 @@ def test_the_wire_format_is_tagged_json():
         b'["p","pytreekit:Static",{"value":1,"__pytreekit_fields__":'
         b'["t",["t","value"],["t",true]]}]'
     )
-    assert dumps(functools.partial(max, 1, key=abs)) == MAGIC + (
-        b'["fp",["r","builtins:max"],["t",1],{"key":["r","builtins:abs"]}]'
+    assert dumps(functools.partial(jax.nn.gelu, 1.0, approximate=False)) == MAGIC + (
+        b'["fp",["r","jax.nn:gelu"],["t",1.0],{"approximate":false}]'
     )
     assert dumps(int) == MAGIC + b'["k","builtins:int"]'
     assert dumps(fx.Interval(0.0, 1.0)) == MAGIC + b'["x","codec_fixtures:Interval",["t",0.0,1.0]]'
@@ -507,7 +519,6 @@ REFUSALS = [
     ("codec-raises", [_Broken()], "[0]", "_Broken", "ZeroDivisionError"),
     ("local-pytree-class", _local_pytree_class(), "", "Hidden", "inside a function"),
     ("unstorable-in-pytree", Static(_Unstorable()), ".value", "_Unstorable", "does not store"),
-    ("too-many-digits", 10**5000, "", "int", "digits"),
     ("unhashable-callable", [_UnhashableCallable()], "[0]", "_UnhashableCallable", "no name"),
     ("stand-in", StandIn(fx.LAMBDA, ()), "", "function", "lambda"),
     (
@@ -659,10 +670,10 @@ BLOCK_LAYOUT = ["t", ["t", "size", "name"], ["t", True, True]]
 HOSTILE: list[tuple[str, bytes, str]] = [
     ("empty", b"", "format is unknown"),
     ("other-format", b"\x00\x01junk", "format is unknown"),
-    ("magic-only", MAGIC, "no JSON value"),
+    ("magic-only", MAGIC, "Expecting value"),
     ("extra-data", dumps(1) + b" 2", "extra data after the value"),
-    ("truncated", dumps((1, "abc"))[:-3], "JSONDecodeError"),
-    ("not-ascii", MAGIC + '"é"'.encode(), "UnicodeDecodeError"),
+    ("truncated", dumps((1, "abc"))[:-3], "Unterminated string"),
+    ("not-ascii", MAGIC + '"é"'.encode(), "'ascii' codec can't decode"),
     ("untagged-array", _raw([1, 2]), "must start with a tag"),
     ("empty-array", _raw([]), "must start with a tag"),
     ("unknown-tag", _raw(["zz", 1]), "unknown tag 'zz'"),
@@ -678,8 +689,8 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     ("reference-not-text", _raw(["r", 1]), "'module:qualname' string"),
     ("reference-no-colon", _raw(["r", "os.system"]), "is not a 'module:qualname'"),
     ("reference-odd-name", _raw(["r", "os:system()"]), "is not a 'module:qualname'"),
-    ("module-itself", _raw(["r", "os:path"]), "'os:path' is not a function"),
-    ("not-callable", _raw(["r", "os:sep"]), "'os:sep' is not a function"),
+    ("module-itself", _raw(["r", "os:path"]), "'os:path', which is not on the list"),
+    ("not-callable", _raw(["r", "os:sep"]), "'os:sep', which is not on the list"),
     ("function-as-class", _raw(["k", "codec_fixtures:relu"]), "is not a class"),
     ("class-as-function", _raw(["r", "codec_fixtures:Recorder"]), "is not a function"),
     ("module-getattr", _raw(["r", "codec_fixtures:missing"]), "has no 'missing'"),
@@ -742,13 +753,13 @@ HOSTILE: list[tuple[str, bytes, str]] = [
         "Layer has no field 'x'",
     ),
     ("partial-not-callable", _raw(["fp", 1, ["t"], {}]), "takes a callable"),
-    ("partial-keyword-not-text", _raw(["fp", ["r", "builtins:max"], ["t"], ["d", 1, 2]]), "str"),
+    ("partial-keyword-not-text", _raw(["fp", ["r", "jax.nn:gelu"], ["t"], ["d", 1, 2]]), "str"),
     ("no-codec", _raw(["x", "codec_fixtures:Recorder", 1]), "no codec is registered"),
     ("unsafe-key", _raw(["d", ["dc", FROZEN, {"size": 1}], 1]), "Frozen cannot be a dict key"),
     ("unsafe-element", _raw(["s", ["n", "codec_fixtures:Pair", 1, 2]]), "Pair cannot be"),
     ("unsafe-enum-key", _raw(["d", ["e", "codec_fixtures:Loud", "A"], 1]), "Loud cannot be"),
     ("too-deep", _raw(_tagged_nested(MAX_DEPTH + 1)), f"deeper than {MAX_DEPTH}"),
-    ("too-deep-for-json", MAGIC + b"[" * 100_000, "RecursionError"),
+    ("too-deep-for-json", MAGIC + b"[" * 100_000, "maximum recursion depth"),
     ("too-many-digits", MAGIC + b"9" * 5000, "digits"),
     ("error-path", _raw(["t", 1, ["l", ["zz"]]]), r"at \[1\]\[0\]: unknown tag"),
 ]
@@ -780,7 +791,7 @@ def test_refused_references_name_the_module_and_never_import_it(tmp_path):
     script = textwrap.dedent(
         """
         import sys
-        from pytreekit._codec import StaticDataError, loads
+        from pytreekit._artifacts.static_data import StaticDataError, loads
 
         data = b'PTK1["r","codec_unimported:function"]'
         try:
@@ -813,7 +824,7 @@ _SEEDS = [
     dumps(frozenset({fx.Point(1.0, 2.0), (fx.Color.RED,)})),
     dumps({fx.Point(0.5): fx.Frozen(1), fx.Level.LOW: fx.Layer()}),
     dumps([fx.Slotted("n"), fx.Pair(1, 2), fx.BLOCK, Static(fx.relu), fx.Interval(0.0, 1.0)]),
-    dumps(functools.partial(fx.relu, fx.Color.RED)),
+    dumps(functools.partial(fx.relu, 1)),
     _raw(
         ["p", "codec_fixtures:Layer", {"size": 1, STATE_LAYOUT: ["t", ["t", "size"], ["t", True]]}]
     ),

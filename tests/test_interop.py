@@ -269,7 +269,7 @@ def test_a_torch_private_api_that_moved_is_a_clear_error_when_a_registration_is_
 
 def test_aux_data_is_not_a_lossy_format():
     """Static values round trip with their types: a tuple stays a tuple, an int an int."""
-    from pytreekit._export import dump_aux, load_aux
+    from pytreekit._artifacts.export import dump_aux, load_aux
 
     @pytree_class(static=("fn", "shape"))
     class Shaped:
@@ -282,7 +282,7 @@ def test_aux_data_is_not_a_lossy_format():
     assert load_aux(nodes, dump_aux(aux, "test")) == aux
     with pytest.raises(ValueError, match=r"Shaped: .*pickle by an unknown writer \(format 99\)"):
         load_aux(nodes, pickle.dumps((99, None, (), ())))
-    with pytreekit.allow_pickled_artifacts():
+    with pytreekit.allow_pickled_artifacts(Shaped):  # issue 33: the permission names classes
         with pytest.raises(ValueError, match=r"Shaped: .*no static data .*\(format 99;"):
             load_aux(nodes, pickle.dumps((99, None, (), ())))
         with pytest.raises(ValueError, match="format None"):

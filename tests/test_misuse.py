@@ -727,6 +727,28 @@ ROWS_ARTIFACTS = [
     ),
 ]
 
+# Issue 33: the references artifacts may name.
+ROWS_REFERENCES = [
+    Misuse(
+        "add-safe-references-a-string",
+        pytreekit.add_safe_references,
+        "references",
+        ("os.system",),
+        {},
+        TypeError,
+        r"add_safe_references\(\.\.\.\) takes a list of functions and classes, got str",
+    ),
+    Misuse(
+        "artifact-references-not-bytes",
+        pytreekit.artifact_references,
+        "artifact",
+        (3,),
+        {},
+        TypeError,
+        r"artifact_references\(\) takes the bytes of an artifact or a treespec's text, got int",
+    ),
+]
+
 # -- rows to come: pytree_class's (the lead's issue 8 rewrite). Add a ROWS_<GROUP> list above,
 # append it to ROWS, and take the name off this set.
 ROWS_TO_COME = {"pytree_class"}
@@ -739,6 +761,7 @@ ROWS = [
     *ROWS_CUSTOM_METHODS,
     *ROWS_CODECS,
     *ROWS_ARTIFACTS,
+    *ROWS_REFERENCES,
 ]
 
 ODD_INPUTS = [

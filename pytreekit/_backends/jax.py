@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from jax.tree_util import GetAttrKey, register_pytree_with_keys
 
+from .._artifacts import register_jax_export
 from .._classes import NodeFunctions
-from .._export import register_jax_export
 
 KEY = GetAttrKey
 

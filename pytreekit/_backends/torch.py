@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .._artifacts import torch_dumpable
 from .._classes import NodeFunctions
 from .._compat import torch_pytree, unregister_from_torch
-from .._export import torch_dumpable
 
 KEY = torch_pytree().GetAttrKey
 

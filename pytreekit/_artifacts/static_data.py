@@ -1,0 +1,1822 @@
+"""Static values as data: an encoding whose reader runs no code (issue #29).
+
+Artifacts that users treat as data (``jax.export``, torch treespecs) store a class's static
+values. ``dumps`` writes them as tagged JSON; ``loads`` reads them back. It never imports a module
+because the data says so, finds what the data names through modules' and classes' ``__dict__``s
+(no ``getattr``: no module ``__getattr__``, no property runs), and calls nothing but the
+constructors of the kinds below (never a class's ``__new__``, ``__init__`` or
+``__post_init__``), pytreekit's own ``__setstate__`` and the decoders registered with
+``register_static_codec``. Dict keys and frozenset elements are only values whose ``__hash__``
+and ``__eq__`` are not Python code.
+
+The wire format is declared in ``schema`` (``TAGS``: each tag, its parts and arity).
+
+JSON because it is the standard library's (no dependency), its C parser builds only dicts,
+lists, strings, numbers, bools and ``None``, and a torch treespec (itself JSON) can hold it as
+text. A reference resolves only in a module already in ``sys.modules`` (or one the caller allows
+by name), walking ``__dict__``s, to a function or class, never a module.
+"""
+
+from __future__ import annotations
+
+import abc
+import base64
+import collections.abc
+import contextvars
+import dataclasses
+import enum
+import functools
+import importlib
+import json
+import math
+import re
+import sys
+import threading
+import types
+import typing
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+from .. import _markers as markers
+from .._compat import dataclass_frozen, enum_members, is_field
+from .._messages import looks_like_array, type_name
+from .._references import (
+    MISSING,
+    StandIn,
+    class_bound,
+    find_in,
+    is_class,
+    lookup,
+    module_dict,
+    mro,
+    own_dict,
+    public_name,
+    restored,
+)
+from .schema import MAGIC, MAX_DEPTH, TAGS
+
+# The key pytreekit's __getstate__ adds for the layout (``_dunders.markers.FIELDS``; _dunders sits
+# above this module, tests/test_codec.py checks the two agree).
+
+
+class StaticDataError(ValueError):
+    """Static data that cannot be read: malformed, truncated, from another format, too deep, or
+    naming something this process does not have or will not rebuild."""
+
+
+class UnencodableError(TypeError):
+    """A value static data cannot hold. ``path`` says where it is inside the value encoded
+    (``"[1].activation"``, ``""`` at the top); ``reason`` and ``advice`` are the two halves of the
+    message, for a caller that names the class and field first."""
+
+    def __init__(self, path: str, value: Any, reason: str) -> None:
+        self.path = path
+        self.value_type = type_name(value)
+        self.reason = reason
+        kind = type(value)
+        codec = (
+            ""
+            if kind in _BUILT_IN or kind is types.MethodType or looks_like_array(value)
+            else f"register a codec for {self.value_type} with pytreekit.register_static_codec"
+            f"({kind.__qualname__}, encode, decode), "
+        )
+        self.advice = (
+            f"Store a plain value (numbers, strings, bytes, None; tuples, lists, dicts and "
+            f"frozensets of them; dtypes, enum members, NamedTuples, frozen dataclasses and "
+            f"pytree classes of them; functools.partial; functions and classes defined at module "
+            f"level), {codec}or opt the pytree class in to pickle with "
+            f"pytreekit.pickle_static_fields "
+            f"(unsafe: loading its artifacts then runs whatever code they name)."
+        )
+        where = f" at {path}" if path else ""
+        super().__init__(f"cannot store {self.value_type}{where}: {reason}. {self.advice}")
+
+
+class _Refused(Exception):
+    """Raised inside ``dumps``; each container on the way out adds its part of the path."""
+
+    def __init__(self, value: Any, reason: str) -> None:
+        self.value = value
+        self.reason = reason
+        self.path: list[str] = []
+
+
+class _Bad(Exception):
+    """Raised inside ``loads``; each container on the way out adds its part of the path."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.path: list[str] = []
+
+
+# -- what loading may run ------------------------------------------------------------------------
+
+
+def _ours(method: Any) -> bool:
+    """Whether a ``__getstate__``/``__setstate__`` found on a class is pytreekit's own."""
+    return type(method) is types.FunctionType and method.__dict__.get(markers.STATE) is True
+
+
+# A dict key or frozenset element is hashed (and maybe compared) as the container is rebuilt:
+# only hashable values whose __hash__ and __eq__ are no one's Python code (or the standard
+# library's enum hash) may be one.
+_TRUSTED_METHODS = {id(enum.Enum.__dict__["__hash__"])}
+_ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+class TypeCache:
+    """What was decided once per class, held weakly (a class redefined 50 times in a notebook is
+    not kept alive 50 times) and by id, not by the class: hashing a class runs its metaclass's
+    ``__hash__``."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[type], Any]] = {}
+
+    def get(self, kind: type) -> Any:
+        entry = self._entries.get(id(kind))
+        return entry[1] if entry is not None and entry[0]() is kind else None
+
+    def set(self, kind: type, value: Any) -> None:
+        key, entries = id(kind), self._entries
+
+        def forget(ref: weakref.ref[type]) -> None:
+            if entries.get(key, (None,))[0] is ref:
+                del entries[key]
+
+        entries[key] = (weakref.ref(kind, forget), value)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_hash_safe_types = TypeCache()
+
+
+def _hash_safe(value: Any) -> bool:
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    known: bool | None = _hash_safe_types.get(kind)
+    if known is not None:
+        safe = known
+    else:
+        safe = lookup(kind, "__hash__") is not None
+        for name in ("__hash__", "__eq__"):
+            method = lookup(kind, name)
+            if type(method) is types.FunctionType and id(method) not in _TRUSTED_METHODS:
+                safe = False
+        _hash_safe_types.set(kind, safe)
+    if safe and (kind is frozenset or issubclass(kind, tuple)):
+        return all(_hash_safe(item) for item in value)
+    return safe
+
+
+def _unsafe_key(value: Any) -> str:
+    return (
+        f"{type_name(value)} cannot be a dict key or frozenset element in static data: it is "
+        f"unhashable, or rebuilding the container would run its Python __hash__ or __eq__"
+    )
+
+
+_OBJECT_NEW = vars(object)["__new__"]
+
+
+def _written_in_c(klass: type, name: str) -> bool:
+    method = own_dict(klass).get(name)
+    return method is not None and type(method) is not staticmethod
+
+
+def _rebuildable(cls: type) -> str | None:
+    """Why an instance of ``cls`` cannot be made by ``object.__new__`` and stores (``None``: it
+    can). As ``object.__new__`` decides: past the ``__new__`` methods written in Python (which it
+    skips), the nearest one must be ``object``'s."""
+    if lookup(cls, "__del__") is not MISSING:
+        return f"{cls.__qualname__} defines __del__, which would run on an object built from data"
+    # object's own __new__ ends the search at the latest.
+    owner = next(klass for klass in mro(cls) if _written_in_c(klass, "__new__"))
+    if own_dict(owner)["__new__"] is not _OBJECT_NEW:
+        return (
+            f"{cls.__qualname__} is built on {owner.__qualname__}, which object.__new__ cannot make"
+        )
+    return None
+
+
+def _store_check(cls: type, name: str) -> str | None:
+    """Why ``name`` cannot be stored on an instance of ``cls`` without running code."""
+    attribute = lookup(cls, name)
+    if attribute is MISSING or type(attribute) is types.MemberDescriptorType:  # a slot
+        return None
+    kind = type(attribute)
+    if lookup(kind, "__set__") is not MISSING or lookup(kind, "__delete__") is not MISSING:
+        return f"{cls.__qualname__}.{name} is a {type_name(attribute)}, which storing would run"
+    return None
+
+
+# -- the references an artifact may name --------------------------------------------------------
+#
+# Resolving a reference runs no code, but calling what it resolved to does: an artifact naming
+# os.system as an activation runs a shell at the victim's first call. So a reference loads only
+# if the object it resolves to (by identity, whatever name found it) is on the list below, was
+# added by the user (add_safe_references, safe_references), or is a class the field's declared
+# type names. The list holds leaf numeric functions and types: each computes on the values it is
+# given and nothing else. No I/O, and no higher-order function (max/min/sorted with key=, map,
+# functools.reduce, lax.cond or scan, debug.callback): with functools.partial each calls whatever
+# the artifact hands it, an exec among them.
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+_ELEMENTWISE = _words(
+    "abs absolute add arccos arccosh arcsin arcsinh arctan arctan2 arctanh cbrt ceil clip "
+    "conj conjugate copysign cos cosh deg2rad degrees divide exp exp2 expm1 fabs float_power "
+    "floor floor_divide fmax fmin fmod heaviside hypot i0 imag isfinite isinf isnan isneginf "
+    "isposinf ldexp log log10 log1p log2 logaddexp logaddexp2 maximum minimum mod multiply "
+    "nan_to_num negative nextafter positive power rad2deg radians real reciprocal remainder "
+    "rint round sign signbit sin sinc sinh sqrt square subtract tan tanh true_divide trunc "
+    "where matmul dot sum mean prod max min amax amin argmax argmin std var median"
+)
+_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "builtins": _words("abs divmod pow round bool int float complex"),
+    "operator": _words(
+        "abs add and_ eq floordiv ge gt index inv invert le lshift lt matmul mod mul ne neg not_ "
+        "or_ pos pow rshift sub truediv truth xor"
+    ),
+    "numpy": _ELEMENTWISE,
+    "jax.numpy": _ELEMENTWISE,
+    "jax.nn": _words(
+        "celu elu gelu glu hard_sigmoid hard_silu hard_swish hard_tanh identity leaky_relu "
+        "log1mexp log_sigmoid log_softmax logsumexp mish one_hot relu relu6 selu sigmoid silu "
+        "soft_sign softmax softplus sparse_plus sparse_sigmoid squareplus standardize swish tanh"
+    ),
+    "torch": _words(
+        "abs acos add asin atan atan2 ceil clamp clip cos cosh div erf erfc exp exp2 expm1 floor "
+        "log log10 log1p log2 log_softmax logsumexp matmul maximum mean minimum mul neg pow "
+        "reciprocal relu round rsqrt sigmoid sign sin sinh softmax sqrt square sub sum tan tanh "
+        "trunc where"
+    ),
+    "torch.nn.functional": _words(
+        "celu elu gelu glu hardsigmoid hardswish hardtanh leaky_relu log_softmax logsigmoid mish "
+        "relu relu6 selu sigmoid silu softmax softplus softsign tanh tanhshrink"
+    ),
+}
+# Modules whose every function of these kinds is a leaf numeric one (math), or whose scalar types
+# and ufuncs are (NumPy, jax.numpy, ml_dtypes).
+_WHOLE_MODULES = ("math", "numpy", "jax.numpy", "ml_dtypes")
+
+# id -> object, each kept alive by the dict so that its id stays its own.
+_default: dict[int, Any] = {id(type(None)): type(None)}
+_defaults_read: set[str] = set()
+_added: dict[Any, Any] = {}
+_allow_lock = threading.Lock()
+
+
+def _leaf_kinds(module: str, namespace: dict[str, Any]) -> Callable[[Any], bool]:
+    """Which values of a whole module are leaf numeric: math's functions; NumPy's and jax.numpy's
+    ufuncs; the scalar types (jax.numpy's have a metaclass of their own)."""
+    if module == "math":
+        return lambda value: type(value) is types.BuiltinFunctionType
+    ufunc = namespace.get("ufunc") if module == "jax.numpy" else np.ufunc
+    scalar_meta = type(namespace.get("float32")) if module == "jax.numpy" else None
+    return lambda value: (
+        (ufunc is not None and type(value) is ufunc)
+        or type(value) is scalar_meta
+        or (is_class(value) and issubclass(value, np.generic))
+    )
+
+
+def _read_defaults() -> bool:
+    """Add the defaults of the modules imported since last asked; whether any were."""
+    pending = [m for m in (*_DEFAULTS, *_WHOLE_MODULES) if m not in _defaults_read]
+    fresh = [m for m in pending if issubclass(type(sys.modules.get(m)), types.ModuleType)]
+    if not fresh:
+        return False
+    with _allow_lock:
+        for module in fresh:
+            namespace = module_dict(sys.modules[module])
+            for name in _DEFAULTS.get(module, ()):
+                found = namespace.get(name, MISSING)
+                if found is not MISSING and type(found) is not types.ModuleType:
+                    _default[id(found)] = found
+            if module in _WHOLE_MODULES:
+                leaf = _leaf_kinds(module, namespace)
+                for found in list(namespace.values()):
+                    if leaf(found):
+                        _default[id(found)] = found
+            _defaults_read.add(module)
+    return True
+
+
+class _Scope:
+    """One ``safe_references`` block: dead (``alive`` false) from its ``__exit__`` on, also where
+    a task or a copied context still holds it."""
+
+    __slots__ = ("alive", "objects")
+
+    def __init__(self, objects: dict[Any, Any]) -> None:
+        self.objects = objects
+        self.alive = True
+
+
+_scopes: contextvars.ContextVar[tuple[_Scope, ...]] = contextvars.ContextVar(
+    "pytreekit_safe_references", default=()
+)
+
+
+_BOUND = (types.MethodType, types.BuiltinMethodType)
+
+
+def _identity(value: Any) -> Any:
+    """What the lists hold ``value`` under: its id, or for a method bound to a class (a new
+    object at each lookup) its class's id and its name."""
+    if type(value) in _BOUND and class_bound(value):
+        return (id(value.__self__), value.__name__)
+    return id(value)
+
+
+def is_safe_reference(value: Any) -> bool:
+    """Whether an artifact may name ``value``: on the default list, added, or allowed by a live
+    ``safe_references`` scope."""
+    key = _identity(value)
+    if key in _default or key in _added:
+        return True
+    scopes = _scopes.get()
+    if scopes and any(scope.alive and key in scope.objects for scope in scopes):
+        return True
+    return _read_defaults() and key in _default
+
+
+def _references(values: Any, call: str) -> dict[Any, Any]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{call} takes a list of functions and classes, got {type_name(values)}; "
+            f"write {call.partition('(')[0]}([f])."
+        )
+    found: dict[Any, Any] = {}
+    for value in values:
+        if issubclass(type(value), types.ModuleType) or not callable(value):
+            raise TypeError(
+                f"{call} takes functions and classes, got {value!r:.60}: an artifact names a "
+                f"function or class, never a module or another value."
+            )
+        found[_identity(value)] = value
+    return found
+
+
+def add_safe_references(references: Iterable[Any], /) -> None:
+    """Let artifacts loaded from now on in this process name these functions and classes in
+    static fields (beyond the default list: leaf numeric functions and types such as
+    ``jax.nn.relu``, ``jnp.tanh``, ``math.exp``, ``jnp.float32``).
+
+    Loading calls nothing an artifact names, but a model calls its static functions: add only
+    functions that do nothing but compute on their arguments. A function that calls what it is
+    given (``max`` with ``key=``, ``map``, ``functools.reduce``) lets an artifact run any code.
+
+    Args:
+        references: Functions and classes, as objects (``[my_activation, MyConfig]``).
+
+    Raises:
+        TypeError: an item is a module or not callable.
+
+    >>> import math, pytreekit
+    >>> pytreekit.add_safe_references([math.hypot])
+    """
+    found = _references(references, "add_safe_references(...)")
+    with _allow_lock:
+        _added.update(found)
+
+
+class safe_references:
+    """Within this block, artifacts may name these functions and classes too (see
+    ``add_safe_references``). The permission ends at the block's end, also for tasks and copied
+    contexts started inside it.
+
+    >>> import math, pytreekit
+    >>> with pytreekit.safe_references([math.hypot]):
+    ...     pass  # jax.export.deserialize(artifact)
+    """
+
+    def __init__(self, references: Iterable[Any], /) -> None:
+        self._scope = _Scope(_references(references, "safe_references(...)"))
+        self._token: contextvars.Token[tuple[_Scope, ...]] | None = None
+
+    def __enter__(self) -> None:
+        if self._token is not None or not self._scope.alive:
+            raise RuntimeError("a safe_references(...) block is entered once")
+        self._token = _scopes.set((*_scopes.get(), self._scope))
+
+    def __exit__(self, *exc: object) -> None:
+        self._scope.alive = False
+        if self._token is not None:
+            _scopes.reset(self._token)
+
+
+def allowing_advice(name: str, when: str = "loading") -> str:
+    """How a user lets artifacts name ``module:qualname``."""
+    dotted = name.replace(":", ".").removeprefix("builtins.")
+    return (
+        f"If you trust it, allow it before {when}: "
+        f"`pytreekit.add_safe_references([{dotted}])`, or work inside "
+        f"`with pytreekit.safe_references([{dotted}]):`"
+    )
+
+
+# -- dtypes -------------------------------------------------------------------------------------
+
+# ml_dtypes' types (bfloat16, float8_*, int4, ...) by name: their dtype.str ("<V2") loses them.
+_ML_DTYPES: dict[str, np.dtype[Any]] = {
+    np.dtype(kind).name: np.dtype(kind)
+    for kind in vars(ml_dtypes).values()
+    if isinstance(kind, type) and issubclass(kind, np.generic)
+}
+_ML_NAMES = {dtype.type: name for name, dtype in _ML_DTYPES.items()}
+# What dtype.str gives for NumPy's own dtypes (what np.dtype parses without a warning).
+_DTYPE_STR = re.compile(r"[<>|][biufcmMOSUV][0-9]{0,9}(\[[0-9]{0,9}[A-Za-z]{1,7}\])?\Z")
+
+
+def _dtype_spec(dtype: np.dtype[Any]) -> str | None:
+    name = _ML_NAMES.get(dtype.type)
+    if name is not None:
+        return name
+    spec = dtype.str
+    if dtype.fields is None and _DTYPE_STR.match(spec) and np.dtype(spec) == dtype:
+        return spec
+    return None
+
+
+def _dtype(spec: Any) -> np.dtype[Any]:
+    if type(spec) is str:
+        dtype = _ML_DTYPES.get(spec)
+        if dtype is not None:
+            return dtype
+        if _DTYPE_STR.match(spec):
+            dtype = np.dtype(spec)
+            if dtype.str == spec:
+                return dtype
+    raise _Bad(f"{spec!r:.40} is not a dtype this version writes")
+
+
+# -- registered codecs --------------------------------------------------------------------------
+
+
+class _Codec(NamedTuple):
+    cls: type
+    name: str
+    encode: Callable[[Any], Any]
+    decode: Callable[[Any], Any]
+
+
+_codecs_by_type: dict[type, _Codec] = {}
+_codecs_by_name: dict[str, _Codec] = {}
+_codecs_lock = threading.Lock()
+# Kinds the encoding has its own form for: a codec would never be reached, or would change them.
+_BUILT_IN = {
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    tuple,
+    list,
+    dict,
+    frozenset,
+    type,
+    functools.partial,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.ModuleType,
+    np.dtype,
+    StandIn,
+}
+
+
+def register_static_codec(
+    cls: type, encode: Callable[[Any], Any], decode: Callable[[Any], Any]
+) -> None:
+    """Let static fields hold instances of ``cls`` in artifacts (``jax.export``,
+    ``torch.export``): ``encode(value)`` turns one into what static data holds already (numbers,
+    strings, tuples, ...), and ``decode(data)`` gets that data back and returns an instance of
+    ``cls``. Loading an artifact runs no code but such decoders, on the data they are given.
+
+    Values whose type is exactly ``cls`` use the codec (not its subclasses). The artifact names
+    the codec by ``cls``'s module and qualified name; a class defined again under that name (a
+    notebook cell run twice) takes the name over.
+
+    Args:
+        cls: The class whose instances the codec stores.
+        encode: Called with an instance; returns a value static data can hold.
+        decode: Called with what ``encode`` returned, as read back; returns an instance of
+            ``cls``.
+
+    Raises:
+        TypeError: ``cls`` is not a class, or one static data stores already (``int``, ``tuple``,
+            a dtype, ...), or ``encode`` or ``decode`` is not callable.
+        ValueError: ``cls`` has a codec already.
+
+    >>> import pytreekit
+    >>> class Interval:
+    ...     def __init__(self, low, high):
+    ...         self.low, self.high = low, high
+    >>> pytreekit.register_static_codec(
+    ...     Interval, lambda i: (i.low, i.high), lambda pair: Interval(*pair)
+    ... )
+    """
+    if not is_class(cls):
+        raise TypeError(
+            f"register_static_codec(cls=...) takes the class whose instances the codec stores, "
+            f"got {cls!r:.60}."
+        )
+    if cls in _BUILT_IN or issubclass(cls, (np.dtype, type, types.ModuleType)):
+        raise TypeError(
+            f"register_static_codec(cls=...): static data stores {cls.__qualname__} values "
+            f"itself; register a codec for a class of your own."
+        )
+    for role, function in (("encode", encode), ("decode", decode)):
+        if not callable(function):
+            raise TypeError(
+                f"register_static_codec({role}=...) for {cls.__qualname__} must be callable, got "
+                f"{function!r:.60}."
+            )
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    with _codecs_lock:
+        if cls in _codecs_by_type:
+            raise ValueError(
+                f"register_static_codec(cls=...): {cls.__qualname__} has a codec already "
+                f"(registered as {name!r}); register each class once."
+            )
+        previous = _codecs_by_name.get(name)
+        if previous is not None:  # a class of the same name defined earlier: re-pointed
+            del _codecs_by_type[previous.cls]
+        codec = _Codec(cls, name, encode, decode)
+        _codecs_by_type[cls] = codec
+        _codecs_by_name[name] = codec
+
+
+def codec_named(name: str) -> Any:
+    """The codec registered under ``name`` (``None``: none)."""
+    return _codecs_by_name.get(name)
+
+
+# -- encoding -----------------------------------------------------------------------------------
+#
+# Each value becomes JSON text directly (no tree handed to json.dumps afterwards): the C string
+# quoting and int/float reprs are JSON's, and a model's statics cost about what pickle's did.
+
+_quote: Callable[[str], str] = json.dumps  # ASCII, JSON's quoting
+# "module:qualname" as JSON text, per name found.
+_texts: dict[tuple[str, str], str] = {}
+
+
+_admitted_var: contextvars.ContextVar[tuple[type, ...]] = contextvars.ContextVar(
+    "pytreekit_admitted", default=()
+)
+
+
+def _reference(value: Any) -> str:
+    """The JSON text of ``"module:qualname"``, under which ``find_in`` finds ``value`` itself;
+    refused unless a reader with this process's safe references would load it."""
+    name = public_name(value)
+    if name is not None:
+        if not (
+            is_safe_reference(value) or (is_class(value) and _admits(_admitted_var.get(), value))
+        ):
+            joined = ":".join(name)
+            what = "class" if is_class(value) else "function"
+            raise _Refused(
+                value,
+                f"the {what} {joined!r} is not on the list of references an artifact may name, "
+                f"so loading would refuse it. " + allowing_advice(joined, "writing and loading"),
+            )
+        text = _texts.get(name)
+        if text is None:
+            text = _texts[name] = _quote(":".join(name))
+        return text
+    owner = getattr(value, "__self__", None)
+    if type(value) is types.BuiltinMethodType and owner is not None and not is_class(owner):
+        method = getattr(value, "__name__", "method")
+        raise _Refused(
+            value,
+            f"a method bound to a {type_name(owner)} is not stored by name; store "
+            f"functools.partial({type(owner).__qualname__}.{method}, {owner!r:.40}) instead",
+        )
+    module = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
+        what = (
+            "has no name"
+            if not isinstance(qualname, str)
+            else "names no module"
+            if not isinstance(module, str)
+            else "is a lambda"
+            if "<lambda>" in qualname
+            else "is defined inside a function"
+        )
+        raise _Refused(
+            value,
+            f"functions and classes are stored by module and name, and {value!r:.60} {what}; "
+            f"define it at module level",
+        )
+    raise _Refused(
+        value,
+        f"functions and classes are stored by module and name, and {module}.{qualname} is not "
+        f"{value!r:.60} (nor is any public module of {module.partition('.')[0]} holding it "
+        f"under that name)",
+    )
+
+
+def _class_reference(value: Any) -> str:
+    """``_reference`` of ``value``'s class, refused as ``value`` (what the user stored)."""
+    try:
+        return _reference(type(value))
+    except _Refused as refused:
+        raise _Refused(value, f"its class is stored by name: {refused.reason}") from None
+
+
+def _encode(value: Any, depth: int) -> str:
+    kind = type(value)
+    if kind is str:
+        return _quote(value) if value.isascii() else _encode_text(value)
+    if kind is int:
+        return _encode_int(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is float:
+        return float.__repr__(value) if value - value == 0 else f'["f","{value!r}"]'
+    if depth >= MAX_DEPTH:
+        raise _Refused(value, f"it is nested deeper than {MAX_DEPTH} levels (or contains itself)")
+    if kind is tuple:
+        return _encode_items('["t"', value, depth + 1)
+    codec = _codecs_by_type.get(kind)  # before the kinds below: a codec of an enum, say, wins
+    if codec is not None:
+        return _encode_codec(codec, value, depth + 1)
+    encoder = _encoders.get(kind) or _learned_encoders.get(kind) or _encoder_for(value)
+    return encoder(value, depth + 1)
+
+
+def _encoder_for(value: Any) -> Encoder:
+    """The encoder of ``value``'s type, decided once per type (``_Refused``: none)."""
+    kind = type(value)
+    encoder: Encoder
+    if issubclass(kind, np.dtype):
+        encoder = _encode_dtype
+    elif issubclass(kind, enum.Enum):
+        encoder = _encode_member
+    elif issubclass(kind, type):
+        encoder = _encode_class
+    elif markers.SPEC in own_dict(kind):
+        encoder = _encode_pytree
+    elif issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple:
+        encoder = _encode_namedtuple
+    elif lookup(kind, "__dataclass_params__") is not MISSING:
+        encoder = _encode_dataclass
+    elif issubclass(kind, np.generic):
+        raise _Refused(value, "a NumPy scalar is not stored; convert it with .item()")
+    elif looks_like_array(value):
+        raise _Refused(value, "arrays are leaves, not static values; make the field non-static")
+    elif kind is types.MethodType and class_bound(value):
+        return _encode_function  # decided per value: not remembered for the type
+    elif kind.__module__ == "torch" and kind.__qualname__ == "dtype":
+        encoder = _encode_torch_dtype
+    elif kind.__module__ == "torch" and kind.__qualname__ == "device":
+        encoder = _encode_torch_device
+    elif kind is types.MethodType:
+        raise _Refused(
+            value,
+            "a bound method is not stored; store a functools.partial of the function with the "
+            "object instead",
+        )
+    elif callable(value):
+        encoder = _encode_function
+    else:
+        raise _Refused(value, "static data does not store this kind of value")
+    _learned_encoders.set(kind, encoder)
+    return encoder
+
+
+def _encode_text(value: str) -> str:
+    """A string, with any surrogate code point as a list of code points: JSON's escapes would
+    join two of them into one character, and a lone one is refused when read."""
+    if _LONE_SURROGATE.search(value):
+        return f'["u",[{",".join(str(ord(char)) for char in value)}]]'
+    return _quote(value)
+
+
+def _encode_int(value: int) -> str:
+    try:
+        return int.__repr__(value)
+    except ValueError:  # more digits than Python converts to text: hexadecimal, in linear time
+        return f'["i","{value:x}"]'
+
+
+def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> str:
+    """``head`` (an array's opening and tag), then the items, then ``]``."""
+    parts = [head]
+    try:
+        for item in items:
+            kind = type(item)  # the common cases inline: a model's statics are mostly these
+            if kind is str and item.isascii():
+                parts.append(_quote(item))
+            elif kind is int:
+                parts.append(_encode_int(item))
+            elif kind is bool:
+                parts.append("true" if item else "false")
+            else:
+                parts.append(_encode(item, depth))
+    except _Refused as refused:
+        refused.path.append(f"[{len(parts) - 1}]")
+        raise
+    return ",".join(parts) + "]"
+
+
+def _encode_list(value: list[Any], depth: int) -> str:
+    return _encode_items('["l"', value, depth)
+
+
+def _encode_bytes(value: bytes, depth: int) -> str:
+    return f'["b","{base64.b64encode(value).decode("ascii")}"]'
+
+
+def _encode_complex(value: complex, depth: int) -> str:
+    return f'["c",{_encode(value.real, depth)},{_encode(value.imag, depth)}]'
+
+
+def _encode_stand_in(value: StandIn, depth: int) -> str:
+    """What pytreekit's ``__getstate__`` gives for ``jnp.tanh`` and the like: the value itself."""
+    return _encode(value.value, depth)
+
+
+def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
+    spec = _dtype_spec(value)
+    if spec is None:
+        raise _Refused(value, "only NumPy's own and ml_dtypes' dtypes are stored")
+    return f'["dt",{_quote(spec)}]'
+
+
+def _encode_class(value: type, depth: int) -> str:
+    return f'["k",{_reference(value)}]'
+
+
+def _encode_function(value: Any, depth: int) -> str:
+    return f'["r",{_reference(value)}]'
+
+
+def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
+    parts = []
+    for item in value:
+        try:
+            parts.append(_encode(item, depth))
+        except _Refused as refused:
+            refused.path.append("<an element>")
+            raise
+        if not _hash_safe(item):
+            raise _Refused(item, _unsafe_key(item))
+    parts.sort()  # iteration order varies between processes; the bytes should not
+    return ",".join(['["s"', *parts]) + "]"
+
+
+def _encode_dict(value: dict[Any, Any], depth: int) -> str:
+    if all(
+        type(key) is str and (key.isascii() or not _LONE_SURROGATE.search(key)) for key in value
+    ):
+        return _encode_fields(value, depth, "[{!r:.40}]")
+    parts = ['["d"']
+    for index, (key, item) in enumerate(value.items()):
+        try:
+            parts.append(_encode(key, depth))
+            if not _hash_safe(key):
+                raise _Refused(key, _unsafe_key(key))
+        except _Refused as refused:
+            refused.path.append(f"<key {index}>")
+            raise
+        try:
+            parts.append(_encode(item, depth))
+        except _Refused as refused:
+            refused.path.append(f"[{key!r:.40}]")
+            raise
+    return ",".join(parts) + "]"
+
+
+def _encode_fields(
+    state: dict[str, Any], depth: int, where: str = ".{}", cls: type | None = None
+) -> str:
+    """A JSON object: the entries of a dict whose keys are strings, or the fields of an instance
+    of ``cls``, each checked against its declared type."""
+    declared = declared_types(cls) if cls is not None else {}
+    parts = []
+    for name, item in state.items():
+        try:
+            text = (
+                _encode_declared(cls, name, item, depth, declared[name])
+                if name in declared and cls is not None
+                else _encode(item, depth)
+            )
+            parts.append(f"{_quote(name)}:{text}")
+        except _Refused as refused:
+            refused.path.append("" if name == markers.FIELDS else where.format(name))
+            raise
+    return "{" + ",".join(parts) + "}"
+
+
+def _encode_declared(
+    cls: type, name: str, value: Any, depth: int, declared: tuple[Any, tuple[type, ...]]
+) -> str:
+    """A field's value, refused where the reader would refuse it: not of the declared type."""
+    hint, admitted = declared
+    if not admits_value(hint, restored(value)):
+        raise _Refused(
+            value,
+            f"{cls.__qualname__}.{name} is declared {type_name_of(hint)}, and loading refuses a "
+            f"value of another type there",
+        )
+    token = _admitted_var.set(admitted)
+    try:
+        return _encode(value, depth)
+    finally:
+        _admitted_var.reset(token)
+
+
+def dumps_fields(cls: type, head: tuple[Any, ...], names: Iterable[str], values: Any) -> bytes:
+    """``(*head, values)`` as static data, each of ``values`` as the field of ``cls`` it is in
+    ``names`` (checked against its declared type)."""
+    declared = declared_types(cls)
+    try:
+        parts = []
+        for index, (name, value) in enumerate(zip(names, values, strict=True)):
+            try:
+                parts.append(
+                    _encode_declared(cls, name, value, 1, declared[name])
+                    if name in declared
+                    else _encode(value, 1)
+                )
+            except _Refused as refused:
+                refused.path.append(f"[{index}]")
+                raise
+        text = _encode(head, 0)
+    except _Refused as refused:
+        path = "".join(reversed(refused.path))
+        raise UnencodableError(path, refused.value, refused.reason) from None
+    values_text = "".join("," + part for part in parts)
+    return MAGIC + f'{text[:-1]},["t"{values_text}]]'.encode("ascii")
+
+
+def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
+    try:
+        data = codec.encode(value)
+    except Exception as error:
+        raise _Refused(
+            value, f"its registered codec's encode raised {type(error).__name__}: {error}"
+        ) from error
+    try:
+        text = _encode(data, depth)
+    except _Refused as refused:
+        refused.path.append(f"<{codec.cls.__qualname__} codec>")
+        raise
+    if not _is_plain(data, depth):
+        raise _Refused(
+            value,
+            f"the codec registered for {codec.cls.__qualname__} encodes it as a "
+            f"{type_name(data)} holding more than plain data (numbers, strings, bytes, None, "
+            f"dtypes and containers of them), and decoders are handed plain data only",
+        )
+    return f'["x",{_quote(codec.name)},{text}]'
+
+
+def _encode_partial(value: functools.partial[Any], depth: int) -> str:
+    if getattr(value, "__dict__", None):
+        raise _Refused(value, "a functools.partial with attributes set on it is not stored")
+    parts = ['["fp"']
+    for part, item in (
+        (".func", value.func),
+        (".args", value.args),
+        (".keywords", value.keywords),
+    ):
+        try:
+            parts.append(_encode(item, depth))
+        except _Refused as refused:
+            refused.path.append(part)
+            raise
+        if part != ".func" and not _is_plain(item, depth):
+            raise _Refused(
+                value,
+                "the arguments of a functools.partial are stored as plain data only (numbers, "
+                "strings, bytes, None, dtypes and containers of them): a function among them is "
+                "what turns max(..., key=...) into an exec. Make the function a field of its own",
+            )
+    return ",".join(parts) + "]"
+
+
+def _encode_member(value: enum.Enum, depth: int) -> str:
+    cls = type(value)
+    members = enum_members(cls)
+    name = value.name
+    if members is None or members.get(name) is not value:
+        raise _Refused(
+            value,
+            "an enum value that is not one member (a Flag combination) is not stored; store its "
+            "members in a tuple",
+        )
+    return f'["e",{_class_reference(value)},{_quote(name)}]'
+
+
+def _encode_pytree(value: Any, depth: int) -> str:
+    cls = type(value)
+    if not (_ours(lookup(cls, "__getstate__")) and _ours(lookup(cls, "__setstate__"))):
+        raise _Refused(
+            value,
+            f"{cls.__qualname__} defines its own __getstate__, __setstate__ or __reduce__, which "
+            f"loading static data never runs",
+        )
+    why = _rebuildable(cls)
+    if why is not None:
+        raise _Refused(value, why)
+    name = _class_reference(value)
+    return f'["p",{name},{_encode_fields(value.__getstate__(), depth, cls=cls)}]'
+
+
+def _encode_namedtuple(value: tuple[Any, ...], depth: int) -> str:
+    cls = type(value)
+    names = lookup(cls, "_fields")
+    if len(names) != len(value) or getattr(value, "__dict__", None):
+        raise _Refused(value, f"this {cls.__qualname__} holds more than its fields {names}")
+    parts = ['["n"', _class_reference(value)]
+    try:
+        for item in value:
+            parts.append(_encode(item, depth))
+    except _Refused as refused:
+        refused.path.append(f".{names[len(parts) - 2]}")
+        raise
+    return ",".join(parts) + "]"
+
+
+def _encode_dataclass(value: Any, depth: int) -> str:
+    cls = type(value)
+    if not dataclass_frozen(cls):
+        raise _Refused(
+            value,
+            f"{cls.__qualname__} is a dataclass that is not frozen (static values must not "
+            f"change); declare it with frozen=True",
+        )
+    names = [f.name for f in dataclasses.fields(cls)]
+    why = _rebuildable(cls) or next(filter(None, (_store_check(cls, n) for n in names)), None)
+    if why is not None:
+        raise _Refused(value, why)
+    state: dict[str, Any] = {}
+    for name in names:
+        try:
+            state[name] = getattr(value, name)
+        except AttributeError:
+            continue  # an unset field stays unset
+    extra = [
+        key
+        for key in getattr(value, "__dict__", {})
+        if key not in state and type(lookup(cls, key)) is not functools.cached_property
+    ]
+    if extra:
+        raise _Refused(value, f"it holds {extra[0]!r}, which is not a field of {cls.__qualname__}")
+    return f'["dc",{_class_reference(value)},{_encode_fields(state, depth, cls=cls)}]'
+
+
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _is_plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` is plain data: what a reader without references reads back."""
+    kind = type(value)
+    if kind in _PLAIN or issubclass(kind, np.dtype):
+        return True
+    if depth > MAX_DEPTH:
+        return True  # refused by _encode, naming the depth
+    if kind is tuple or kind is list or kind is frozenset:
+        return all(_is_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(
+            _is_plain(key, depth + 1) and _is_plain(item, depth + 1) for key, item in value.items()
+        )
+    return False
+
+
+def _encode_torch_dtype(value: Any, depth: int) -> str:
+    name = str(value).removeprefix("torch.")
+    torch = sys.modules["torch"]
+    if module_dict(torch).get(name) is not value:
+        raise _Refused(value, f"torch has no dtype {name!r} of that name")
+    return f'["td",{_quote(name)}]'
+
+
+def _encode_torch_device(value: Any, depth: int) -> str:
+    return f'["dv",{_quote(str(value))}]'
+
+
+class LoadedNaN(float):
+    """A NaN read from static data: equal to every NaN. A model's treedef compares its static
+    values, and NaN equals no NaN but itself: without this, a model holding one could never be
+    passed to the ``Exported.call`` of its own artifact. Pickles as a plain NaN."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and math.isnan(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return sys.hash_info.nan
+
+    def __repr__(self) -> str:
+        return "nan"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return float, ("nan",)
+
+
+class LoadedPartial(functools.partial[Any]):
+    """A ``functools.partial`` read from static data: equal to a partial of the same function and
+    arguments (partials compare by identity, so a model holding one could never be passed to the
+    ``Exported.call`` of its own artifact). Pickles as a plain ``functools.partial``."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, functools.partial):
+            return NotImplemented
+        return (self.func, self.args, self.keywords) == (other.func, other.args, other.keywords)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        try:
+            return hash((self.func, self.args, tuple(sorted(self.keywords.items()))))
+        except TypeError:  # unhashable arguments: no treedef holds it
+            return object.__hash__(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return functools.partial, (self.func,), (self.func, self.args, self.keywords, None)
+
+
+def _encode_nan(value: float, depth: int) -> str:
+    return '["f","nan"]'
+
+
+Encoder = Callable[[Any, int], str]
+# The encoder of each other class, decided once by _encoder_for.
+_learned_encoders = TypeCache()
+# Each type's encoder: the containers and other built-in kinds here; the rest decided once per
+# type by _encoder_for (a registered codec is looked up first).
+_encoders: dict[type, Encoder] = {
+    list: _encode_list,
+    dict: _encode_dict,
+    bytes: _encode_bytes,
+    complex: _encode_complex,
+    frozenset: _encode_frozenset,
+    functools.partial: _encode_partial,
+    LoadedPartial: _encode_partial,
+    LoadedNaN: _encode_nan,
+    StandIn: _encode_stand_in,
+}
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as static data (``MAGIC`` and JSON).
+
+    Raises ``UnencodableError`` (a ``TypeError``) naming where in ``value`` an unstorable part
+    is, its type, and what to do."""
+    try:
+        text = _encode(value, 0)
+    except _Refused as refused:
+        path = "".join(reversed(refused.path))
+        raise UnencodableError(path, refused.value, refused.reason) from None
+    except ValueError as error:  # an int of more digits than Python converts to text
+        raise UnencodableError("", value, str(error)) from None
+    return MAGIC + text.encode("ascii")
+
+
+# -- decoding -----------------------------------------------------------------------------------
+
+
+def loads(
+    data: bytes | bytearray | memoryview,
+    *,
+    allow_import: Iterable[str] = (),
+    declared: Any = None,
+) -> Any:
+    """The value ``dumps`` wrote.
+
+    A function or class comes from a module already imported; ``allow_import`` names modules
+    (exactly) that may be imported to find one. It must be a safe reference (``is_safe_reference``)
+    or a class ``declared`` (a type annotation) names. Raises ``StaticDataError`` (a
+    ``ValueError``) for anything else: bytes of another format, malformed or truncated data,
+    nesting deeper than ``MAX_DEPTH``, or a name this process does not have or will not rebuild."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
+    reader = Reader(frozenset(allow_import))
+    tree = parse(data, reader)
+    return decode(tree, reader.for_type(declared) if declared is not None else reader)
+
+
+_MAGIC_TEXT = MAGIC.decode("ascii")
+
+
+def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
+    """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused).
+    Text (a torch context) is read as the bytes it encodes would be."""
+    if isinstance(data, str) and data.startswith(_MAGIC_TEXT):
+        raw: bytes | None = None
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+        if not raw.startswith(MAGIC):
+            kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
+            raise StaticDataError(
+                f"cannot read static data: the format is {kind}, not pytreekit's ({MAGIC!r})."
+            )
+    else:
+        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
+    try:
+        if raw is not None:
+            text = raw[len(MAGIC) :].decode("ascii")
+        else:
+            assert isinstance(data, str)
+            text = data[len(MAGIC) :]
+            if not text.isascii():
+                raise _Bad("the text is not ASCII, which static data always is")
+        # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
+        # once, and in the strings only if there is one.
+        reader.surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+        tree, end = _json.raw_decode(text)
+        if end != len(text):
+            raise _Bad(f"extra data after the value, at character {end}")
+        return tree
+    except _Bad as bad:
+        raise StaticDataError(f"cannot read static data: {bad.reason}.") from None
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, an int too long, too deep
+        raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
+
+
+def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
+    """The value a JSON tree from ``parse`` holds (``depth`` levels inside the data)."""
+    try:
+        return _decode(tree, depth, reader)
+    except _Bad as bad:
+        path = "".join(reversed(bad.path))
+        where = f" at {path}" if path else ""
+        raise StaticDataError(f"cannot read static data{where}: {bad.reason}.") from None
+    except Exception as error:  # RecursionError, MemoryError, a decoder's...
+        raise StaticDataError(
+            f"cannot read static data: {type(error).__name__}: {error!s:.200}."
+        ) from error
+
+
+def hashable(value: Any, depth: int = 0) -> bool:
+    """Whether ``value``, built from static data, is hashable, told from its kind without
+    running its ``__hash__``."""
+    kind = type(value)
+    if kind in _ATOMS or kind is frozenset or depth > MAX_DEPTH:
+        return True
+    if kind is list or kind is dict:
+        return False
+    if issubclass(kind, tuple):
+        return all(hashable(item, depth + 1) for item in value)
+    return lookup(kind, "__hash__") is not None
+
+
+def plain_tuple(node: Any, any_items: bool = False) -> tuple[Any, ...] | None:
+    """The items of a JSON tree's ``["t", ...]`` of scalars (of anything: ``any_items``), as a
+    tuple; ``None`` for any other tree."""
+    if type(node) is not list or not node or node[0] != "t":
+        return None
+    items = node[1:]
+    return tuple(items) if any_items or _JSON_SCALARS.issuperset(map(type, items)) else None
+
+
+def is_pickle(data: bytes) -> bool:
+    """Whether ``data`` starts as pickle protocol 2 or later does (what pytreekit wrote before)."""
+    return len(data) >= 2 and data[0] == 0x80 and 2 <= data[1] <= 5
+
+
+class Reader:
+    """What one load may do: the modules it may import, and the declared type of the field being
+    read (``admitted``: the classes it names, loaded there though not safe references)."""
+
+    __slots__ = ("admitted", "allow_import", "declared", "plain", "surrogates")
+
+    def __init__(
+        self,
+        allow_import: frozenset[str],
+        declared: Any = None,
+        admitted: tuple[type, ...] = (),
+        plain: bool = False,
+    ) -> None:
+        self.allow_import = allow_import
+        self.declared = declared
+        self.admitted = admitted
+        self.plain = plain
+        self.surrogates = False
+
+    def _with(self, declared: Any, admitted: tuple[type, ...], plain: bool) -> Reader:
+        if declared is None and not admitted and plain == self.plain and self.declared is None:
+            return self
+        reader = Reader(self.allow_import, declared, admitted, plain)
+        reader.surrogates = self.surrogates
+        return reader
+
+    def for_type(self, declared: Any) -> Reader:
+        return self._with(declared, tuple(_named_classes(declared, 0)), self.plain)
+
+    def for_field(self, cls: type, name: str) -> Reader:
+        declared, admitted = declared_types(cls).get(name, _UNDECLARED)
+        return self._with(declared, admitted, self.plain)
+
+    def for_plain(self) -> Reader:
+        """For the arguments of a ``functools.partial`` and a codec's data: no reference."""
+        return self._with(None, (), True)
+
+
+_UNDECLARED: tuple[Any, tuple[type, ...]] = (None, ())
+# Per class: each annotated field's type, and the classes it names.
+_declared = TypeCache()
+
+
+def declared_types(cls: type) -> dict[str, tuple[Any, tuple[type, ...]]]:
+    """The declared type of each annotated field of ``cls`` and the classes it names (a type
+    that cannot be evaluated is left out: its field is checked against the safe references only)."""
+    known: dict[str, tuple[Any, tuple[type, ...]]] | None = _declared.get(cls)
+    if known is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # a name not defined where the class is: no declared types
+            hints = {}
+        known = {
+            name: (hint, tuple(dict.fromkeys(_named_classes(hint, 0))))
+            for name, hint in hints.items()
+            if typing.get_origin(hint) is not typing.ClassVar
+        }
+        _declared.set(cls, known)
+    return known
+
+
+def _named_classes(hint: Any, depth: int) -> Iterable[type]:
+    if depth > 20:
+        return
+    if is_class(hint) and typing.get_origin(hint) is None:
+        yield hint
+    for arg in typing.get_args(hint) if not isinstance(hint, list) else hint:
+        yield from _named_classes(arg, depth + 1)
+
+
+def type_name_of(hint: Any) -> str:
+    """A declared type as the user wrote it."""
+    if is_class(hint) and typing.get_origin(hint) is None:
+        return str(hint.__qualname__)
+    return f"{hint!r:.80}".replace("typing.", "").replace("collections.abc.", "")
+
+
+def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` (built from static data) is of the declared type ``hint``, decided
+    without running any of the value's code; a type this cannot tell admits every value."""
+    if depth > 20 or hint is Any or hint is object:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(admits_value(arg, value, depth + 1) for arg in args)
+    if origin is typing.Literal:
+        return any(type(value) is type(arg) and value == arg for arg in args)
+    if origin is type:
+        target = args[0] if args else object
+        return is_class(value) and (not is_class(target) or target in mro(value))
+    if origin is collections.abc.Callable or hint is collections.abc.Callable:
+        return callable(value)
+    if origin is None:
+        if not is_class(hint):
+            return True  # a TypeVar, a string that could not be evaluated, a NewType...
+        return _instance_of(value, hint)
+    if not is_class(origin) or not _instance_of(value, origin):
+        return origin is not None and not is_class(origin)
+    if origin is tuple and args:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(admits_value(args[0], item, depth + 1) for item in value)
+        return len(args) == len(value) and all(
+            admits_value(arg, item, depth + 1) for arg, item in zip(args, value, strict=True)
+        )
+    if origin in (list, frozenset, set) and args:
+        return all(admits_value(args[0], item, depth + 1) for item in value)
+    if origin is dict and len(args) == 2:
+        return all(
+            admits_value(args[0], key, depth + 1) and admits_value(args[1], item, depth + 1)
+            for key, item in value.items()
+        )
+    return True
+
+
+# PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
+_WIDER = {float: (int, bool), complex: (int, bool, float)}
+
+
+def _instance_of(value: Any, cls: type) -> bool:
+    kind = type(value)
+    if cls in mro(kind) or kind in _WIDER.get(cls, ()):
+        return True
+    if type(cls) is abc.ABCMeta:  # collections.abc's: registered virtual subclasses
+        return isinstance(value, cls)
+    return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Bad(f"{name} is not JSON (static data writes it as ['f', {name.lower()!r}])")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Bad("an object names a key twice")
+    return out
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+Decoder = Callable[[list[Any], int, Reader], Any]
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if number - number != 0:
+        raise _Bad(f"{text:.40} is too large for a float (static data writes inf as ['f', 'inf'])")
+    return number
+
+
+_json = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant, parse_float=_finite
+)
+
+
+def _scalar(node: Any, reader: Reader) -> Any:
+    kind = type(node)
+    if kind is str and reader.surrogates and _LONE_SURROGATE.search(node):
+        raise _Bad("a string holds a lone surrogate (static data writes it as ['u', ...])")
+    return node
+
+
+def _decode(node: Any, depth: int, reader: Reader) -> Any:
+    kind = type(node)
+    if kind in _JSON_SCALARS:
+        return _scalar(node, reader) if kind is str and reader.surrogates else node
+    if depth >= MAX_DEPTH:
+        raise _Bad(f"values nest deeper than {MAX_DEPTH} levels")
+    depth += 1
+    if kind is dict:
+        return _decode_object(node, depth, reader)
+    tag = node[0] if node else None
+    if tag == "t":  # the commonest, inline; names and flags are all scalars, checked in C
+        items = node[1:]
+        if _JSON_SCALARS.issuperset(map(type, items)) and not reader.surrogates:
+            return tuple(items)
+        return tuple(_decode_items(items, depth, reader))
+    if type(tag) is not str:
+        raise _Bad("an array must start with a tag")
+    spec = TAGS.get(tag)
+    if spec is None:
+        raise _Bad(f"unknown tag {node[0]!r:.20}")
+    if spec.parts is not None and len(node) != spec.parts + 1:
+        raise _Bad(f"{tag!r} takes {spec.parts} parts, got {len(node) - 1}")
+    if reader.plain and not spec.plain:
+        raise _Bad(
+            "only plain data may stand here (the arguments of a functools.partial, what a "
+            "registered codec decodes): numbers, strings, bytes, None, dtypes and containers of "
+            f"them, not {spec.holds}"
+        )
+    return _DECODERS[tag](node, depth, reader)
+
+
+def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in node.items():
+        try:
+            out[_scalar(key, reader)] = _decode(item, depth, reader)
+        except _Bad as bad:
+            bad.path.append(f"[{key!r:.40}]")
+            raise
+    return out
+
+
+def _decode_items(items: list[Any], depth: int, reader: Reader) -> list[Any]:
+    out: list[Any] = []
+    scalars = () if reader.surrogates else _JSON_SCALARS  # strings checked one by one then
+    try:
+        for item in items:
+            out.append(item if type(item) in scalars else _decode(item, depth, reader))
+    except _Bad as bad:
+        bad.path.append(f"[{len(out)}]")
+        raise
+    return out
+
+
+def _decode_list(node: list[Any], depth: int, reader: Reader) -> Any:
+    return _decode_items(node[1:], depth, reader)
+
+
+# Equal hashes a dict or frozenset rebuilt from data may hold at most: ints, floats and tuples hash
+# the same in every process, so an artifact could hold thousands of colliding keys, each insertion
+# comparing with all before it.
+_MAX_COLLISIONS = 8
+
+
+def _hashed_keys(keys: list[Any], what: str) -> None:
+    counts: dict[int, int] = {}
+    for key in keys:
+        if not _hash_safe(key):
+            raise _Bad(_unsafe_key(key))
+        code = hash(key)
+        count = counts[code] = counts.get(code, 0) + 1
+        if count > _MAX_COLLISIONS:
+            raise _Bad(f"more than {_MAX_COLLISIONS} {what} share one hash value")
+
+
+def _decode_frozenset(node: list[Any], depth: int, reader: Reader) -> Any:
+    items = _decode_items(node[1:], depth, reader)
+    _hashed_keys(items, "elements of a frozenset")
+    value = frozenset(items)
+    if len(value) != len(items):
+        raise _Bad("a frozenset holds an element twice")
+    return value
+
+
+def _decode_dict(node: list[Any], depth: int, reader: Reader) -> Any:
+    if len(node) % 2 != 1:
+        raise _Bad("'d' takes keys and values in pairs")
+    items = _decode_items(node[1:], depth, reader)
+    keys = items[::2]
+    _hashed_keys(keys, "keys of a dict")
+    value = dict(zip(keys, items[1::2], strict=True))
+    if len(value) != len(keys):
+        raise _Bad("a dict names a key twice")
+    return value
+
+
+def _decode_bytes(node: list[Any], depth: int, reader: Reader) -> Any:
+    if type(node[1]) is not str:
+        raise _Bad("'b' takes base64 text")
+    return base64.b64decode(node[1].encode("ascii"), validate=True)
+
+
+_SPECIAL_FLOATS = {"nan": LoadedNaN("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def _decode_float(node: list[Any], depth: int, reader: Reader) -> Any:
+    number = _SPECIAL_FLOATS.get(node[1]) if type(node[1]) is str else None
+    if number is None:
+        raise _Bad("'f' takes 'nan', 'inf' or '-inf'")
+    return number
+
+
+def _decode_complex(node: list[Any], depth: int, reader: Reader) -> Any:
+    real, imag = _decode_items(node[1:], depth, reader)
+    if not (isinstance(real, float) and isinstance(imag, float)):
+        raise _Bad("'c' takes two floats")
+    return complex(real, imag)
+
+
+_HEX = re.compile(r"-?[0-9a-f]+\Z")
+
+
+def _decode_int(node: list[Any], depth: int, reader: Reader) -> Any:
+    if type(node[1]) is not str or not _HEX.match(node[1]):
+        raise _Bad("'i' takes hexadecimal digits")
+    return int(node[1], 16)
+
+
+def _decode_text(node: list[Any], depth: int, reader: Reader) -> Any:
+    points = node[1]
+    if type(points) is not list or not all(
+        type(p) is int and 0 <= p <= sys.maxunicode for p in points
+    ):
+        raise _Bad("'u' takes a list of code points")
+    return "".join(map(chr, points))
+
+
+def _torch() -> dict[str, Any]:
+    torch = sys.modules.get("torch")
+    if torch is None or not issubclass(type(torch), types.ModuleType):
+        raise _Bad("it holds a torch dtype or device, and torch is not imported: import it first")
+    return module_dict(torch)
+
+
+def _decode_torch_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
+    namespace = _torch()
+    found = namespace.get(node[1]) if type(node[1]) is str else None
+    if found is None or type(found) is not type(namespace["float32"]):
+        raise _Bad(f"torch has no dtype {node[1]!r:.40}")
+    return found
+
+
+_DEVICE = re.compile(r"[a-z_]{1,20}(:[0-9]{1,4})?\Z")
+
+
+def _decode_torch_device(node: list[Any], depth: int, reader: Reader) -> Any:
+    if type(node[1]) is not str or not _DEVICE.match(node[1]):
+        raise _Bad(f"{node[1]!r:.40} is not a torch device")
+    try:
+        return _torch()["device"](node[1])  # torch's C parser of the device's name
+    except RuntimeError as error:
+        raise _Bad(f"{node[1]!r:.40} is not a torch device: {error!s:.80}") from None
+
+
+# name -> (object, module, namespace, key) of the references resolved so far (only ever objects
+# that exist), checked again at each use: the module still imported, the name still the object's.
+# Bounded: an artifact may name many objects once each.
+_resolved: dict[str, tuple[Any, str, Any, str]] = {}
+_MAX_RESOLVED = 4096
+
+
+def _resolve(name: Any, reader: Reader) -> Any:
+    if type(name) is not str:
+        raise _Bad("a reference is a 'module:qualname' string")
+    known = _resolved.get(name)
+    if (
+        known is not None
+        and known[1] in sys.modules
+        and known[2].get(known[3], MISSING) is known[0]
+    ):
+        found = known[0]
+    else:
+        found = _find(name, reader)
+    if is_safe_reference(found) or (is_class(found) and _admits(reader.admitted, found)):
+        return found
+    what = "class" if is_class(found) else "function"
+    raise _Bad(
+        f"it names the {what} {name!r}, which is not on the list of references an artifact may "
+        f"name (loading it would let the artifact decide what the model calls). "
+        + allowing_advice(name)
+    )
+
+
+def _find(name: str, reader: Reader) -> Any:
+    module, colon, qualname = name.partition(":")
+    if not (colon and _dotted(module) and _dotted(qualname)):
+        raise _Bad(f"{name!r:.80} is not a 'module:qualname' reference")
+    if module not in sys.modules:
+        if module not in reader.allow_import:
+            raise _Bad(
+                f"{name!r} is in module {module!r}, which is not imported: import it before "
+                f"loading (loading never imports a module an artifact names)"
+            )
+        importlib.import_module(module)
+    found, namespace, key = find_in(module, qualname)
+    if found is MISSING:
+        raise _Bad(f"module {module!r} has no {qualname!r} (looked up without __getattr__)")
+    if namespace.get(key) is found and len(_resolved) < _MAX_RESOLVED:
+        _resolved[name] = (found, module, namespace, key)
+    return found
+
+
+def _admits(admitted: tuple[type, ...], cls: type) -> bool:
+    """Whether a field whose declared type names ``admitted`` may hold ``cls`` (or its instance):
+    a class the type names, or a pytree class decorated in this process that derives from one."""
+    if not admitted:
+        return False
+    if cls in admitted:
+        return True
+    return markers.SPEC in own_dict(cls) and any(base in admitted for base in mro(cls))
+
+
+def _dotted(name: str) -> bool:
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def _resolve_class(name: Any, reader: Reader) -> type:
+    found = _resolve(name, reader)
+    if not is_class(found):
+        raise _Bad(f"{name!r:.80} is not a class")
+    cls: type = found
+    return cls
+
+
+def _decode_function(node: list[Any], depth: int, reader: Reader) -> Any:
+    found = _resolve(node[1], reader)
+    if not callable(found) or issubclass(type(found), (type, types.ModuleType)):
+        raise _Bad(f"{node[1]!r:.80} is not a function")
+    return found
+
+
+def _decode_class(node: list[Any], depth: int, reader: Reader) -> Any:
+    return _resolve_class(node[1], reader)
+
+
+def _decode_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
+    return _dtype(node[1])
+
+
+def _decode_member(node: list[Any], depth: int, reader: Reader) -> Any:
+    cls = _resolve_class(node[1], reader)
+    if not issubclass(cls, enum.Enum):
+        raise _Bad(f"{node[1]!r:.80} is not an enum")
+    members = enum_members(cls)
+    member = MISSING
+    if members is not None and type(node[2]) is str:
+        member = members.get(node[2], MISSING)
+    if type(member) is not cls:
+        raise _Bad(f"{cls.__qualname__} has no member {node[2]!r:.40}")
+    return member
+
+
+def _decode_namedtuple(node: list[Any], depth: int, reader: Reader) -> Any:
+    if len(node) < 2:
+        raise _Bad("'n' takes a class and the items")
+    cls = _resolve_class(node[1], reader)
+    names = lookup(cls, "_fields")
+    if not issubclass(cls, tuple) or type(names) is not tuple:
+        raise _Bad(f"{node[1]!r:.80} is not a NamedTuple")
+    if len(names) != len(node) - 2:
+        raise _Bad(f"{cls.__qualname__} has {len(names)} fields, the data {len(node) - 2}")
+    items = []
+    for name, item in zip(names, node[2:], strict=True):
+        try:
+            items.append(_decode_field(cls, name, item, depth, reader))
+        except _Bad as bad:
+            bad.path.append(f".{name}")
+            raise
+    return tuple.__new__(cls, items)
+
+
+def _decode_field(cls: type, name: str, node: Any, depth: int, reader: Reader) -> Any:
+    """A field's value, read and checked against the field's declared type."""
+    field_reader = reader.for_field(cls, name)
+    value = _decode(node, depth, field_reader)
+    if field_reader.declared is not None and not admits_value(field_reader.declared, value):
+        raise _Bad(
+            f"{cls.__qualname__}.{name} is declared {type_name_of(field_reader.declared)}, and "
+            f"the artifact holds a {type_name(value)} there"
+        )
+    return value
+
+
+def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[str, Any]]:
+    cls = _resolve_class(node[1], reader)
+    if type(node[2]) is not dict:
+        raise _Bad(f"{node[0]!r} takes its fields as an object")
+    why = _rebuildable(cls)
+    if why is not None:
+        raise _Bad(why)
+    state: dict[str, Any] = {}
+    for name, item in node[2].items():
+        try:
+            state[name] = (
+                _decode(item, depth, reader)
+                if name == markers.FIELDS
+                else _decode_field(cls, name, item, depth, reader)
+            )
+        except _Bad as bad:
+            bad.path.append("" if name == markers.FIELDS else f".{name:.40}")
+            raise
+    return cls, state
+
+
+_SLOT = types.MemberDescriptorType
+
+
+def _check_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
+    for name in names:
+        if type(name) is not str:  # no repr: a decoded object's repr is its class's code
+            raise _Bad(f"a {type_name(name)} is not a field name")
+        if not name.isidentifier() or name.startswith("__"):
+            raise _Bad(f"{name!r:.40} is not a field name")
+        if allowed_names is not None and name not in allowed_names:
+            raise _Bad(f"{cls.__qualname__} has no field {name!r}")
+        why = _store_check(cls, name)
+        if why is not None:
+            raise _Bad(why)
+        found = lookup(cls, name)
+        if allowed_names is None and found is not MISSING and type(found) is not _SLOT:
+            # A class without declared fields: a stored value would hide what the class holds
+            # under the name (a method the instance's code calls).
+            raise _Bad(
+                f"it names the field {name!r} of {cls.__qualname__}, which the class holds "
+                f"already as a {type_name(found)}; a stored value would hide it"
+            )
+
+
+def _dataclass_names(cls: type) -> frozenset[str] | None:
+    """The fields of a dataclass (not its InitVars or ClassVars); ``None`` for other classes."""
+    found = lookup(cls, "__dataclass_fields__")
+    if found is MISSING:
+        return None
+    if type(found) is not dict:
+        raise _Bad(f"{cls.__qualname__}.__dataclass_fields__ is not a dict")
+    return frozenset(
+        name for name, f in found.items() if issubclass(type(f), dataclasses.Field) and is_field(f)
+    )
+
+
+def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
+    cls, state = _fields_of(node, depth, reader)
+    names = _dataclass_names(cls)
+    if names is None or not dataclass_frozen(cls):
+        raise _Bad(f"{cls.__qualname__} is not a frozen dataclass")
+    _check_names(cls, state, names)
+    instance_dict = lookup(cls, "__dict__")
+    obj: Any = object.__new__(cls)
+    for name, value in state.items():
+        slot = lookup(cls, name)
+        if type(slot) is types.MemberDescriptorType:
+            slot.__set__(obj, value)
+        elif type(instance_dict) is types.GetSetDescriptorType:
+            instance_dict.__get__(obj, cls)[name] = value
+        else:
+            raise _Bad(f"{cls.__qualname__} has no place for {name!r}")
+    return obj
+
+
+def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
+    cls, state = _fields_of(node, depth, reader)
+    setstate = lookup(cls, "__setstate__")
+    if markers.SPEC not in own_dict(cls) or not _ours(setstate):
+        raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
+    layout = state.get(markers.FIELDS)
+    if not (
+        type(layout) is tuple
+        and len(layout) == 2
+        and type(layout[0]) is tuple
+        and type(layout[1]) is tuple
+        and len(layout[0]) == len(layout[1])
+        and all(type(flag) is bool for flag in layout[1])
+    ):
+        raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
+    names = layout[0]
+    _check_names(cls, names, _dataclass_names(cls))  # strings from here on
+    if len(set(names)) != len(names):
+        raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
+    if not {key for key in state if key != markers.FIELDS} <= set(names):
+        raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
+    obj: Any = object.__new__(cls)
+    setstate(obj, state)
+    return obj
+
+
+def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
+    func = _decode(node[1], depth, reader)
+    args, keywords = _decode_items(node[2:], depth, reader.for_plain())
+    if not callable(func) or type(args) is not tuple or type(keywords) is not dict:
+        raise _Bad("'fp' takes a callable, a tuple and a dict of keywords")
+    if not all(type(key) is str for key in keywords):
+        raise _Bad("the keywords of a functools.partial are strings")
+    return LoadedPartial(func, *args, **keywords)
+
+
+def _decode_codec(node: list[Any], depth: int, reader: Reader) -> Any:
+    codec = _codecs_by_name.get(node[1]) if type(node[1]) is str else None
+    if codec is None:
+        raise _Bad(
+            f"no codec is registered for {node[1]!r:.80} in this process (register it with "
+            f"pytreekit.register_static_codec before loading)"
+        )
+    data = _decode(node[2], depth, reader.for_plain())
+    try:
+        value = codec.decode(data)
+    except Exception as error:
+        raise _Bad(
+            f"the decoder registered for {codec.cls.__qualname__} raised "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    if type(value) is not codec.cls:
+        raise _Bad(
+            f"the decoder registered for {codec.cls.__qualname__} returned a {type_name(value)}"
+        )
+    return value
+
+
+_DECODERS: dict[str, Decoder] = {
+    "l": _decode_list,
+    "d": _decode_dict,
+    "s": _decode_frozenset,
+    "b": _decode_bytes,
+    "f": _decode_float,
+    "c": _decode_complex,
+    "r": _decode_function,
+    "k": _decode_class,
+    "dt": _decode_dtype,
+    "e": _decode_member,
+    "n": _decode_namedtuple,
+    "dc": _decode_dataclass,
+    "p": _decode_pytree,
+    "fp": _decode_partial,
+    "x": _decode_codec,
+    "i": _decode_int,
+    "u": _decode_text,
+    "td": _decode_torch_dtype,
+    "dv": _decode_torch_device,
+}

@@ -1,0 +1,534 @@
+"""Issue 33, in one process: which references loading resolves (the default list, by identity),
+how a user extends it (``add_safe_references``, ``safe_references``, audited first with
+``artifact_references``), the pickle permission as a token, the strict reader, the checks made
+before a class learns a layout, and a fuzz test of whole aux data."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import gc
+import json
+import math
+import operator
+import os
+import pickle
+import sys
+import threading
+import types
+import typing
+import weakref
+
+import artifact_fixtures as af
+import export_fixtures as ef
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import require
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pytreekit
+from pytreekit._artifacts.export import MAX_LEARNED_LAYOUTS, load_aux
+from pytreekit._artifacts.static_data import (
+    MAGIC,
+    LoadedNaN,
+    StaticDataError,
+    UnencodableError,
+    _hash_safe_types,
+    _learned_encoders,
+    dumps,
+    is_safe_reference,
+    loads,
+)
+
+
+def _raw(tree: object) -> bytes:
+    return MAGIC + json.dumps(tree, separators=(",", ":")).encode("ascii")
+
+
+# -- the default list ---------------------------------------------------------------------------
+
+SAFE = [
+    jax.nn.relu,
+    jax.nn.gelu,
+    jax.nn.softmax,
+    jnp.tanh,
+    jnp.add,
+    jnp.exp,
+    np.add,
+    np.tanh,
+    math.exp,
+    math.sqrt,
+    operator.add,
+    operator.mul,
+    abs,
+    round,
+    float,
+    int,
+    type(None),
+    jnp.float32,
+    np.float32,
+    ml_dtypes.bfloat16,
+]
+UNSAFE = [
+    os.system,
+    exec,
+    eval,
+    open,
+    print,
+    getattr,
+    max,
+    min,
+    sorted,
+    map,
+    functools.reduce,
+    operator.methodcaller,
+    operator.attrgetter,
+    jax.lax.cond,
+    jax.lax.scan,
+    jax.lax.while_loop,
+    jax.debug.callback,
+    jax.pure_callback,
+    jnp.vectorize,
+    np.load,
+    np.save,
+    pickle.loads,
+]
+
+
+def _id(value: object) -> str:
+    return (
+        f"{getattr(value, '__module__', None)}.{getattr(value, '__name__', type(value).__name__)}"
+    )
+
+
+@pytest.mark.parametrize("value", SAFE, ids=_id)
+def test_leaf_numeric_functions_and_types_are_safe_and_round_trip(value):
+    assert is_safe_reference(value)
+    assert loads(dumps(value)) is value
+
+
+@pytest.mark.parametrize("value", UNSAFE, ids=_id)
+def test_io_and_higher_order_functions_are_refused_at_write_and_load(value):
+    assert not is_safe_reference(value)
+    with pytest.raises(UnencodableError, match=r"add_safe_references\(\["):
+        dumps(value)
+    with pytreekit.safe_references([value]):
+        data = dumps(value)
+        assert loads(data) is value
+    with pytest.raises(StaticDataError, match=r"not on the list .*add_safe_references\(\["):
+        loads(data)
+
+
+def test_torch_elementwise_functions_dtypes_and_devices_round_trip():
+    torch = require("torch")
+    for value in (torch.tanh, torch.relu, torch.sigmoid, torch.exp, torch.nn.functional.gelu):
+        assert is_safe_reference(value) and loads(dumps(value)) is value
+    for value in (torch.float32, torch.bfloat16, torch.int8):
+        assert loads(dumps(value)) is value
+    assert loads(dumps(torch.device("cpu"))) == torch.device("cpu")
+    assert loads(dumps(torch.device("cuda:1"))) == torch.device("cuda:1")
+    for value in (torch.load, torch.save, torch.compile):
+        assert not is_safe_reference(value)
+    with pytest.raises(StaticDataError, match="not a torch device"):
+        loads(_raw(["dv", "cpu; import os"]))
+
+
+def test_a_reference_resolves_by_identity_not_by_name():
+    """A private module's name for jax.nn.relu loads it; a module's ``tanh`` that is os.system
+    does not."""
+    private = jax.nn.relu.__module__ if hasattr(jax.nn.relu, "__module__") else None
+    if private and private != "jax.nn":
+        assert loads(_raw(["r", f"{private}:relu"])) is jax.nn.relu
+    module = types.ModuleType("impostor_numpy")
+    module.tanh = os.system  # type: ignore[attr-defined]
+    sys.modules["impostor_numpy"] = module
+    try:
+        with pytest.raises(StaticDataError, match="'impostor_numpy:tanh', which is not on the"):
+            loads(_raw(["r", "impostor_numpy:tanh"]))
+    finally:
+        del sys.modules["impostor_numpy"]
+
+
+def test_the_issues_listed_kinds_round_trip():
+    for value in (10**5000, -(10**4400), type(None), "\ud83d\ude00", "a\ud800b", "😀"):
+        back = loads(dumps(value))
+        assert type(back) is type(value) and back == value
+        assert len(back) == len(value) if isinstance(value, str) else True
+    pytreekit.add_safe_references([dict.fromkeys])
+    assert loads(dumps(dict.fromkeys)) == dict.fromkeys
+    with pytest.raises(UnencodableError, match=r"functools.partial\(str.upper, 'abc'\)"):
+        dumps("abc".upper)
+    with pytreekit.safe_references([str.upper]):
+        assert loads(dumps(functools.partial(str.upper, "abc")))() == "ABC"
+
+
+def test_loaded_nan_and_partial_compare_equal_to_the_callers():
+    nan = loads(dumps(float("nan")))
+    assert type(nan) is LoadedNaN and nan == float("nan") and float("nan") == nan
+    assert (1, nan) == (1, math.nan) and nan != 0.0 and (nan == 0.0) is False
+    assert type(pickle.loads(pickle.dumps(nan))) is float
+    made = functools.partial(jax.nn.leaky_relu, negative_slope=0.5)
+    back = loads(dumps(made))
+    assert back == made and made == back and hash(back) == hash(loads(dumps(made)))
+    assert back != functools.partial(jax.nn.leaky_relu, negative_slope=0.25)
+    plain = pickle.loads(pickle.dumps(loads(dumps(functools.partial(math.pow, 2.0)))))
+    assert type(plain) is functools.partial and plain(3.0) == 8.0
+
+
+# -- extending the list -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argument", "match"),
+    [("os.system", "takes a list"), ([os], "never a module"), ([3], "got 3")],
+    ids=["a-string", "a-module", "not-callable"],
+)
+def test_add_safe_references_takes_functions_and_classes(argument, match):
+    with pytest.raises(TypeError, match=match):
+        pytreekit.add_safe_references(argument)
+    with pytest.raises(TypeError, match=match):
+        pytreekit.safe_references(argument)
+
+
+def test_a_safe_references_scope_dies_at_its_exit_also_in_tasks_and_copied_contexts():
+    data = _raw(["r", "posix:system"])
+    copied: list[contextvars.Context] = []
+
+    async def load_later() -> object:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return loads(data)
+
+    async def main() -> None:
+        scope = pytreekit.safe_references([os.system])
+        with scope:
+            assert loads(data) is os.system
+            copied.append(contextvars.copy_context())
+            task = asyncio.ensure_future(load_later())
+        with pytest.raises(StaticDataError, match="not on the list"):
+            await task
+        with pytest.raises(RuntimeError, match="entered once"), scope:
+            pass
+
+    asyncio.run(main())
+    with pytest.raises(StaticDataError, match="not on the list"):
+        copied[0].run(loads, data)
+    with pytest.raises(StaticDataError, match="not on the list"):
+        loads(data)
+
+
+def test_scopes_nest_and_each_thread_sees_its_own():
+    sys_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    errors: list[BaseException] = []
+
+    def worker(allowed: bool) -> None:
+        try:
+            for _ in range(200):
+                if allowed:
+                    with pytreekit.safe_references([os.system]):
+                        assert loads(_raw(["r", "posix:system"])) is os.system
+                else:
+                    with pytest.raises(StaticDataError):
+                        loads(_raw(["r", "posix:system"]))
+        except BaseException as error:
+            errors.append(error)
+
+    try:
+        threads = [threading.Thread(target=worker, args=(i % 2 == 0,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(sys_interval)
+    assert errors == []
+    with pytreekit.safe_references([os.system]), pytreekit.safe_references([exec]):
+        assert loads(_raw(["r", "builtins:exec"])) is exec
+        assert loads(_raw(["r", "posix:system"])) is os.system
+
+
+def test_artifact_references_lists_what_an_artifact_needs_before_loading():
+    model = ef.Net(ef.Activation(ef.relu), jnp.ones(()))
+    data = jax.export.export(jax.jit(lambda m: m))(model).serialize()
+    found = pytreekit.artifact_references(data)
+    assert pytreekit.ArtifactReference("export_fixtures:relu", "safe") in found
+    needs = pytreekit.artifact_references(_raw(["t", ["r", "posix:system"], ["r", "nowhere:f"]]))
+    assert needs == [
+        pytreekit.ArtifactReference("posix:system", "refused"),
+        pytreekit.ArtifactReference("nowhere:f", "not imported"),
+    ]
+    with pytest.raises(TypeError, match="takes the bytes"):
+        pytreekit.artifact_references(3)  # type: ignore[arg-type]
+
+
+def test_artifact_references_reads_torch_treespecs():
+    require("torch")
+    import torch.utils._pytree as torch_pytree
+
+    spec = torch_pytree.tree_flatten(af.Holder(af.relu))[1]
+    found = pytreekit.artifact_references(torch_pytree.treespec_dumps(spec))
+    assert pytreekit.ArtifactReference("artifact_fixtures:relu", "safe") in found
+
+
+# -- the pickle permission ----------------------------------------------------------------------
+
+
+def test_the_pickle_permission_dies_at_exit_also_in_copied_contexts_and_threads():
+    from written_before import ARTIFACTS, make_dense
+
+    dense = type(make_dense())
+    permission = pytreekit.allow_pickled_artifacts(dense)
+    seen = []
+    with permission:
+        jax.export.deserialize(ARTIFACTS["0.2.0"])
+        copied = contextvars.copy_context()
+        # What a thread started here sees where threads inherit the context (3.14 with
+        # PYTHON_THREAD_INHERIT_CONTEXT=1, a free-threaded build's default).
+        thread = threading.Thread(
+            target=lambda: seen.append(
+                copied.run(lambda: _refused(lambda: jax.export.deserialize(ARTIFACTS["0.2.0"])))
+            )
+        )
+        thread.start()
+        thread.join()
+    assert seen == [True]
+    assert copied.run(lambda: _refused(lambda: jax.export.deserialize(ARTIFACTS["0.2.0"])))
+    with pytreekit.allow_pickled_artifacts(af.Holder):  # another class named: not Dense
+        assert _refused(lambda: jax.export.deserialize(ARTIFACTS["0.2.0"]))
+    with pytest.raises(TypeError, match="allow_pickled_artifacts"):
+        pytreekit.allow_pickled_artifacts(int)
+
+
+def _refused(load: typing.Callable[[], object]) -> bool:
+    try:
+        load()
+    except StaticDataError:
+        return True
+    return False
+
+
+# -- the strict reader --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (MAGIC + b'{"a":1,"a":2}', "names a key twice"),
+        (MAGIC + b'["d",1,"x",true,"y"]', "names a key twice"),
+        (MAGIC + b'["s",1,1.0]', "holds an element twice"),
+        (MAGIC + b"NaN", "NaN is not JSON"),
+        (MAGIC + b'["t",Infinity]', "Infinity is not JSON"),
+        (MAGIC + b"-Infinity", "Infinity is not JSON"),
+        (MAGIC + b'["t",1e400]', "too large for a float"),
+        (MAGIC + b'"\\ud800"', "lone surrogate"),
+        (MAGIC + b'{"\\udc00":1}', "lone surrogate"),
+        (MAGIC + b'["u",[1114112]]', "code points"),
+        (MAGIC + b'["i","12g"]', "hexadecimal"),
+        (MAGIC + b'["fp",["r","jax.nn:gelu"],["t",["r","jax.nn:relu"]],{}]', "only plain data"),
+    ],
+)
+def test_the_reader_refuses_what_the_writer_never_writes(data, match):
+    with pytest.raises(StaticDataError, match=match):
+        loads(data)
+
+
+def test_a_surrogate_pair_stays_two_code_points_and_an_escaped_pair_is_one():
+    assert loads(dumps("\ud83d\ude00")) == "\ud83d\ude00"
+    assert loads(MAGIC + b'"\\ud83d\\ude00"') == "😀"  # what json.dumps writes for it
+
+
+def test_colliding_hashes_are_refused_in_linear_time():
+    keys = [i * (2**61 - 1) for i in range(1, 10_001)]
+    assert len({hash(key) for key in keys}) == 1
+    data = _raw(["s", *keys])
+    with pytest.raises(StaticDataError, match="share one hash value"):
+        loads(data)
+
+
+def test_unhashable_static_values_are_refused():
+    nodes = af.Guarded.__pytreekit_spec__.nodes
+    data = _raw(["t", 3, ["t", "size", "w"], ["t", True, False], ["t", ["l", 1]]])
+    with pytest.raises(StaticDataError, match="size holds a list, which is not hashable"):
+        load_aux(nodes, data)
+
+
+# -- checks before a class learns a layout -------------------------------------------------------
+
+
+def test_refused_aux_data_leaves_no_layout_and_learned_layouts_are_capped():
+    @pytree_class_unannotated
+    class Wide:
+        pass
+
+    nodes = Wide.__pytreekit_spec__.nodes
+    table = nodes.table
+    before = len(table._by_names)
+    for index in range(300):
+        with pytest.raises(StaticDataError):
+            load_aux(nodes, _raw(["t", 3, ["t", f"f{index}"], ["t", False], ["t", ["r", "x:y"]]]))
+    assert len(table._by_names) == before
+    for index in range(MAX_LEARNED_LAYOUTS):
+        load_aux(nodes, _raw(["t", 3, ["t", f"f{index}"], ["t", False], ["t"]]))
+    with pytest.raises(StaticDataError, match=f"beyond the {MAX_LEARNED_LAYOUTS} this class"):
+        load_aux(nodes, _raw(["t", 3, ["t", "one_more"], ["t", False], ["t"]]))
+    load_aux(nodes, _raw(["t", 3, ["t", "f0"], ["t", False], ["t"]]))  # known: still read
+
+
+def pytree_class_unannotated(cls: type) -> type:
+    def __init__(self: object) -> None:
+        self.w = jnp.ones(1)  # type: ignore[attr-defined]
+
+    cls.__init__ = __init__  # type: ignore[misc]
+    return pytreekit.pytree_class(cls)
+
+
+def test_a_field_name_that_finds_a_method_is_refused_unless_declared():
+    nodes = ef.Loose.__pytreekit_spec__.nodes
+    data = _raw(["t", 3, ["t", "fn", "scale", "encode"], ["t", True, False, False], ["t", 1]])
+    with pytest.raises(StaticDataError, match="names the field 'encode'"):
+        load_aux(nodes, data)
+
+
+def test_a_nested_instance_naming_a_method_of_its_class_is_refused():
+    """Inside static data too (a pytree instance held by a static field)."""
+    state = {"fn": ["r", "jax.nn:relu"], "scale": 1.0, "encode": ["r", "jax.nn:relu"]}
+    state["__pytreekit_fields__"] = ["t", ["t", "fn", "scale", "encode"], ["t", True, True, True]]
+    with (
+        pytreekit.safe_references([ef.Loose]),
+        pytest.raises(StaticDataError, match="'encode' of Loose, which the class holds already"),
+    ):
+        loads(_raw(["p", "export_fixtures:Loose", state]))
+
+
+def test_a_class_redefined_50_times_is_not_kept_alive_by_the_codecs_caches():
+    refs = []
+    encoders, hash_safe = len(_learned_encoders), len(_hash_safe_types)
+    for _ in range(50):
+
+        class Point(typing.NamedTuple):
+            x: int
+
+        point = Point
+        point.__qualname__ = "Point"
+        globals()["Point"] = point
+        with pytreekit.safe_references([point]):
+            loads(dumps({point(1): 2}))
+        refs.append(weakref.ref(point))
+    del point
+    globals().pop("Point")
+    gc.collect()
+    # The last name resolved is remembered (bounded: one per name) until the name is read again.
+    assert sum(ref() is not None for ref in refs) <= 1
+    assert len(_learned_encoders) <= encoders + 1 and len(_hash_safe_types) <= hash_safe + 1
+
+
+# -- fuzzing whole aux data ----------------------------------------------------------------------
+
+_NAMES = [
+    "posix:system",
+    "builtins:exec",
+    "builtins:max",
+    "jax.nn:relu",
+    "jax.numpy:tanh",
+    "export_fixtures:Decoy",
+    "export_fixtures:Config",
+    "export_fixtures:Interval",
+    "pytreekit:Static",
+    "export_fixtures:Activation",
+]
+_TAGS = [
+    "t",
+    "l",
+    "d",
+    "s",
+    "b",
+    "f",
+    "c",
+    "r",
+    "k",
+    "dt",
+    "e",
+    "n",
+    "dc",
+    "p",
+    "fp",
+    "x",
+    "i",
+    "u",
+    "td",
+    "dv",
+]
+_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+    st.sampled_from(_NAMES),
+)
+_trees = st.recursive(
+    _leaves,
+    lambda children: st.one_of(
+        st.tuples(st.sampled_from(_TAGS), st.lists(children, max_size=4)).map(
+            lambda pair: [pair[0], *pair[1]]
+        ),
+        st.dictionaries(
+            st.sampled_from(["fn", "config", "w", "__pytreekit_fields__"]), children, max_size=3
+        ),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    cls=st.sampled_from([ef.Activation, ef.Configured, ef.Bounded, ef.Loose, ef.Net]),
+    names=st.lists(
+        st.sampled_from(["fn", "config", "bounds", "w", "scale", "act", "encode"]),
+        min_size=1,
+        max_size=3,
+        unique=True,
+    ),
+    values=st.lists(_trees, max_size=3),
+)
+def test_fuzz_aux_data_loads_only_safe_values_or_refuses_cleanly(cls, names, values):
+    flags = [name in ("fn", "config", "bounds", "encode") for name in names]
+    data = _raw(
+        [
+            "t",
+            4,
+            f"export_fixtures:{cls.__qualname__}",
+            ["t", *names],
+            ["t", *flags],
+            ["t", *values],
+        ]
+    )
+    try:
+        _layout, *statics = load_aux(cls.__pytreekit_spec__.nodes, data)
+    except (StaticDataError, TypeError):  # TypeError: a layout the class has not (its message)
+        return
+    for value in statics:
+        for reference in _references(value):
+            assert (
+                is_safe_reference(reference)
+                or pytreekit.is_pytree_class(reference)
+                or (isinstance(reference, type))
+            )
+
+
+def _references(value: object) -> list[object]:
+    if isinstance(value, (tuple, list, frozenset)):
+        return [r for item in value for r in _references(item)]
+    if isinstance(value, dict):
+        return [r for pair in value.items() for item in pair for r in _references(item)]
+    if isinstance(value, functools.partial):
+        return [value.func, *_references(value.args), *_references(value.keywords)]
+    if callable(value):
+        return [value]
+    return []
