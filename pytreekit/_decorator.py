@@ -259,6 +259,18 @@ def _names(value: Iterable[str], argument: str) -> tuple[str, ...]:
 
 
 _ABSENT: Any = object()
+# What decorating a class again replaces in place rather than removes first (dataclasses reads
+# neither of these names on the class it processes).
+_REPLACED_IN_PLACE = (
+    markers.SPEC,
+    markers.LAYOUT,
+    "__init__",
+    "__repr__",
+    "__eq__",
+    "__getstate__",
+    "__setstate__",
+    "__replace__",
+)
 
 
 def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> type[T]:
@@ -301,14 +313,26 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         as_written = written or before
         if given:
             as_written = {**as_written, **given}
+        # Decorating a class in use again: what other threads call (its spec, its layout marker,
+        # its methods) stays in place until the new one replaces it, so they see the old class
+        # or the new, never one without either.
+        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before} if existing else {}
         try:
-            _restore(cls, as_written)
+            _restore(cls, as_written, keep=kept.keys())
             if replay is not None:
                 dataclasses.dataclass(cls, **replay)
-                as_written = _snapshot(cls)
+                as_written = {
+                    n: v for n, v in _snapshot(cls).items() if n not in kept or v is not kept[n]
+                }
             spec = _make_spec(cls, options, parent, as_written, existing, automatic)
             new = [b for b in options.backends if existing is None or b not in existing.backends]
             _backends.register_all(cls, spec.nodes, new)
+            for name, value in kept.items():  # what the new decoration did not put again
+                if name != markers.SPEC and cls.__dict__.get(name, _ABSENT) is value:
+                    if name in as_written:
+                        setattr(cls, name, as_written[name])
+                    else:
+                        delattr(cls, name)
         except Exception as error:
             _restore(cls, before)
             if existing is not None:  # the functions the registries hold follow the old table
@@ -341,7 +365,7 @@ def _make_spec(
     else:
         # A dataclass already (fields or none), or no __init__ anywhere but object's (or one
         # pytreekit generated): a dataclass too.
-        _, init_kind = nearest_init(cls, cls.__dict__)
+        _, init_kind = nearest_init(cls, as_written)
         annotated = (
             _dataclass.has_fields(cls)
             or "__dataclass_params__" in cls.__dict__
@@ -375,6 +399,8 @@ def _make_spec(
         _dataclass.refuse_properties(cls, sorted(options.static), options.static)
         storage = Storage.of(cls, (), options.frozen)
         table = _table(cls, options, None, storage, factories)
+        if existing is not None and isinstance(table, LearnedLayouts):
+            table.follow(existing.table)
         install(cls, options, as_written, automatic=automatic)
     _warn_unreached_post_init(cls)
     if parent is None:
@@ -470,17 +496,19 @@ def _snapshot(cls: type) -> dict[str, Any]:
     type, ``kw_only``) when it processes the class."""
     return {
         name: copy.copy(value) if isinstance(value, dataclasses.Field) else value
-        for name, value in cls.__dict__.items()
+        for name, value in cls.__dict__.copy().items()  # one C call: atomic for other threads
     }
 
 
-def _restore(cls: type, namespace: Mapping[str, Any]) -> None:
-    """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``)."""
+def _restore(cls: type, namespace: Mapping[str, Any], keep: Iterable[str] = ()) -> None:
+    """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``), but the names in
+    ``keep``."""
+    skipped = {"__dict__", "__weakref__", *keep}
     for name in list(cls.__dict__):
-        if name not in namespace and name not in ("__dict__", "__weakref__"):
+        if name not in namespace and name not in skipped:
             delattr(cls, name)
     for name, value in namespace.items():
-        if name in ("__dict__", "__weakref__"):
+        if name in skipped:
             continue
         if isinstance(value, dataclasses.Field):
             setattr(cls, name, copy.copy(value))  # the snapshot's copy stays as written

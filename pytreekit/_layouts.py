@@ -59,7 +59,7 @@ class Layout:
         "static_names",
     )
 
-    def __init__(self, cls: type, fields: tuple[Field, ...]) -> None:
+    def __init__(self, cls: type, fields: tuple[Field, ...], *, hash_by_name: bool = False) -> None:
         self.cls = cls
         self.fields = fields
         self.names = tuple(f.name for f in fields)
@@ -70,6 +70,10 @@ class Layout:
         # As dataclasses chooses them: __eq__ compares, __hash__ hashes, __repr__ shows.
         self.compared = tuple(f.name for f in fields if f.compare)
         self.hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+        if hash_by_name:
+            # Instances of a class without annotations may hold one set of fields in different
+            # orders; == compares them by name, so the hash must not depend on the order.
+            self.hashed = tuple(sorted(self.hashed))
         self.shown = tuple(f.name for f in fields if f.repr)
         # Every field (AttributeError if one is unset), and the tuple __hash__ hashes, each read in
         # one C call.
@@ -179,6 +183,8 @@ class LayoutTable:
         self.varied = False  # an instance of another layout than the primary exists
         self.used = False  # flattened, unflattened or built at least once
         self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
+        # Whether an instance's fields are in its own order of assignment (else the class's).
+        self.ordered = False
 
     # -- interning --------------------------------------------------------------------------
 
@@ -327,9 +333,46 @@ class LearnedLayouts(LayoutTable):
         super().__init__(cls, storage, key_factories)
         self.static_names = static_names
         self._raw: dict[tuple[str, ...], Layout] = {}
+        # The layouts an instance can have now: by the fields it holds, in its order, with the
+        # static flags the class declares now. Other interned layouts (an old pickle's, an old
+        # treedef's, a layout of an earlier decoration) only tell which values a state or aux
+        # data holds; an instance built from them gets the current layout of its fields.
+        self._current: dict[tuple[str, ...], Layout] = {}
+        self.ordered = True
 
     def for_names(self, names: tuple[str, ...]) -> Layout:
-        return self.intern(names, tuple(n in self.static_names for n in names))
+        layout = self._current.get(names)
+        if layout is None:
+            layout = self.intern(names, tuple(n in self.static_names for n in names))
+            self._current[names] = layout
+        return layout
+
+    def is_current(self, layout: Layout) -> bool:
+        """Whether ``layout`` is one an instance of the class as declared now can have."""
+        return self._current.get(layout.names) is layout
+
+    def intern(self, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
+        key = (names, static)
+        layout = self._by_names.get(key)
+        if layout is None:
+            with self.lock:
+                layout = self._by_names.get(key)
+                if layout is None:
+                    self._check_names(names)
+                    made = Layout(self.cls, records(names, static), hash_by_name=True)
+                    layout = self._add(made)
+        return layout
+
+    def follow(self, earlier: LayoutTable) -> None:
+        """Decorated again: instances built before carry ``earlier``'s layouts (or none, meaning
+        its primary). Unmarked ones keep meaning the same fields in the same order, with the static
+        flags declared now; marked ones are read by their marker's names."""
+        if earlier.primary is None:
+            return
+        with self.lock:
+            self.primary = self.for_names(earlier.primary.names)
+            self.varied = earlier.varied
+            setattr(self.cls, markers.LAYOUT, self.primary)
 
     def _check_names(self, names: tuple[str, ...]) -> None:
         super()._check_names(names)
@@ -394,9 +437,11 @@ class LearnedLayouts(LayoutTable):
             except AttributeError:
                 if self.storage.has_dict and obj.__dict__.get(markers.LAYOUT) is known:
                     present = tuple(n for n in known.names if hasattr(obj, n))  # deleted since
-                    return self.intern(present, tuple(n in known.static_names for n in present))
+                    return self.for_names(present)
             else:
-                return known
+                # A marker from an earlier decoration (or static set) names the fields and their
+                # order; their static flags are the class's now.
+                return known if self.is_current(known) else self.for_names(known.names)
         layout = self.for_names(self.attribute_names(obj))
         if self.primary is None:
             self.note(obj, layout)
@@ -405,6 +450,8 @@ class LearnedLayouts(LayoutTable):
     # -- what instances teach the class -------------------------------------------------------
 
     def note(self, obj: object, layout: Layout) -> None:
+        if not self.is_current(layout):  # an old pickle's or treedef's: what it holds, as now
+            layout = self.for_names(layout.names)
         with self.lock:
             if self.primary is None:
                 self.primary = layout
@@ -433,11 +480,14 @@ class LearnedLayouts(LayoutTable):
                     self.note(obj, layout)
                 return
         names = self.attribute_names(obj)
-        static = tuple(n in self.static_names for n in names)
         # Checked before interning: a refused instance leaves the table as it was.
-        known = self._by_names.get((names, static))
-        check(obj, known or Layout(self.cls, records(names, static)))
-        layout = known or self.intern(names, static)
+        known = self._current.get(names)
+        if known is None:
+            static = tuple(n in self.static_names for n in names)
+            check(obj, Layout(self.cls, records(names, static)))
+        else:
+            check(obj, known)
+        layout = known or self.for_names(names)
         if raw is not None and markers.LAYOUT not in raw:
             with self.lock:  # the bound holds without the GIL too
                 if len(self._raw) < _RAW_CACHE_SIZE:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import builtins
 import gc
 import sys
+import threading
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._codegen import compile_source, node_functions_source
+from ._codegen import compile_source, key_constant, node_functions_source
 from ._compat import static_hash
 from ._layouts import Layout, LayoutTable, check
 
@@ -63,6 +64,8 @@ class NodeFunctions:
             "_unflatten_generic": self.unflatten_generic,
             "_replace_generic": self.replace_generic,
             "_observe_traced": self.observe_traced,
+            "_observe_slow": self.observe_slow,
+            "_layout_of_generic": self.layout_of_generic,
         }
         made = [types.FunctionType(_GENERIC[n].__code__, self.namespace, n) for n in _SINGLE]
         self.flatten, self.unflatten, self.layout_of, self.observe, self.replace = made
@@ -71,19 +74,18 @@ class NodeFunctions:
         # Every code object swapped out, kept alive: without the GIL a thread may still be
         # running one when it is replaced (a few per class: first use, varied, each backend).
         self.retired: list[types.CodeType] = []
+        self.lock = threading.RLock()
         self.attach(table)
 
     def attach(self, table: LayoutTable) -> None:
         """Follow ``table`` from now on (a class decorated again keeps its registered functions)."""
-        with table.lock:
+        # Under the functions' own lock, not the table's: a thread that holds an earlier table's
+        # lock may be regenerating them (lock order: a table's, then this one).
+        with self.lock:
             self.table = table
             self.cls = table.cls
-            self.namespace.update(
-                _cls=table.cls,
-                _P=None,
-                _observe_slow=table.observe_slow,
-                _layout_of_generic=table.layout_of,
-            )
+            # One store each: a thread running these functions sees the old table or the new.
+            self.namespace.update(_cls=table.cls)
             table.on_change = self.regenerate
             for name in _SINGLE:
                 self._swap(getattr(self, name), _GENERIC[name].__code__)
@@ -114,7 +116,12 @@ class NodeFunctions:
                 self.first_use_hooks.append(hook)
 
     def regenerate(self) -> None:
-        """Put the code for what the table knows now into the functions (under its lock)."""
+        """Put the code for what the current table knows now into the functions (any table may
+        ask: the last to run writes code for the table followed now)."""
+        with self.lock:
+            self._regenerate()
+
+    def _regenerate(self) -> None:
         table = self.table
         primary = table.primary
         if primary is None or not table.used:
@@ -129,17 +136,21 @@ class NodeFunctions:
             exact=table.exact(primary),
             varied=table.varied,
             keyed=keyed,
+            ordered=table.ordered,
         )
-        self.namespace["_P"] = primary
+        # The layout and the keys are constants of the code (not names in the shared namespace):
+        # swapping a function's code is one store, so a thread sees one version, complete.
+        constants: dict[Any, Any] = {}
         for backend in keyed:
-            self.namespace.update(
-                (f"_K{backend}{i}", key) for i, key in enumerate(primary.keys[backend])
+            constants.update(
+                (key_constant(backend, i), key) for i, key in enumerate(primary.keys[backend])
             )
         fresh: dict[str, Any] = {}
         compile_source(source, self.namespace, f"{self.cls.__qualname__} nodes", fresh)
         for function in [*(getattr(self, n) for n in _SINGLE), *(self.keyed[b] for b in keyed)]:
-            self._swap(function, fresh[function.__name__].__code__)
-            function.__doc__ = fresh[function.__name__].__doc__
+            made = fresh[function.__name__]
+            function.__doc__ = made.__doc__
+            self._swap(function, _with_constants(made.__code__, primary, constants))
 
     def _swap(self, function: types.FunctionType, code: types.CodeType) -> None:
         if function.__code__ is not code:
@@ -147,6 +158,12 @@ class NodeFunctions:
             function.__code__ = code
 
     # -- the generic paths ---------------------------------------------------------------------
+
+    def observe_slow(self, obj: object) -> None:
+        self.table.observe_slow(obj)
+
+    def layout_of_generic(self, obj: object) -> Layout:
+        return self.table.layout_of(obj)
 
     def flatten_generic(self, obj: object) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         table = self.table
@@ -229,3 +246,19 @@ class NodeFunctions:
                     f"for it, so it cannot be flattened. Set it in __init__ (or give the field a "
                     f"default)."
                 ) from None
+
+
+def _with_constants(code: types.CodeType, primary: Layout, keys: dict[Any, Any]) -> types.CodeType:
+    """``code`` with its placeholders (``...`` for the primary layout, a string per key)
+    replaced by the objects."""
+
+    def put(constant: Any) -> Any:
+        if constant is Ellipsis:
+            return primary
+        if type(constant) is str:
+            return keys.get(constant, constant)
+        if type(constant) is tuple:  # the compiler folds ((...), "key") into one constant
+            return tuple(put(c) for c in constant)
+        return constant
+
+    return code.replace(co_consts=tuple(put(c) for c in code.co_consts))
