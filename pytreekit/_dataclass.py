@@ -37,6 +37,7 @@ from ._compat import (
     class_annotations,
     is_field,
     is_init_var,
+    record_dataclass_frozen,
     record_dataclass_params,
     signature,
 )
@@ -49,6 +50,7 @@ from ._fields import (
     close_match,
     static_in_metadata,
 )
+from ._frozen import is_frozen_setattr
 from ._layouts import Layout, check
 from ._spec import Options
 
@@ -91,13 +93,16 @@ def make_dataclass(cls: type, options: Options) -> list[dataclasses.Field[Any]]:
         had_doc = "__doc__" in cls.__dict__ and cls.__doc__
         if not had_doc:  # dataclasses would compute it from the __init__ it is not writing
             setattr(cls, "__doc__", "pending")
+        # Decorated again while in use: pytreekit's frozen methods stay until replaced (other
+        # threads never see the class unfrozen), so dataclasses must not write its own.
+        kept = options.frozen and is_frozen_setattr(cls.__dict__.get("__setattr__"))
         try:
             dataclasses.dataclass(
                 cls,
                 init=False,
                 repr=False,
                 eq=False,
-                frozen=options.frozen,
+                frozen=options.frozen and not kept,
                 kw_only=options.kw_only,
             )
         except (TypeError, ValueError) as error:
@@ -106,6 +111,8 @@ def make_dataclass(cls: type, options: Options) -> list[dataclasses.Field[Any]]:
             if not had_doc:
                 setattr(cls, "__doc__", None)
         record_dataclass_params(cls, init=True, repr=options.repr, eq=options.eq)
+        if kept:
+            record_dataclass_frozen(cls)
     return _pytree_fields(cls, options)
 
 

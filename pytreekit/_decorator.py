@@ -316,7 +316,19 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         # Decorating a class in use again: what other threads call (its spec, its layout marker,
         # its methods) stays in place until the new one replaces it, so they see the old class
         # or the new, never one without either.
-        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before} if existing else {}
+        # (Not when a @dataclass is run again: it writes what it finds missing.)
+        in_use = existing is not None and replay is None
+        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before} if in_use else {}
+        # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
+        # refuses to overwrite them).
+        if (
+            in_use
+            and existing is not None
+            and options.frozen
+            and existing.options.frozen
+            and not _frozen_dataclass_base(cls)
+        ):
+            kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
         try:
             _restore(cls, as_written, keep=kept.keys())
             if replay is not None:
@@ -529,6 +541,13 @@ def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     setattr(cls, "__init__", __init__)
     setattr(cls, markers.PENDING, as_written)
+
+
+def _frozen_dataclass_base(cls: type) -> bool:
+    return any(
+        getattr(base.__dict__.get("__dataclass_params__"), "frozen", False)
+        for base in cls.__mro__[1:]
+    )
 
 
 def _parent_spec(cls: type) -> ClassSpec | None:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import builtins
 import gc
+import itertools
 import sys
 import threading
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._codegen import compile_source, key_constant, node_functions_source
+from ._codegen import PRIMARY, compile_source, key_name, node_functions_source
 from ._compat import static_hash
 from ._layouts import Layout, LayoutTable, check
 
@@ -75,6 +76,7 @@ class NodeFunctions:
         # running one when it is replaced (a few per class: first use, varied, each backend).
         self.retired: list[types.CodeType] = []
         self.lock = threading.RLock()
+        self._generations = itertools.count()
         self.attach(table)
 
     def attach(self, table: LayoutTable) -> None:
@@ -130,6 +132,16 @@ class NodeFunctions:
             self.first_use_hooks.pop(0)()
         # A backend whose registration was undone keeps its function, unused, generic.
         keyed = tuple(backend for backend in self.keyed if backend in table.key_factories)
+        # Names of this generation, put in the namespace before any code reading them runs: a
+        # thread sees one version of each function, complete, and the names it reads.
+        suffix = f"_{next(self._generations)}"
+        fresh_names: dict[str, Any] = {f"{PRIMARY}{suffix}": primary}
+        for backend in keyed:
+            fresh_names.update(
+                (f"{key_name(backend, i)}{suffix}", key)
+                for i, key in enumerate(primary.keys[backend])
+            )
+        self.namespace.update(fresh_names)
         source = node_functions_source(
             primary,
             table.storage,
@@ -137,20 +149,13 @@ class NodeFunctions:
             varied=table.varied,
             keyed=keyed,
             ordered=table.ordered,
+            suffix=suffix,
         )
-        # The layout and the keys are constants of the code (not names in the shared namespace):
-        # swapping a function's code is one store, so a thread sees one version, complete.
-        constants: dict[Any, Any] = {}
-        for backend in keyed:
-            constants.update(
-                (key_constant(backend, i), key) for i, key in enumerate(primary.keys[backend])
-            )
         fresh: dict[str, Any] = {}
         compile_source(source, self.namespace, f"{self.cls.__qualname__} nodes", fresh)
         for function in [*(getattr(self, n) for n in _SINGLE), *(self.keyed[b] for b in keyed)]:
-            made = fresh[function.__name__]
-            function.__doc__ = made.__doc__
-            self._swap(function, _with_constants(made.__code__, primary, constants))
+            function.__doc__ = fresh[function.__name__].__doc__
+            self._swap(function, fresh[function.__name__].__code__)
 
     def _swap(self, function: types.FunctionType, code: types.CodeType) -> None:
         if function.__code__ is not code:
@@ -246,19 +251,3 @@ class NodeFunctions:
                     f"for it, so it cannot be flattened. Set it in __init__ (or give the field a "
                     f"default)."
                 ) from None
-
-
-def _with_constants(code: types.CodeType, primary: Layout, keys: dict[Any, Any]) -> types.CodeType:
-    """``code`` with its placeholders (``...`` for the primary layout, a string per key)
-    replaced by the objects."""
-
-    def put(constant: Any) -> Any:
-        if constant is Ellipsis:
-            return primary
-        if type(constant) is str:
-            return keys.get(constant, constant)
-        if type(constant) is tuple:  # the compiler folds ((...), "key") into one constant
-            return tuple(put(c) for c in constant)
-        return constant
-
-    return code.replace(co_consts=tuple(put(c) for c in code.co_consts))

@@ -148,12 +148,15 @@ def test_each_instance_has_the_fields_in_the_order_it_assigned_them(
     assert _fresh(ORDERS, static, tmp_path, attribute, first).strip() == "checked"
 
 
-def test_threads_see_the_class_as_declared_before_or_after_a_redecoration():
+@pytest.mark.parametrize("annotated", [False, True])
+@pytest.mark.parametrize("frozen", [False, True])
+def test_threads_see_the_class_as_declared_before_or_after_a_redecoration(annotated, frozen):
     def init(self, w, n):
         self.w = w
         self.n = n
 
-    Racer, _ = define(init, ("n",), name="Racer")
+    body = {"__annotations__": {"w": float, "n": int}} if annotated else {}
+    Racer, _ = define(init, ("n",), name="Racer", frozen=frozen, body=body)
     declared = {("n",): [(".w", 1.0)], (): [(".w", 1.0), (".n", 3)]}
     seen: list[object] = []
     errors: list[BaseException] = []
@@ -170,6 +173,7 @@ def test_threads_see_the_class_as_declared_before_or_after_a_redecoration():
                 seen.append(tuple(flat))
                 rebuilt = jax.tree_util.tree_map(lambda x: x, obj)
                 assert (rebuilt.w, rebuilt.n) == (1.0, 3)
+                assert rebuilt == obj and repr(rebuilt) == "Racer(w=1.0, n=3)"
             except BaseException as error:
                 errors.append(error)
                 return
@@ -181,7 +185,7 @@ def test_threads_see_the_class_as_declared_before_or_after_a_redecoration():
         for thread in threads:
             thread.start()
         for i in range(200):
-            pytree_class(Racer, static=("n",) if i % 2 else ())
+            pytree_class(Racer, static=("n",) if i % 2 else (), frozen=frozen)
         stop.set()
         for thread in threads:
             thread.join()
