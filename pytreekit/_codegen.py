@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from . import _markers as markers
 from ._compat import copy_annotations, signature, static_hash
 from ._frozen import begin_init, end_init
-from ._layouts import Layout, Storage
+from ._layouts import NESTED, Layout, Storage, bound_inside
 
 _serial = itertools.count()
 
@@ -154,26 +154,49 @@ class CheckNames(NamedTuple):
     method: str
     check: str  # _layouts.check(obj, layout), which names the culprit
     layout: str
+    nested: str  # _layouts.NESTED
+    inside: str  # _layouts.bound_inside
 
 
-NODE_NAMES = CheckNames("_hash", "_Method", "_check", PRIMARY)
+NODE_NAMES = CheckNames("_hash", "_Method", "_check", PRIMARY, "_nested", "_inside")
 METHOD_NAMES = CheckNames(
-    "__pytreekit_hash__", "__pytreekit_method__", "__pytreekit_check__", "__pytreekit_primary__"
+    "__pytreekit_hash__",
+    "__pytreekit_method__",
+    "__pytreekit_check__",
+    "__pytreekit_primary__",
+    "__pytreekit_nested__",
+    "__pytreekit_inside__",
 )
-METHOD_HELPERS = {"__pytreekit_hash__": static_hash, "__pytreekit_method__": types.MethodType}
+METHOD_HELPERS = {
+    "__pytreekit_hash__": static_hash,
+    "__pytreekit_method__": types.MethodType,
+    "__pytreekit_nested__": NESTED,
+    "__pytreekit_inside__": bound_inside,
+}
 
 
 def check_lines(
-    statics: list[str], values: list[str], names: CheckNames, on_failure: list[str]
+    statics: list[str],
+    values: list[str],
+    names: CheckNames,
+    on_failure: list[str],
+    this: str | None = None,
 ) -> list[str]:
     """``_layouts.check`` inline: ``statics`` (expressions) hashable and none of ``values`` a
     bound method, else ``on_failure`` (which calls the check to name the culprit, or takes the
     slow path). ``values`` lists what code that held the instance may have set: none where only
-    arguments and defaults were stored, which cannot refer to an instance not yet returned."""
+    arguments and defaults were stored, which cannot refer to an instance not yet returned;
+    ``this``, the instance, when such code ran: a static value holding its methods is refused."""
     body = [f"{names.hash}({value})" for value in statics]
     if values:
         bound = " or ".join(f"{value}.__class__ is {names.method}" for value in values)
         body += [f"if {bound}:", "    raise TypeError"]
+    if this is not None and statics:
+        inside = " or ".join(
+            f"(isinstance({value}, {names.nested}) and {names.inside}({value}, {this}))"
+            for value in statics
+        )
+        body += [f"if {inside}:", "    raise TypeError"]
     if not body:
         return []
     return ["try:", *indent(body), "except (TypeError, AttributeError):", *indent(on_failure)]
@@ -293,7 +316,7 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
             return function("observe", "obj", slow)
         reads = [f"obj.{n}" for n in names]
         statics = [f"obj.{n}" for n in layout.static_names]
-        checked = check_lines(statics, reads, NODE_NAMES, ["pass"])
+        checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
         body = [f"if tuple(obj.__dict__) == {names!r}:", *indent([*checked, "else:", "    return"])]
         if not checked:
             body = [f"if tuple(obj.__dict__) == {names!r}:", "    return"]
@@ -310,7 +333,7 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
         count = "if len(refs) == 2 and refs[0].__class__ is not dict:"
     reads = [f"obj.{n}" for n in names]
     statics = [f"obj.{n}" for n in layout.static_names]
-    checked = check_lines(statics, reads, NODE_NAMES, ["pass"])
+    checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
     # torch.compile cannot trace the garbage collector, and may trace the __init__ of any class
     # (optree is torch's pytree engine; dynamo traces plain classes too). Until torch is imported
     # the guard costs one dict lookup; then one call of torch.compiler.is_compiling, which dynamo
@@ -340,9 +363,10 @@ def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str
         *indent(
             check_lines(
                 [v for v, s in zip(values, layout.static, strict=True) if s],
-                [],
+                values,  # a change may hold a method of obj, which the copy would keep calling
                 NODE_NAMES,
-                [f"_check(new, {PRIMARY})"],
+                [f"_check(new, {PRIMARY}, obj)"],
+                "obj",
             ),
             2,
         ),

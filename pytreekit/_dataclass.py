@@ -266,8 +266,10 @@ def _checks(
     layout: Layout,
     helpers: dict[str, Any],
     frozen: bool,
+    after_post_init: Callable[[object], None] | None,
 ) -> list[str]:
-    """What runs after the assignments: ``__post_init__``, then the layout's check. Without a
+    """What runs after the assignments: ``__post_init__``, then the layout's check and
+    ``after_post_init`` (which refuses attributes that are not fields). Without a
     ``__post_init__`` only arguments and defaults were stored, so only static values can be
     wrong, and a field left unset (``init=False`` without a default) is not read."""
     helpers.update(METHOD_HELPERS, __pytreekit_check__=check, __pytreekit_primary__=layout)
@@ -278,9 +280,13 @@ def _checks(
         init_vars = [f.name for f in all_fields if is_init_var(f)]
         values = [f"{this}.{name}" for name in layout.names]
         statics = [f"{this}.{name}" for name in layout.static_names]
+        extras = [] if after_post_init is None else [f"__pytreekit_extras__({this})"]
+        if after_post_init is not None:
+            helpers["__pytreekit_extras__"] = after_post_init
         return [
             *_post_init(this, init_vars, frozen),
-            *check_lines(statics, values, METHOD_NAMES, on_failure),
+            *check_lines(statics, values, METHOD_NAMES, on_failure, this),
+            *extras,
         ]
     statics = [
         f"{this}.{name}"
@@ -293,7 +299,11 @@ def _checks(
 
 
 def generated_init(
-    cls: type, all_fields: Sequence[dataclasses.Field[Any]], layout: Layout, frozen: bool
+    cls: type,
+    all_fields: Sequence[dataclasses.Field[Any]],
+    layout: Layout,
+    frozen: bool,
+    after_post_init: Callable[[object], None] | None = None,
 ) -> Callable[..., None]:
     """``__init__`` for ``cls``; ``all_fields`` are its fields and ``InitVar`` pseudo-fields, in
     dataclasses' order; ``layout`` its fields' layout."""
@@ -307,7 +317,7 @@ def generated_init(
     }
     parameters = [this, *_parameters(cls, all_fields, helpers)]
     body = _assignments(this, all_fields, helpers, frozen)
-    body += _checks(this, cls, all_fields, layout, helpers, frozen)
+    body += _checks(this, cls, all_fields, layout, helpers, frozen, after_post_init)
     init = method(cls, "__init__", ", ".join(parameters), body, helpers)
     parameter_fields = [f for f in all_fields if f.init]
     converted = {

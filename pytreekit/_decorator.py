@@ -398,8 +398,10 @@ def _make_spec(
             own = {k: v for k, v in own.items() if not _dataclass.generated_by_dataclasses(cls, k)}
 
         def generated() -> Callable[..., None]:
-            assert table.primary is not None
-            return _dataclass.generated_init(cls, all_fields, table.primary, options.frozen)
+            assert isinstance(table, FixedLayouts) and table.primary is not None
+            return _dataclass.generated_init(
+                cls, all_fields, table.primary, options.frozen, table.after_post_init
+            )
 
         install(
             cls, options, own, init=generated, dataclass_methods=was_dataclass, automatic=automatic

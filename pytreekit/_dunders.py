@@ -114,6 +114,12 @@ def install(
             setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen))
         elif init is not None and nearest_init(cls)[1] != "wrapped":
             setattr(cls, "__init__", init())
+    else:
+        # A dataclass's own __init__ (dataclasses', or one in its body) runs unchanged, checked
+        # when it returns as a user's is: static values, bound methods, nothing but fields set.
+        made = cls.__dict__.get("__init__")
+        if made is not None and not getattr(made, markers.WRAPS_INIT, False):
+            setattr(cls, "__init__", init_wrapper(cls, made, options.frozen))
     kept = {
         n for n in ("__repr__", "__eq__", "__hash__") if n in own or (automatic and _users(cls, n))
     }

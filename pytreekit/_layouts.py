@@ -17,8 +17,11 @@ decoration reads layouts, never the kind of class. Decoration picks the table:
 
 from __future__ import annotations
 
+import functools
+import gc
 import keyword
 import operator
+import sys
 import threading
 import types
 import weakref
@@ -301,6 +304,14 @@ class FixedLayouts(LayoutTable):
                 )
             factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
             object.__setattr__(obj, f.name, factory())
+        self.refuse_extras(obj, "__init__")
+        check(obj, layout)
+
+    def refuse_extras(self, obj: object, where: str) -> None:
+        """A ``TypeError`` if ``where`` (``__init__``, ``__post_init__``) set an attribute of
+        ``obj`` that is not a field."""
+        layout = self.primary
+        assert layout is not None
         instance_dict = getattr(obj, "__dict__", None)
         if instance_dict:
             storage = self.storage
@@ -311,12 +322,29 @@ class FixedLayouts(LayoutTable):
             if len(extras) > len(storage.descriptor_fields):
                 extra = extras[-1]
                 raise TypeError(
-                    f"{owner}.__init__ set attribute {extra!r}, which is not a field, so JAX "
-                    f"transformations would drop it. Declare it in the class body "
+                    f"{self.cls.__qualname__}.{where} set attribute {extra!r}, which is not a "
+                    f"field, so JAX transformations would drop it. Declare it in the class body "
                     f"(`{extra}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
                     f"array), or do not store it on the instance."
                 )
-        check(obj, layout)
+
+    def after_post_init(self, obj: object) -> None:
+        """What the generated ``__init__`` runs once ``__post_init__`` returned: nothing it set
+        may be other than a field. Without reading ``obj.__dict__`` where the count of the
+        garbage collector's referents (the attribute values and the class) proves it."""
+        layout = self.primary
+        assert layout is not None
+        storage = self.storage
+        if (
+            storage.has_dict
+            and not storage.slots
+            and not storage.descriptor_fields
+            and not tracing()
+        ):
+            refs = gc.get_referents(obj)
+            if len(refs) <= len(layout.names) + 1 and (refs and refs[0].__class__ is not dict):
+                return
+        self.refuse_extras(obj, "__post_init__")
 
 
 class LearnedLayouts(LayoutTable):
@@ -498,33 +526,76 @@ class LearnedLayouts(LayoutTable):
 # -- the check of a new instance's values -----------------------------------------------------
 
 
-def check(obj: object, layout: Layout) -> None:
+def check(obj: object, layout: Layout, source: object = None) -> None:
     """The rule for the values of an instance ``obj`` of ``layout`` that was just built: static
-    values hashable, no method bound to ``obj`` itself. Generated code checks the same inline and
-    calls this to name the culprit; an unset field is left for flatten to name."""
+    values hashable, no method bound to ``obj`` itself (inside a static value either). Generated
+    code checks the same inline and calls this to name the culprit; an unset field is left for
+    flatten to name. ``source``: the instance ``replace`` copied, whose methods are refused too."""
     cls = type(obj)
     for name, static in zip(layout.names, layout.static, strict=True):
         try:
             value = getattr(obj, name)
         except AttributeError:
             continue
-        if static:
-            check_static_value(cls, name, value)
-        check_not_bound_to(obj, name, value)
+        for built in (obj, source) if source is not None else (obj,):
+            if static:
+                check_static_value(cls, name, value)
+                inside = bound_inside(value, built)
+                if inside is not None:
+                    _refuse_bound(obj, name, inside, inside is not value)
+            check_not_bound_to(built, name, value)
 
 
 def check_not_bound_to(obj: object, name: str, value: Any) -> None:
     """Refuse a field holding a method bound to the instance being built: every rebuilt copy
     (``tree_map``, ``replace``, unflatten) would keep calling the original instance."""
     if type(value) is types.MethodType and value.__self__ is obj:
-        owner = type(obj).__qualname__
-        function = value.__func__.__name__
-        raise TypeError(
-            f"{owner}.{name} holds self.{function}, a method bound to the instance being built; "
-            f"copies JAX rebuilds would keep calling this instance's method, with its old "
-            f"values. Call self.{function}(...) where it is needed, or store the function: "
-            f"self.{name} = type(self).{function} (or a module-level function)."
-        )
+        _refuse_bound(obj, name, value, False)
+
+
+def _refuse_bound(obj: object, name: str, method: types.MethodType, inside: bool) -> None:
+    owner = type(obj).__qualname__
+    function = method.__func__.__name__
+    where = "holds, inside its value," if inside else "holds"
+    raise TypeError(
+        f"{owner}.{name} {where} self.{function}, a method bound to the instance being built "
+        f"(or copied); copies JAX rebuilds would keep calling that instance's method, with its "
+        f"old values. Call self.{function}(...) where it is needed, or store the function: "
+        f"type(self).{function} (or a module-level function)."
+    )
+
+
+# The values bound_inside looks into; generated code calls it for these only.
+NESTED = (tuple, list, set, frozenset, dict, functools.partial)
+
+
+def bound_inside(value: Any, obj: object) -> types.MethodType | None:
+    """A method bound to ``obj`` that ``value`` is or holds (in tuples, lists, sets, dicts,
+    ``functools.partial``), if any: the static values a rebuilt copy keeps share it."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if type(item) is types.MethodType:
+            if item.__self__ is obj:
+                return item
+        elif isinstance(item, NESTED[:4]):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, functools.partial):
+            stack.extend((item.func, *item.args, *item.keywords.values()))
+    return None
+
+
+def tracing() -> bool:
+    """Whether torch.compile traces the running code (it cannot trace the garbage collector);
+    one dict lookup until torch is imported."""
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.compiler.is_compiling())
 
 
 def _nothing(*_: object) -> None:

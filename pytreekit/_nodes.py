@@ -20,7 +20,7 @@ from typing import Any
 
 from ._codegen import PRIMARY, compile_source, key_name, node_functions_source
 from ._compat import static_hash
-from ._layouts import Layout, LayoutTable, check
+from ._layouts import NESTED, Layout, LayoutTable, bound_inside, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.
@@ -58,6 +58,8 @@ class NodeFunctions:
             "_hash": static_hash,
             "_Method": types.MethodType,
             "_check": check,
+            "_nested": NESTED,
+            "_inside": bound_inside,
             "_referents": gc.get_referents,
             "_modules": sys.modules,
             "_flatten_generic": self.flatten_generic,
@@ -228,7 +230,7 @@ class NodeFunctions:
                 self._missing_field(obj, layout)
                 raise
             object.__setattr__(new, name, value)
-        check(new, layout)
+        check(new, layout, obj)
         table.note(new, layout)
         return new
 
