@@ -10,6 +10,7 @@ import linecache
 import re
 import sys
 import types
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -19,14 +20,28 @@ from ._frozen import begin_init, end_init
 from ._layouts import NESTED, Layout, Storage, bound_inside
 
 _serial = itertools.count()
+_compiled: weakref.WeakKeyDictionary[type, itertools.count[int]] = weakref.WeakKeyDictionary()
 
 
 def compile_source(
-    source: str, globals_: dict[str, Any], label: str, into: dict[str, Any] | None = None
+    source: str,
+    globals_: dict[str, Any],
+    label: str,
+    into: dict[str, Any] | None = None,
+    owner: type | None = None,
 ) -> None:
     """Execute ``source`` with ``globals_``, defining its names ``into`` a dict of their own
-    (default: the globals)."""
-    filename = f"<pytreekit generated {label} #{next(_serial)}>"
+    (default: the globals). Its ``linecache`` entry lives as long as ``owner``, the class the code
+    belongs to (a class defined in a loop or a function leaves nothing behind)."""
+    if owner is None:
+        filename = f"<pytreekit generated {label} #{next(_serial)}>"
+    else:
+        # Named after the owner's address (reused once it is freed) and its own count: CPython
+        # keeps every code object's file name for good, so names must not grow with each class.
+        count = _compiled.setdefault(owner, itertools.count())
+        filename = f"<pytreekit generated {label} #{id(owner):x}.{next(count)}>"
+        weakref.finalize(owner, linecache.cache.pop, filename, None)
+    # No modification time: linecache.checkcache keeps the entry (there is no file to check).
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), globals_, into)
 
@@ -57,7 +72,7 @@ def method(
     inner = function(name, params, body).splitlines()
     made: dict[str, Any] = {}
     source = function("__pytreekit_make__", ", ".join(helpers), [*inner, f"return {name}"])
-    compile_source(source, module_globals, f"{cls.__qualname__}.{name}", made)
+    compile_source(source, module_globals, f"{cls.__qualname__}.{name}", made, cls)
     result: types.FunctionType = made["__pytreekit_make__"](**helpers)
     result.__qualname__ = f"{cls.__qualname__}.{name}"
     result.__module__ = cls.__module__

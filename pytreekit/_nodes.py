@@ -154,7 +154,8 @@ class NodeFunctions:
             suffix=suffix,
         )
         fresh: dict[str, Any] = {}
-        compile_source(source, self.namespace, f"{self.cls.__qualname__} nodes", fresh)
+        label = f"{self.cls.__qualname__} nodes"
+        compile_source(source, self.namespace, label, fresh, self.cls)
         for function in [*(getattr(self, n) for n in _SINGLE), *(self.keyed[b] for b in keyed)]:
             function.__doc__ = fresh[function.__name__].__doc__
             self._swap(function, fresh[function.__name__].__code__)
