@@ -156,6 +156,7 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
 # How node functions name the primary layout and each child's key: names in the class's node
 # namespace, given a suffix per generation of code (``node_functions_source``).
 PRIMARY = "_P"
+BARE = "_A"  # the primary's Layout.bare
 
 
 def key_name(backend: str, index: int) -> str:
@@ -239,6 +240,8 @@ def node_functions_source(
     fields are in the order it assigned them (a class without annotations); ``suffix``: added to
     the names of the primary layout (``_P``) and the keys (``key_name``)."""
     aux = f"({PRIMARY}, {_reads(layout.static_names)})"
+    if layout.bare is not None:
+        aux = BARE  # the one aux data of the class, which prints as None
     children = f"({_reads(layout.child_names)}), {aux}"
     sources = [_flatten("flatten", "obj", children, "_flatten_generic(obj)", exact, varied)]
     for backend in keyed:  # the default of backend is set on each function object
@@ -257,7 +260,9 @@ def node_functions_source(
     # Each generation reads names of its own: a thread still running the code swapped out reads
     # the layout and keys it was written for.
     # (Not a field's name: obj._P, "_P".)
-    return re.sub(rf"(?<![.\w'\"])({PRIMARY}|_K\w+_\d+)(?![\w'\"])", rf"\g<1>{suffix}", source)
+    return re.sub(
+        rf"(?<![.\w'\"])({PRIMARY}|{BARE}|_K\w+_\d+)(?![\w'\"])", rf"\g<1>{suffix}", source
+    )
 
 
 def _reads(names: tuple[str, ...], obj: str = "obj") -> str:

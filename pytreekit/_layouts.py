@@ -47,6 +47,7 @@ class Layout:
     built an instance can rebuild one."""
 
     __slots__ = (
+        "bare",
         "child_names",
         "cls",
         "compared",
@@ -83,16 +84,31 @@ class Layout:
         self.read = _getter(self.names)
         self.hashed_values = _getter(self.hashed)
         self.keys: dict[str, tuple[Any, ...]] = {}
+        # The aux data of an instance of a layout without static fields, where the class declares
+        # its one layout (FixedLayouts): NodeData((self,)).
+        self.bare: tuple[Any, ...] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Layout], tuple[Any, ...]]:
         # Unpickled into the interned layout of the receiving process: identity stays equality.
         return layout_for, (self.cls, self.names, self.static)
 
     def __repr__(self) -> str:
+        # Short: treedefs print it (in errors, jit cache misses, tools showing node data).
         fields = ", ".join(
-            f"{n} (static)" if s else n for n, s in zip(self.names, self.static, strict=True)
+            f"{n}*" if s else n for n, s in zip(self.names, self.static, strict=True)
         )
-        return f"<layout of {self.cls.__qualname__}: {fields}>"
+        return f"Layout({fields})"
+
+
+class NodeData(tuple[Any, ...]):
+    """The aux data ``(layout,)`` of an annotated class without static fields, one per class: it
+    prints as ``None``, so treedefs read as for a class registered by hand with no node data
+    (the layout is the class's declaration). Equal to, and hashed as, the plain tuple."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
 
 
 def records(names: Iterable[str], static: Iterable[bool]) -> tuple[Field, ...]:
@@ -273,6 +289,8 @@ class FixedLayouts(LayoutTable):
     ) -> None:
         super().__init__(cls, storage, key_factories)
         self.primary = self._add(Layout(cls, fields))
+        if not self.primary.static_names:
+            self.primary.bare = NodeData((self.primary,))
 
     def layout_of(self, obj: object) -> Layout:
         assert self.primary is not None

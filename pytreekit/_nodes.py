@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._codegen import PRIMARY, compile_source, key_name, node_functions_source
+from ._codegen import BARE, PRIMARY, compile_source, key_name, node_functions_source
 from ._compat import static_hash
 from ._layouts import NESTED, Layout, LayoutTable, bound_inside, check
 
@@ -137,7 +137,10 @@ class NodeFunctions:
         # Names of this generation, put in the namespace before any code reading them runs: a
         # thread sees one version of each function, complete, and the names it reads.
         suffix = f"_{next(self._generations)}"
-        fresh_names: dict[str, Any] = {f"{PRIMARY}{suffix}": primary}
+        fresh_names: dict[str, Any] = {
+            f"{PRIMARY}{suffix}": primary,
+            f"{BARE}{suffix}": primary.bare,
+        }
         for backend in keyed:
             fresh_names.update(
                 (f"{key_name(backend, i)}{suffix}", key)
@@ -183,6 +186,8 @@ class NodeFunctions:
         except AttributeError:
             self._missing_field(obj, layout)
             raise
+        if layout.bare is not None:
+            return children, layout.bare
         return children, (layout, *statics)
 
     def flatten_with_keys_generic(self, obj: object, backend: str) -> tuple[Any, Any]:
@@ -192,7 +197,7 @@ class NodeFunctions:
     def layout_in(self, aux: Any) -> Layout:
         """The layout of the instance ``aux`` data was flattened from; refused if the data is
         not this class's."""
-        layout = aux[0] if type(aux) is tuple and aux else None
+        layout = aux[0] if isinstance(aux, tuple) and aux else None
         if not isinstance(layout, Layout) or layout.cls is not self.cls:
             raise TypeError(
                 f"cannot unflatten {self.cls.__qualname__} from aux data {aux!r}: it was not "
