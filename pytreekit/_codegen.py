@@ -4,6 +4,7 @@ builder per kind of line."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import linecache
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 from . import _markers as markers
 from ._compat import copy_annotations, signature, static_hash
 from ._frozen import begin_init, end_init
-from ._layouts import NESTED, Layout, Storage, bound_inside
+from ._layouts import NESTED_HASHES, Layout, Storage, bound_inside
 
 _serial = itertools.count()
 _compiled: weakref.WeakKeyDictionary[type, itertools.count[int]] = weakref.WeakKeyDictionary()
@@ -170,11 +171,12 @@ class CheckNames(NamedTuple):
     method: str
     check: str  # _layouts.check(obj, layout), which names the culprit
     layout: str
-    nested: str  # _layouts.NESTED
+    nested: str  # _layouts.NESTED_HASHES
+    partial: str  # functools.partial
     inside: str  # _layouts.bound_inside
 
 
-NODE_NAMES = CheckNames("_hash", "_Method", "_check", PRIMARY, "_nested", "_inside")
+NODE_NAMES = CheckNames("_hash", "_Method", "_check", PRIMARY, "_nested", "_inside", "_partial")
 METHOD_NAMES = CheckNames(
     "__pytreekit_hash__",
     "__pytreekit_method__",
@@ -182,11 +184,13 @@ METHOD_NAMES = CheckNames(
     "__pytreekit_primary__",
     "__pytreekit_nested__",
     "__pytreekit_inside__",
+    "__pytreekit_partial__",
 )
 METHOD_HELPERS = {
     "__pytreekit_hash__": static_hash,
     "__pytreekit_method__": types.MethodType,
-    "__pytreekit_nested__": NESTED,
+    "__pytreekit_nested__": NESTED_HASHES,
+    "__pytreekit_partial__": functools.partial,
     "__pytreekit_inside__": bound_inside,
 }
 
@@ -209,7 +213,8 @@ def check_lines(
         body += [f"if {bound}:", "    raise TypeError"]
     if this is not None and statics:
         inside = " or ".join(
-            f"(isinstance({value}, {names.nested}) and {names.inside}({value}, {this}))"
+            f"(({value}.__class__.__hash__ in {names.nested} or {value}.__class__ is "
+            f"{names.partial}) and {names.inside}({value}, {this}))"
             for value in statics
         )
         body += [f"if {inside}:", "    raise TypeError"]
@@ -383,13 +388,18 @@ def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str
         *indent(
             check_lines(
                 [v for v, s in zip(values, layout.static, strict=True) if s],
-                values,  # a change may hold a method of obj, which the copy would keep calling
+                [],
                 NODE_NAMES,
                 [f"_check(new, {PRIMARY}, obj)"],
-                "obj",
             ),
             2,
         ),
+        "        for _v in changes.values():  # a method of obj: the copy would keep calling it",
+        "            if _v.__class__ is _Method or (",
+        "                (_v.__class__.__hash__ in _nested or _v.__class__ is _partial)",
+        "                and _inside(_v, obj)",
+        "            ):",
+        f"                _check(new, {PRIMARY}, obj)",
         "        return new",
     ]
     fast = _for_primary(attempt, exact and bool(layout.names), varied)

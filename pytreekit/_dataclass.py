@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -51,7 +53,7 @@ from ._fields import (
     static_in_metadata,
 )
 from ._frozen import is_frozen_setattr
-from ._layouts import Layout, check
+from ._layouts import Layout, all_slots, check, resolved
 from ._spec import Options
 
 _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")
@@ -280,9 +282,10 @@ def _checks(
         init_vars = [f.name for f in all_fields if is_init_var(f)]
         values = [f"{this}.{name}" for name in layout.names]
         statics = [f"{this}.{name}" for name in layout.static_names]
-        extras = [] if after_post_init is None else [f"__pytreekit_extras__({this})"]
+        extras = []
         if after_post_init is not None:
             helpers["__pytreekit_extras__"] = after_post_init
+            extras = _extras_lines(this, len(layout.names), layout.cls, helpers)
         return [
             *_post_init(this, init_vars, frozen),
             *check_lines(statics, values, METHOD_NAMES, on_failure, this),
@@ -296,6 +299,36 @@ def _checks(
         or fields[name].default_factory is not MISSING
     ]
     return check_lines(statics, [], METHOD_NAMES, on_failure)
+
+
+def _extras_lines(this: str, count: int, cls: type, helpers: dict[str, Any]) -> list[str]:
+    """After ``__post_init__``: the count of the instance's referents (its attribute values and
+    its class) proves it holds nothing but fields, without reading its dict; anything else asks
+    ``__pytreekit_extras__``. torch.compile cannot trace the garbage collector: while it traces,
+    the dict is read instead."""
+    slow = [f"__pytreekit_extras__({this})"]
+    storage_ok = (
+        getattr(cls, "__dictoffset__", 0)
+        and not all_slots(cls)
+        and not any(hasattr(type(resolved(cls, n)), "__set__") for n in _field_names(cls))
+    )
+    if not storage_ok:
+        return slow
+    helpers.update(__pytreekit_referents__=gc.get_referents, __pytreekit_modules__=sys.modules)
+    refs = "__pytreekit_refs__"
+    return [
+        'if "torch" in __pytreekit_modules__ and '
+        '__pytreekit_modules__["torch"].compiler.is_compiling():',
+        f"    {slow[0]}",
+        "else:",
+        f"    {refs} = __pytreekit_referents__({this})",
+        f"    if len({refs}) > {count + 1} or {refs}[0].__class__ is dict:",
+        f"        {slow[0]}",
+    ]
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
 
 
 def generated_init(

@@ -18,10 +18,8 @@ decoration reads layouts, never the kind of class. Decoration picks the table:
 from __future__ import annotations
 
 import functools
-import gc
 import keyword
 import operator
-import sys
 import threading
 import types
 import weakref
@@ -347,21 +345,8 @@ class FixedLayouts(LayoutTable):
                 )
 
     def after_post_init(self, obj: object) -> None:
-        """What the generated ``__init__`` runs once ``__post_init__`` returned: nothing it set
-        may be other than a field. Without reading ``obj.__dict__`` where the count of the
-        garbage collector's referents (the attribute values and the class) proves it."""
-        layout = self.primary
-        assert layout is not None
-        storage = self.storage
-        if (
-            storage.has_dict
-            and not storage.slots
-            and not storage.descriptor_fields
-            and not tracing()
-        ):
-            refs = gc.get_referents(obj)
-            if len(refs) <= len(layout.names) + 1 and (refs and refs[0].__class__ is not dict):
-                return
+        """What the generated ``__init__`` runs once ``__post_init__`` returned, where the count
+        of referents does not prove that it set nothing but fields."""
         self.refuse_extras(obj, "__post_init__")
 
 
@@ -583,8 +568,11 @@ def _refuse_bound(obj: object, name: str, method: types.MethodType, inside: bool
     )
 
 
-# The values bound_inside looks into; generated code calls it for these only.
+# The values bound_inside looks into.
 NESTED = (tuple, list, set, frozenset, dict, functools.partial)
+# How generated code tells the hashable ones (a static value is hashable) in two comparisons:
+# by their __hash__ (tuples and NamedTuples share tuple's), and functools.partial by its class.
+NESTED_HASHES = (tuple.__hash__, frozenset.__hash__)
 
 
 def bound_inside(value: Any, obj: object) -> types.MethodType | None:
@@ -607,13 +595,6 @@ def bound_inside(value: Any, obj: object) -> types.MethodType | None:
         elif isinstance(item, functools.partial):
             stack.extend((item.func, *item.args, *item.keywords.values()))
     return None
-
-
-def tracing() -> bool:
-    """Whether torch.compile traces the running code (it cannot trace the garbage collector);
-    one dict lookup until torch is imported."""
-    torch = sys.modules.get("torch")
-    return torch is not None and bool(torch.compiler.is_compiling())
 
 
 def _nothing(*_: object) -> None:

@@ -10,6 +10,7 @@ decorated again and in a process that never built an instance.
 from __future__ import annotations
 
 import builtins
+import functools
 import gc
 import itertools
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 
 from ._codegen import BARE, PRIMARY, compile_source, key_name, node_functions_source
 from ._compat import static_hash
-from ._layouts import NESTED, Layout, LayoutTable, bound_inside, check
+from ._layouts import NESTED_HASHES, Layout, LayoutTable, bound_inside, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.
@@ -58,7 +59,8 @@ class NodeFunctions:
             "_hash": static_hash,
             "_Method": types.MethodType,
             "_check": check,
-            "_nested": NESTED,
+            "_nested": NESTED_HASHES,
+            "_partial": functools.partial,
             "_inside": bound_inside,
             "_referents": gc.get_referents,
             "_modules": sys.modules,
