@@ -4,6 +4,7 @@ builder per kind of line."""
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import itertools
@@ -19,6 +20,7 @@ from . import _markers as markers
 from ._compat import copy_annotations, signature, static_hash
 from ._frozen import begin_init, end_init
 from ._layouts import NESTED_HASHES, Layout, Storage, bound_inside
+from ._layouts import check as _check
 
 _serial = itertools.count()
 _compiled: weakref.WeakKeyDictionary[type, itertools.count[int]] = weakref.WeakKeyDictionary()
@@ -118,7 +120,68 @@ def while_initialising(this: str, call: str) -> list[str]:
     ]
 
 
-def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.FunctionType:
+class InitProof(NamedTuple):
+    """What decoration proved about a user's ``__init__`` from its bytecode: ``stores``, the
+    attributes of ``self`` it sets, in order, when it only stores them (straight-line code, no
+    other use of ``self``, no ``super()``, no frame access), else ``None``; ``reason`` says why
+    (shown in the class spec's repr)."""
+
+    stores: tuple[str, ...] | None
+    reason: str
+
+
+# Names through which code may reach the instance other than as ``self``: the frame, super().
+_REACHING = frozenset({"super", "locals", "vars", "globals", "sys", "inspect", "eval", "exec"})
+_FRAME_ATTRS = frozenset(
+    {"_getframe", "currentframe", "f_locals", "f_back", "f_globals", "stack", "tb_frame"}
+    | {"get_referrers", "get_objects", "getouterframes", "gi_frame", "cr_frame"}
+)
+
+
+def prove_init(init: Callable[..., Any]) -> InitProof:
+    """Whether ``init`` provably only stores attributes of ``self``, each once, in one order."""
+    code = getattr(init, "__code__", None)
+    if type(init) is not types.FunctionType or code is None or code.co_argcount < 1:
+        return InitProof(None, "general: not a plain function")
+    this = code.co_varnames[0]
+    if this in code.co_cellvars or "__class__" in code.co_freevars:
+        return InitProof(None, f"general: {this} is captured by a closure or super() is used")
+    if code.co_exceptiontable:
+        return InitProof(None, "general: try/with blocks")
+    stores: list[str] = []
+    instructions = list(dis.get_instructions(code))
+    for index, ins in enumerate(instructions):
+        name = ins.opname
+        following = instructions[index + 1] if index + 1 < len(instructions) else None
+        if "JUMP" in name or name in ("FOR_ITER", "SEND", "YIELD_VALUE"):
+            return InitProof(None, f"general: branches or loops (line {_line(ins)})")
+        if name in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _REACHING:
+            return InitProof(None, f"general: uses {ins.argval}")
+        if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
+            return InitProof(None, f"general: imports, or reaches frames ({ins.argval})")
+        if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
+            return InitProof(None, f"general: rebinds {this}")
+        if name.startswith("LOAD_FAST") and this in _names_of(ins.argval):
+            last = _names_of(ins.argval)[-1] == this and _names_of(ins.argval).count(this) == 1
+            if not (last and following is not None and following.opname == "STORE_ATTR"):
+                return InitProof(
+                    None, f"general: uses {this} other than to store (line {_line(ins)})"
+                )
+            stores.append(following.argval)
+    return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
+
+
+def _line(ins: dis.Instruction) -> int | None:
+    return None if ins.positions is None else ins.positions.lineno
+
+
+def _names_of(argval: Any) -> tuple[str, ...]:
+    return argval if isinstance(argval, tuple) else (argval,)
+
+
+def init_wrapper(
+    cls: type, init: Callable[..., Any], frozen: bool, proven: Layout | None = None
+) -> types.FunctionType:
     """Wrap a user's ``__init__``: it runs unchanged (in a frozen class it may assign), then, when
     the outermost ``__init__`` of a ``super().__init__`` chain returns, the class's ``observe``
     completes and checks what it set. The wrapper has ``init``'s signature, so a call costs one
@@ -136,8 +199,24 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
         "    return",
     ]
     body += while_initialising(this, call) if frozen else [call]
+    helpers: dict[str, Any] = {
+        "__pytreekit_init__": init,
+        "__pytreekit_cls__": cls,
+        **INITIALISING_HELPERS,
+    }
+    if proven is not None:
+        # Proven at decoration (prove_init): the instance holds exactly the layout's fields and
+        # no method of its own, so only the static values are checked (a subclass's instance,
+        # whose layout may differ, is observed).
+        statics = [f"{this}.{n}" for n in proven.static_names]
+
+        def failed(obj: object) -> None:  # a function: torch.compile cannot hold a Layout
+            _check(obj, proven)
+
+        checked = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
+        helpers = {**helpers, **METHOD_HELPERS, "__pytreekit_failed__": failed}
+        body += ["if __pytreekit_owner__ is __pytreekit_cls__:", *indent([*checked, "return"])]
     body.append(f"__pytreekit_owner__.{markers.SPEC}.nodes.observe({this})")
-    helpers = {"__pytreekit_init__": init, "__pytreekit_cls__": cls, **INITIALISING_HELPERS}
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)

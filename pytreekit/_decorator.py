@@ -32,16 +32,19 @@ from typing_extensions import dataclass_transform
 
 from . import _backends, _dataclass
 from . import _markers as markers
+from ._codegen import init_wrapper, prove_init
 from ._compat import annotations_given_since, registered_with_jax, travelling
 from ._dunders import install, nearest_init
 from ._fields import Field, field, flag
 from ._layouts import (
     FixedLayouts,
     KeyFactory,
+    Layout,
     LayoutTable,
     LearnedLayouts,
     Storage,
     publish,
+    resolved,
 )
 from ._method import inherit_rules
 from ._nodes import NodeFunctions
@@ -416,10 +419,57 @@ def _make_spec(
         if existing is not None and isinstance(table, LearnedLayouts):
             table.follow(existing.table)
         install(cls, options, as_written, automatic=automatic)
+    verdict = _prove_init(cls, options, table)
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
-    return _assemble(cls, options, fields, table, as_written, existing, automatic)
+    return _assemble(cls, options, fields, table, as_written, existing, automatic, verdict)
+
+
+def _prove_init(cls: type, options: Options, table: LayoutTable) -> str:
+    """Classify the user's ``__init__`` the class runs (``prove_init``): where it provably sets
+    exactly one layout's fields and nothing else reaches the instance, its wrapper checks only
+    the static values. Returns the verdict, for the spec's repr."""
+    wrapper = cls.__dict__.get("__init__")
+    init = getattr(wrapper, "__wrapped__", None)
+    if init is None or not getattr(wrapper, markers.WRAPS_INIT, False):
+        return "generated __init__" if wrapper is not None else "inherited __init__"
+    proof = prove_init(init)
+    if proof.stores is None:
+        return proof.reason
+    storage = table.storage
+    setter = resolved(cls, "__setattr__")
+    if (
+        not storage.has_dict
+        or storage.slots
+        or not (options.frozen or setter is object.__dict__["__setattr__"])
+        or resolved(cls, "__new__") not in (None, object.__dict__["__new__"])
+        or any(hasattr(type(resolved(cls, n)), "__set__") for n in proof.stores)
+    ):
+        return "general: slots, __setattr__, __new__ or a descriptor take part"
+    layout: Layout | None
+    if isinstance(table, LearnedLayouts):
+        prefixes = storage.private_prefixes
+        names = tuple(
+            n
+            for n in proof.stores
+            if not n.startswith("__")
+            and not n.startswith(prefixes)
+            and n not in storage.descriptors
+        )
+        try:
+            layout = table.for_names(names)
+        except TypeError:  # refused at construction, as before, by the general path
+            return "general: a refused attribute name"
+        if not table.declare(layout):
+            return "general: instances of another layout exist (decorated again)"
+    else:
+        layout = table.primary
+        assert layout is not None
+        if set(proof.stores) != set(layout.names):
+            return "general: does not set exactly the fields"
+    setattr(cls, "__init__", init_wrapper(cls, init, options.frozen, proven=layout))
+    return f"{proof.reason}: {', '.join(proof.stores)}"
 
 
 def _table(
@@ -443,6 +493,7 @@ def _assemble(
     as_written: Mapping[str, Any],
     existing: ClassSpec | None = None,
     automatic: bool = False,
+    init_proof: str = "",
 ) -> ClassSpec:
     """The spec, with node functions following ``table`` (``existing``'s, re-attached: the
     registries hold them)."""
@@ -461,6 +512,7 @@ def _assemble(
         as_written=dict(as_written),
         dataclass_params=cls.__dict__.get("__dataclass_params__"),
         automatic=automatic,
+        init_proof=init_proof,
     )
 
 

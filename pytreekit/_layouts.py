@@ -394,6 +394,16 @@ class LearnedLayouts(LayoutTable):
                     layout = self._add(made)
         return layout
 
+    def declare(self, layout: Layout) -> bool:
+        """Decoration proved every instance ``__init__`` builds has ``layout``: make it the
+        primary, unless instances of another exist (then ``False``)."""
+        with self.lock:
+            if self.primary is not None and self.primary is not layout:
+                return False
+            self.primary = layout
+            setattr(self.cls, markers.LAYOUT, layout)
+            return True
+
     def follow(self, earlier: LayoutTable) -> None:
         """Decorated again: instances built before carry ``earlier``'s layouts (or none, meaning
         its primary). Unmarked ones keep meaning the same fields in the same order, with the static

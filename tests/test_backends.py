@@ -189,10 +189,10 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
         import pytreekit
 
         @pytreekit.pytree_class
-        class Pair:  # annotated, with its own __init__: observe counts referents
+        class Pair:  # annotated, its own __init__ unproven (a branch): observe counts referents
             a: float
             def __init__(self, a):
-                self.a = a
+                self.a = a if a is not None else 0.0
 
         @pytreekit.pytree_class
         class Plain:  # no annotations: observe reads the instance dict, which dynamo traces
@@ -209,6 +209,7 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
             compiler=types.SimpleNamespace(is_compiling=refuse)
         )
         Plain(2.0)  # never asked
+        assert "general" in Pair.__pytreekit_spec__.init_proof
         try:
             Pair(3.0)
         except AssertionError as error:
