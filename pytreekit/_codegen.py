@@ -138,11 +138,24 @@ _FRAME_ATTRS = frozenset(
 )
 
 
-def prove_init(init: Callable[..., Any]) -> InitProof:
-    """Whether ``init`` provably only stores attributes of ``self``, each once, in one order."""
+_proofs: weakref.WeakKeyDictionary[types.CodeType, InitProof] = weakref.WeakKeyDictionary()
+
+
+def prove_init(init: object, fields: frozenset[str] = frozenset()) -> InitProof:
+    """Whether ``init`` provably only stores attributes of ``self`` (each once, in one order),
+    reading none but ``fields`` and those it stored before."""
     code = getattr(init, "__code__", None)
     if type(init) is not types.FunctionType or code is None or code.co_argcount < 1:
         return InitProof(None, "general: not a plain function")
+    if not fields:  # a class defined again (in a loop, a function) runs the same code
+        known = _proofs.get(code)
+        if known is None:
+            known = _proofs[code] = _prove(code, fields)
+        return known
+    return _prove(code, fields)
+
+
+def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
     this = code.co_varnames[0]
     if this in code.co_cellvars or "__class__" in code.co_freevars:
         return InitProof(None, f"general: {this} is captured by a closure or super() is used")
@@ -163,6 +176,13 @@ def prove_init(init: Callable[..., Any]) -> InitProof:
             return InitProof(None, f"general: rebinds {this}")
         if name.startswith("LOAD_FAST") and this in _names_of(ins.argval):
             last = _names_of(ins.argval)[-1] == this and _names_of(ins.argval).count(this) == 1
+            if (
+                last
+                and following is not None
+                and following.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                and following.argval in fields.union(stores)
+            ):
+                continue  # a field's value read (a plain value, stored already)
             if not (last and following is not None and following.opname == "STORE_ATTR"):
                 return InitProof(
                     None, f"general: uses {this} other than to store (line {_line(ins)})"

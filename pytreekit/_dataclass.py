@@ -32,6 +32,7 @@ from ._codegen import (
     METHOD_NAMES,
     check_lines,
     method,
+    prove_init,
     while_initialising,
 )
 from ._compat import (
@@ -282,6 +283,14 @@ def _checks(
         init_vars = [f.name for f in all_fields if is_init_var(f)]
         values = [f"{this}.{name}" for name in layout.names]
         statics = [f"{this}.{name}" for name in layout.static_names]
+        # A __post_init__ that provably only reads and stores fields (prove_init) can set no
+        # other attribute and store no method of the instance: only static values are checked.
+        proof = prove_init(cls.__dict__.get("__post_init__"), frozenset(layout.names))
+        if proof.stores is not None and set(proof.stores) <= set(layout.names):
+            return [
+                *_post_init(this, init_vars, frozen),
+                *check_lines(statics, [], METHOD_NAMES, on_failure),
+            ]
         extras = []
         if after_post_init is not None:
             helpers["__pytreekit_extras__"] = after_post_init

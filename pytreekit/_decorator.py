@@ -444,6 +444,7 @@ def _prove_init(cls: type, options: Options, table: LayoutTable) -> str:
         or storage.slots
         or not (options.frozen or setter is object.__dict__["__setattr__"])
         or resolved(cls, "__new__") not in (None, object.__dict__["__new__"])
+        or resolved(cls, "__getattribute__") is not object.__dict__["__getattribute__"]
         or any(hasattr(type(resolved(cls, n)), "__set__") for n in proof.stores)
     ):
         return "general: slots, __setattr__, __new__ or a descriptor take part"

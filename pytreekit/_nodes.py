@@ -176,7 +176,9 @@ class NodeFunctions:
         self.table.observe_slow(obj)
 
     def layout_of_generic(self, obj: object) -> Layout:
-        return self.table.layout_of(obj)
+        table = self.table
+        table.first_use()  # instances built by a proven __init__ were never observed
+        return table.layout_of(obj)
 
     def flatten_generic(self, obj: object) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         table = self.table
