@@ -32,7 +32,7 @@ from typing_extensions import dataclass_transform
 
 from . import _backends, _dataclass
 from . import _markers as markers
-from ._codegen import init_wrapper, prove_init
+from ._codegen import prove_init
 from ._compat import annotations_given_since, registered_with_jax, travelling
 from ._dunders import install, nearest_init
 from ._fields import Field, field, flag
@@ -406,8 +406,15 @@ def _make_spec(
                 cls, all_fields, table.primary, options.frozen, table.after_post_init
             )
 
+        prover = _Prover(cls, options, table)
         install(
-            cls, options, own, init=generated, dataclass_methods=was_dataclass, automatic=automatic
+            cls,
+            options,
+            own,
+            init=generated,
+            dataclass_methods=was_dataclass,
+            automatic=automatic,
+            prove=prover,
         )
         if not was_dataclass:
             _dataclass.document(cls)
@@ -418,59 +425,67 @@ def _make_spec(
         table = _table(cls, options, None, storage, factories)
         if existing is not None and isinstance(table, LearnedLayouts):
             table.follow(existing.table)
-        install(cls, options, as_written, automatic=automatic)
-    verdict = _prove_init(cls, options, table)
+        prover = _Prover(cls, options, table)
+        install(cls, options, as_written, automatic=automatic, prove=prover)
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
-    return _assemble(cls, options, fields, table, as_written, existing, automatic, verdict)
+    return _assemble(cls, options, fields, table, as_written, existing, automatic, prover.verdict)
 
 
-def _prove_init(cls: type, options: Options, table: LayoutTable) -> str:
-    """Classify the user's ``__init__`` the class runs (``prove_init``): where it provably sets
-    exactly one layout's fields and nothing else reaches the instance, its wrapper checks only
-    the static values. Returns the verdict, for the spec's repr."""
-    wrapper = cls.__dict__.get("__init__")
-    init = getattr(wrapper, "__wrapped__", None)
-    if init is None or not getattr(wrapper, markers.WRAPS_INIT, False):
-        return "generated __init__" if wrapper is not None else "inherited __init__"
-    proof = prove_init(init)
-    if proof.stores is None:
-        return proof.reason
-    storage = table.storage
-    setter = resolved(cls, "__setattr__")
-    if (
-        not storage.has_dict
-        or storage.slots
-        or not (options.frozen or setter is object.__dict__["__setattr__"])
-        or resolved(cls, "__new__") not in (None, object.__dict__["__new__"])
-        or resolved(cls, "__getattribute__") is not object.__dict__["__getattribute__"]
-        or any(hasattr(type(resolved(cls, n)), "__set__") for n in proof.stores)
-    ):
-        return "general: slots, __setattr__, __new__ or a descriptor take part"
-    layout: Layout | None
-    if isinstance(table, LearnedLayouts):
-        prefixes = storage.private_prefixes
-        names = tuple(
-            n
-            for n in proof.stores
-            if not n.startswith("__")
-            and not n.startswith(prefixes)
-            and n not in storage.descriptors
-        )
-        try:
-            layout = table.for_names(names)
-        except TypeError:  # refused at construction, as before, by the general path
-            return "general: a refused attribute name"
-        if not table.declare(layout):
-            return "general: instances of another layout exist (decorated again)"
-    else:
-        layout = table.primary
-        assert layout is not None
-        if set(proof.stores) != set(layout.names):
-            return "general: does not set exactly the fields"
-    setattr(cls, "__init__", init_wrapper(cls, init, options.frozen, proven=layout))
-    return f"{proof.reason}: {', '.join(proof.stores)}"
+class _Prover:
+    """Classifies the user's ``__init__`` ``install`` wraps (``prove_init``): where it provably
+    sets exactly one layout's fields and nothing else reaches the instance, that layout (its
+    wrapper then checks only the static values). ``verdict`` is shown in the spec's repr."""
+
+    def __init__(self, cls: type, options: Options, table: LayoutTable) -> None:
+        self.cls, self.options, self.table = cls, options, table
+        self.verdict = "no __init__ of the user's to wrap"
+
+    def __call__(self, init: Callable[..., Any]) -> Layout | None:
+        cls, table = self.cls, self.table
+        proof = prove_init(init)
+        self.verdict = proof.reason
+        if proof.stores is None:
+            return None
+        storage = table.storage
+        setter = resolved(cls, "__setattr__")
+        if (
+            not storage.has_dict
+            or storage.slots
+            or not (self.options.frozen or setter is object.__dict__["__setattr__"])
+            or resolved(cls, "__new__") not in (None, object.__dict__["__new__"])
+            or resolved(cls, "__getattribute__") is not object.__dict__["__getattribute__"]
+            or any(hasattr(type(resolved(cls, n)), "__set__") for n in proof.stores)
+        ):
+            self.verdict = "general: slots, __setattr__, __new__ or a descriptor take part"
+            return None
+        layout: Layout | None
+        if isinstance(table, LearnedLayouts):
+            prefixes = storage.private_prefixes
+            names = tuple(
+                n
+                for n in proof.stores
+                if not n.startswith("__")
+                and not n.startswith(prefixes)
+                and n not in storage.descriptors
+            )
+            try:
+                layout = table.for_names(names)
+            except TypeError:  # refused at construction, as before, by the general path
+                self.verdict = "general: a refused attribute name"
+                return None
+            if not table.declare(layout):
+                self.verdict = "general: instances of another layout exist (decorated again)"
+                return None
+        else:
+            layout = table.primary
+            assert layout is not None
+            if set(proof.stores) != set(layout.names):
+                self.verdict = "general: does not set exactly the fields"
+                return None
+        self.verdict = f"{proof.reason}: {', '.join(proof.stores)}"
+        return layout
 
 
 def _table(

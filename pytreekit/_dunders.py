@@ -88,6 +88,7 @@ def install(
     init: Callable[[], Callable[..., None]] | None = None,
     dataclass_methods: bool = False,
     automatic: bool = False,
+    prove: Callable[[Callable[..., Any]], Layout | None] | None = None,
 ) -> None:
     """Put pytreekit's methods on ``cls`` by the table above. ``own``: the class body as the user
     wrote it. ``init``: makes the generated ``__init__`` (an annotated class), called when the
@@ -111,7 +112,9 @@ def install(
         # but no __init__ keeps it (where dataclasses would generate one).
         user_init, kind = nearest_init(cls, own)
         if kind == "user" and (own.get("__init__") is not None or init is None):
-            setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen))
+            # prove: the layout every instance it builds provably has, if any (_codegen.prove_init)
+            proven = None if prove is None else prove(user_init)
+            setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen, proven))
         elif init is not None and nearest_init(cls)[1] != "wrapped":
             setattr(cls, "__init__", init())
     else:
