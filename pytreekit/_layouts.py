@@ -571,10 +571,10 @@ def _refuse_bound(obj: object, name: str, method: types.MethodType, inside: bool
     function = method.__func__.__name__
     where = "holds, inside its value," if inside else "holds"
     raise TypeError(
-        f"{owner}.{name} {where} self.{function}, a method bound to the instance being built "
-        f"(or copied); copies JAX rebuilds would keep calling that instance's method, with its "
-        f"old values. Call self.{function}(...) where it is needed, or store the function: "
-        f"type(self).{function} (or a module-level function)."
+        f"{owner}.{name} {where} self.{function}, a method bound to the instance being built; "
+        f"copies JAX rebuilds would keep calling this instance's method, with its old "
+        f"values. Call self.{function}(...) where it is needed, or store the function: "
+        f"self.{name} = type(self).{function} (or a module-level function)."
     )
 
 
