@@ -4,6 +4,12 @@ Annotated classes against a plain ``@dataclass`` with the same fields (frozen ag
 ``__post_init__`` against ``__post_init__``); a class with its own ``__init__`` (annotated or not)
 against the same class undecorated; ``pytreekit.replace`` against ``dataclasses.replace``; ``==``
 and ``hash`` of a class without annotations against an annotated one.
+
+Which path each class with its own ``__init__`` takes (``Cls.__pytreekit_spec__.init_proof``):
+``KitExistingLinear``, ``FrozenKitExistingLinear`` and ``KitAnnotatedOwnInit`` are proven at
+decoration (their ``__init__`` only stores attributes of ``self``: only static values are
+checked per instance); ``KitUnprovenLinear``'s branch keeps it on the general path (the instance
+is observed when ``__init__`` returns); ``KitPostInit``'s ``__post_init__`` is proven.
 """
 
 from __future__ import annotations
@@ -61,6 +67,23 @@ class KitExistingLinear:
     def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
         self.weights = weights
         self.biases = biases
+        self.features = features
+
+
+class UnprovenLinear:
+    def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
+        self.weights = weights
+        self.biases = biases if biases is not None else weights
+        self.features = features
+
+
+@pytree_class(static=("features",))
+class KitUnprovenLinear:
+    """As ``UnprovenLinear``: a conditional expression is a branch, so no proof."""
+
+    def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
+        self.weights = weights
+        self.biases = biases if biases is not None else weights
         self.features = features
 
 
@@ -123,6 +146,10 @@ def run(repeats: int, number: int) -> dict[str, dict[str, float]]:
         "annotated with __post_init__ vs @dataclass": (KitPostInit, PlainPostInit),
         "annotated with its own __init__ vs undecorated": (KitAnnotatedOwnInit, ExistingLinear),
         "existing class vs undecorated": (KitExistingLinear, ExistingLinear),
+        "existing class, __init__ not proven vs undecorated": (
+            KitUnprovenLinear,
+            UnprovenLinear,
+        ),
     }
     builders = {
         name: (_builder(ours, w, b), _builder(theirs, w, b))

@@ -398,3 +398,15 @@ def dataclass_frozen(cls: type) -> bool:
                 is True
             )
     return False
+
+
+# -- issue 34: a frozen class decorated again keeps its frozen __setattr__ in place -------------
+
+
+def record_dataclass_frozen(cls: type) -> None:
+    """Make ``cls.__dataclass_params__`` say frozen: dataclasses was run with ``frozen=False``
+    because pytreekit's frozen ``__setattr__`` was already on the class (decorated again), which
+    dataclasses refuses to overwrite."""
+    params = cls.__dict__["__dataclass_params__"]
+    _private(params, "frozen", "dataclasses._DataclassParams", "to record the class's flags")
+    object.__setattr__(params, "frozen", True)

@@ -37,6 +37,7 @@ from ._classes import (
     Field,
     FixedLayouts,
     KeyFactory,
+    Layout,
     LayoutTable,
     LearnedLayouts,
     NodeFunctions,
@@ -48,7 +49,9 @@ from ._classes import (
     install,
     nearest_init,
     own_spec,
+    prove_init,
     publish,
+    resolved,
 )
 from ._classes import dataclass as _dataclass
 from ._compat import annotations_given_since, registered_with_jax, travelling
@@ -266,6 +269,18 @@ def _names(value: Iterable[str], argument: str) -> tuple[str, ...]:
 
 
 _ABSENT: Any = object()
+# What decorating a class again replaces in place rather than removes first (dataclasses reads
+# neither of these names on the class it processes).
+_REPLACED_IN_PLACE = (
+    markers.SPEC,
+    markers.LAYOUT,
+    "__init__",
+    "__repr__",
+    "__eq__",
+    "__getstate__",
+    "__setstate__",
+    "__replace__",
+)
 
 
 def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> type[T]:
@@ -308,14 +323,38 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         as_written = written or before
         if given:
             as_written = {**as_written, **given}
+        # Decorating a class in use again: what other threads call (its spec, its layout marker,
+        # its methods) stays in place until the new one replaces it, so they see the old class
+        # or the new, never one without either.
+        # (Not when a @dataclass is run again: it writes what it finds missing.)
+        in_use = existing is not None and replay is None
+        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before} if in_use else {}
+        # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
+        # refuses to overwrite them).
+        if (
+            in_use
+            and existing is not None
+            and options.frozen
+            and existing.options.frozen
+            and not _frozen_dataclass_base(cls)
+        ):
+            kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
         try:
-            _restore(cls, as_written)
+            _restore(cls, as_written, keep=kept.keys())
             if replay is not None:
                 dataclasses.dataclass(cls, **replay)
-                as_written = _snapshot(cls)
+                as_written = {
+                    n: v for n, v in _snapshot(cls).items() if n not in kept or v is not kept[n]
+                }
             spec = _make_spec(cls, options, parent, as_written, existing, automatic)
             new = [b for b in options.backends if existing is None or b not in existing.backends]
             _backends.register_all(cls, spec.nodes, new)
+            for name, value in kept.items():  # what the new decoration did not put again
+                if name != markers.SPEC and cls.__dict__.get(name, _ABSENT) is value:
+                    if name in as_written:
+                        setattr(cls, name, as_written[name])
+                    else:
+                        delattr(cls, name)
         except Exception as error:
             _restore(cls, before)
             if existing is not None:  # the functions the registries hold follow the old table
@@ -348,7 +387,7 @@ def _make_spec(
     else:
         # A dataclass already (fields or none), or no __init__ anywhere but object's (or one
         # pytreekit generated): a dataclass too.
-        _, init_kind = nearest_init(cls, cls.__dict__)
+        _, init_kind = nearest_init(cls, as_written)
         annotated = (
             _dataclass.has_fields(cls)
             or "__dataclass_params__" in cls.__dict__
@@ -369,11 +408,20 @@ def _make_spec(
             own = {k: v for k, v in own.items() if not _dataclass.generated_by_dataclasses(cls, k)}
 
         def generated() -> Callable[..., None]:
-            assert table.primary is not None
-            return _dataclass.generated_init(cls, all_fields, table.primary, options.frozen)
+            assert isinstance(table, FixedLayouts) and table.primary is not None
+            return _dataclass.generated_init(
+                cls, all_fields, table.primary, options.frozen, table.after_post_init
+            )
 
+        prover = _Prover(cls, options, table)
         install(
-            cls, options, own, init=generated, dataclass_methods=was_dataclass, automatic=automatic
+            cls,
+            options,
+            own,
+            init=generated,
+            dataclass_methods=was_dataclass,
+            automatic=automatic,
+            prove=prover,
         )
         if not was_dataclass:
             _dataclass.document(cls)
@@ -382,11 +430,69 @@ def _make_spec(
         _dataclass.refuse_properties(cls, sorted(options.static), options.static)
         storage = Storage.of(cls, (), options.frozen)
         table = _table(cls, options, None, storage, factories)
-        install(cls, options, as_written, automatic=automatic)
+        if existing is not None and isinstance(table, LearnedLayouts):
+            table.follow(existing.table)
+        prover = _Prover(cls, options, table)
+        install(cls, options, as_written, automatic=automatic, prove=prover)
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
-    return _assemble(cls, options, fields, table, as_written, existing, automatic)
+    return _assemble(cls, options, fields, table, as_written, existing, automatic, prover.verdict)
+
+
+class _Prover:
+    """Classifies the user's ``__init__`` ``install`` wraps (``prove_init``): where it provably
+    sets exactly one layout's fields and nothing else reaches the instance, that layout (its
+    wrapper then checks only the static values). ``verdict`` is shown in the spec's repr."""
+
+    def __init__(self, cls: type, options: Options, table: LayoutTable) -> None:
+        self.cls, self.options, self.table = cls, options, table
+        self.verdict = "no __init__ of the user's to wrap"
+
+    def __call__(self, init: Callable[..., Any]) -> Layout | None:
+        cls, table = self.cls, self.table
+        proof = prove_init(init)
+        self.verdict = proof.reason
+        if proof.stores is None:
+            return None
+        storage = table.storage
+        setter = resolved(cls, "__setattr__")
+        if (
+            not storage.has_dict
+            or storage.slots
+            or not (self.options.frozen or setter is object.__dict__["__setattr__"])
+            or resolved(cls, "__new__") not in (None, object.__dict__["__new__"])
+            or resolved(cls, "__getattribute__") is not object.__dict__["__getattribute__"]
+            or any(hasattr(type(resolved(cls, n)), "__set__") for n in proof.stores)
+        ):
+            self.verdict = "general: slots, __setattr__, __new__ or a descriptor take part"
+            return None
+        layout: Layout | None
+        if isinstance(table, LearnedLayouts):
+            prefixes = storage.private_prefixes
+            names = tuple(
+                n
+                for n in proof.stores
+                if not n.startswith("__")
+                and not n.startswith(prefixes)
+                and n not in storage.descriptors
+            )
+            try:
+                layout = table.for_names(names)
+            except TypeError:  # refused at construction, as before, by the general path
+                self.verdict = "general: a refused attribute name"
+                return None
+            if not table.declare(layout):
+                self.verdict = "general: instances of another layout exist (decorated again)"
+                return None
+        else:
+            layout = table.primary
+            assert layout is not None
+            if set(proof.stores) != set(layout.names):
+                self.verdict = "general: does not set exactly the fields"
+                return None
+        self.verdict = f"{proof.reason}: {', '.join(proof.stores)}"
+        return layout
 
 
 def _table(
@@ -410,6 +516,7 @@ def _assemble(
     as_written: Mapping[str, Any],
     existing: ClassSpec | None = None,
     automatic: bool = False,
+    init_proof: str = "",
 ) -> ClassSpec:
     """The spec, with node functions following ``table`` (``existing``'s, re-attached: the
     registries hold them)."""
@@ -428,6 +535,7 @@ def _assemble(
         as_written=dict(as_written),
         dataclass_params=cls.__dict__.get("__dataclass_params__"),
         automatic=automatic,
+        init_proof=init_proof,
     )
 
 
@@ -477,17 +585,19 @@ def _snapshot(cls: type) -> dict[str, Any]:
     type, ``kw_only``) when it processes the class."""
     return {
         name: copy.copy(value) if isinstance(value, dataclasses.Field) else value
-        for name, value in cls.__dict__.items()
+        for name, value in cls.__dict__.copy().items()  # one C call: atomic for other threads
     }
 
 
-def _restore(cls: type, namespace: Mapping[str, Any]) -> None:
-    """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``)."""
+def _restore(cls: type, namespace: Mapping[str, Any], keep: Iterable[str] = ()) -> None:
+    """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``), but the names in
+    ``keep``."""
+    skipped = {"__dict__", "__weakref__", *keep}
     for name in list(cls.__dict__):
-        if name not in namespace and name not in ("__dict__", "__weakref__"):
+        if name not in namespace and name not in skipped:
             delattr(cls, name)
     for name, value in namespace.items():
-        if name in ("__dict__", "__weakref__"):
+        if name in skipped:
             continue
         if isinstance(value, dataclasses.Field):
             setattr(cls, name, copy.copy(value))  # the snapshot's copy stays as written
@@ -508,6 +618,13 @@ def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     setattr(cls, "__init__", __init__)
     setattr(cls, markers.PENDING, as_written)
+
+
+def _frozen_dataclass_base(cls: type) -> bool:
+    return any(
+        getattr(base.__dict__.get("__dataclass_params__"), "frozen", False)
+        for base in cls.__mro__[1:]
+    )
 
 
 def _parent_spec(cls: type) -> ClassSpec | None:

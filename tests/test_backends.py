@@ -189,11 +189,18 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
         import pytreekit
 
         @pytreekit.pytree_class
-        class Pair:
+        class Pair:  # annotated, its own __init__ unproven (a branch): observe counts referents
+            a: float
+            def __init__(self, a):
+                self.a = a if a is not None else 0.0
+
+        @pytreekit.pytree_class
+        class Plain:  # no annotations: observe reads the instance dict, which dynamo traces
             def __init__(self, a):
                 self.a = a
 
         Pair(1.0)  # the first instance: the code for its layout is generated
+        Plain(1.0)
         def refuse():
             raise AssertionError("asked whether torch.compile traces")
         Pair(2.0)  # without torch: nothing to ask
@@ -201,6 +208,8 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
         sys.modules["torch"] = types.SimpleNamespace(
             compiler=types.SimpleNamespace(is_compiling=refuse)
         )
+        Plain(2.0)  # never asked
+        assert "general" in Pair.__pytreekit_spec__.init_proof
         try:
             Pair(3.0)
         except AssertionError as error:

@@ -1,12 +1,13 @@
 """The check of a new instance's values, through every path that builds one.
 
 Every bad value (arrays of JAX and NumPy, a list, a dict, a set, a tuple holding a list and a
-tracer for a static field; a
-method bound to the instance being built for any field) goes through every way an instance is
-built (the generated ``__init__`` by position and by keyword, with and without a default for the
-field, a bad default, ``__post_init__``, a user's own ``__init__``, ``replace`` and
-``copy.replace``), in frozen and unfrozen classes of both kinds. Each must raise the same
-``TypeError`` naming the class and the field, and leave everything as it was.
+tracer for a static field; a method bound to the instance being built, or copied, for any field
+and inside a static tuple) goes through every way an instance is built (the generated
+``__init__`` by position and by keyword, with and without a default for the field, a bad
+default, ``__post_init__``, a user's own ``__init__``, an existing dataclass's own ``__init__``,
+``replace`` and ``copy.replace``), in frozen and unfrozen classes of both kinds. Each must raise
+the same ``TypeError`` naming the class and the field, and leave everything as it was. An
+attribute that is not a field, set by any of them in an annotated class, is refused the same way.
 """
 
 from __future__ import annotations
@@ -75,12 +76,30 @@ def _classes(frozen: bool) -> dict[str, type]:
             self.w = w
             self.n = n
 
+    @pytree_class(frozen=frozen)
+    @dataclasses.dataclass(frozen=frozen)
+    class Dataclass:  # dataclasses' own __init__, kept
+        w: jax.Array
+        n: Any = dataclasses.field(default=1, metadata={"static": True})
+
+    @pytree_class(frozen=frozen)
+    @dataclasses.dataclass(frozen=frozen)
+    class DataclassOwnInit:  # an __init__ in a dataclass's body, kept
+        w: jax.Array
+        n: Any = dataclasses.field(default=1, metadata={"static": True})
+
+        def __init__(self, w: Any, n: Any = 1) -> None:
+            self.w = w
+            self.n = n
+
     return {
         "generated": Generated,
         "generated-default": GeneratedWithDefault,
         "post-init": PostInit,
         "annotated-own-init": AnnotatedOwnInit,
         "unannotated": Unannotated,
+        "dataclass": Dataclass,
+        "dataclass-own-init": DataclassOwnInit,
     }
 
 
@@ -180,8 +199,20 @@ def test_a_bad_static_default_is_refused(frozen, value):
     _fails_naming(BadDefault, "n", lambda: BadDefault(W))  # the default kept
 
 
+# Where a class's own code stores a method bound to the instance being built, and the field the
+# error must name: the method itself in a leaf or a static field, or inside a static tuple.
+TARGETS = {"w": "w", "n": "n", "inside-n": "n"}
+
+
+def _store_bound(obj: Any, target: str) -> None:
+    if target == "inside-n":
+        object.__setattr__(obj, "n", (1, obj.bound))
+    else:
+        object.__setattr__(obj, target, obj.bound)
+
+
 def _binding_classes(frozen: bool) -> dict[str, type]:
-    """Classes whose own code stores a method bound to the instance being built in ``target``."""
+    """Classes whose own code stores a method bound to the instance being built (``TARGETS``)."""
 
     class Binds:
         def bound(self) -> None:
@@ -194,7 +225,7 @@ def _binding_classes(frozen: bool) -> dict[str, type]:
         target: dataclasses.InitVar[str] = "w"
 
         def __post_init__(self, target: str) -> None:
-            setattr(self, target, self.bound)
+            _store_bound(self, target)
 
     @pytree_class(frozen=frozen)
     class AnnotatedOwnInit(Binds):
@@ -203,29 +234,142 @@ def _binding_classes(frozen: bool) -> dict[str, type]:
 
         def __init__(self, target: str) -> None:
             self.w, self.n = W, 1
-            setattr(self, target, self.bound)
+            _store_bound(self, target)
 
     @pytree_class(frozen=frozen, static=("n",))
     class Unannotated(Binds):
         def __init__(self, target: str) -> None:
             self.w, self.n = W, 1
-            setattr(self, target, self.bound)
+            _store_bound(self, target)
+
+    @pytree_class(frozen=frozen)
+    @dataclasses.dataclass(frozen=frozen)
+    class DataclassPostInit(Binds):
+        w: Any
+        n: Any = dataclasses.field(default=1, metadata={"static": True})
+        target: dataclasses.InitVar[str] = "w"
+
+        def __post_init__(self, target: str) -> None:
+            _store_bound(self, target)
+
+    @pytree_class(frozen=frozen)
+    @dataclasses.dataclass(frozen=frozen)
+    class DataclassOwnInit(Binds):
+        w: Any
+        n: Any = dataclasses.field(default=1, metadata={"static": True})
+
+        def __init__(self, target: str) -> None:
+            self.w, self.n = W, 1
+            _store_bound(self, target)
 
     return {
         "post-init": PostInit,
         "annotated-own-init": AnnotatedOwnInit,
         "unannotated": Unannotated,
+        "dataclass-post-init": DataclassPostInit,
+        "dataclass-own-init": DataclassOwnInit,
+    }
+
+
+BINDING_KINDS = ["post-init", "annotated-own-init", "unannotated"]
+BINDING_KINDS += ["dataclass-post-init", "dataclass-own-init"]
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+@pytest.mark.parametrize("kind", BINDING_KINDS)
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_a_method_bound_to_the_instance_being_built_is_refused(frozen, kind, target):
+    cls = _binding_classes(frozen)[kind]
+    by_keyword = kind in ("post-init", "dataclass-post-init")
+    build = (lambda: cls(W, target=target)) if by_keyword else (lambda: cls(target))
+    for _ in range(2):  # the first instance of a class, and one built by generated code
+        _fails_naming(cls, TARGETS[target], build)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+@pytest.mark.parametrize("kind", list(CLASSES[False]))
+@pytest.mark.parametrize("path", ["replace", "copy.replace"])
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_a_method_of_the_copied_instance_is_refused_by_every_replace(frozen, kind, path, target):
+    # The copy would keep calling the original instance's method, with its old values.
+    if path not in _replace_paths():
+        pytest.skip("copy.replace exists from Python 3.13")
+    cls = CLASSES[frozen][kind]
+    replace = _replace_paths()[path]
+    for _ in range(2):  # the generic path, then the generated one
+        obj = cls(W, 1) if kind != "post-init" else cls(W)
+        method = obj.__repr__
+        change = {"inside-n": {"n": (1, method)}, "n": {"n": method}, "w": {"w": method}}[target]
+        _fails_naming(cls, TARGETS[target], lambda o=obj, c=change: replace(o, **c))
+        assert replace(obj, n=(1, cls.__repr__)).n == (1, cls.__repr__)  # a function is fine
+
+
+def _extra_classes(frozen: bool) -> dict[str, tuple[type, str]]:
+    """Classes whose own code sets ``extra``, which is not a field, and the method the error
+    names."""
+
+    @pytree_class(frozen=frozen)
+    class PostInit:
+        w: Any
+
+        def __post_init__(self) -> None:
+            self.extra = 1
+
+    @pytree_class(frozen=frozen)
+    class AnnotatedOwnInit:
+        w: Any
+
+        def __init__(self, w: Any) -> None:
+            self.w = w
+            self.extra = 1
+
+    @pytree_class(frozen=frozen)
+    @dataclasses.dataclass(frozen=frozen)
+    class DataclassPostInit:
+        w: Any
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "extra", 1)
+
+    @pytree_class(frozen=frozen)
+    @dataclasses.dataclass(frozen=frozen)
+    class DataclassOwnInit:
+        w: Any
+
+        def __init__(self, w: Any) -> None:
+            self.w = w
+            self.extra = 1
+
+    @pytree_class(frozen=frozen)
+    class PostInitReadsDict:
+        w: Any
+
+        def __post_init__(self) -> None:
+            assert "w" in self.__dict__  # the dict made real: no count of referents to trust
+            object.__setattr__(self, "extra", 1)
+
+    return {
+        "post-init": (PostInit, "__post_init__"),
+        "post-init-reads-dict": (PostInitReadsDict, "__post_init__"),
+        "annotated-own-init": (AnnotatedOwnInit, "__init__"),
+        # dataclasses' __init__ runs __post_init__: the wrapper sees what __init__ set
+        "dataclass-post-init": (DataclassPostInit, "__init__"),
+        "dataclass-own-init": (DataclassOwnInit, "__init__"),
     }
 
 
 @pytest.mark.parametrize("frozen", [False, True])
-@pytest.mark.parametrize("kind", ["post-init", "annotated-own-init", "unannotated"])
-@pytest.mark.parametrize("target", ["w", "n"])
-def test_a_method_bound_to_the_instance_being_built_is_refused(frozen, kind, target):
-    cls = _binding_classes(frozen)[kind]
-    build = (lambda: cls(W, target=target)) if kind == "post-init" else (lambda: cls(target))
+@pytest.mark.parametrize("kind", list(_extra_classes(False)))
+def test_an_attribute_that_is_not_a_field_is_refused(frozen, kind):
+    # (A class without annotations makes it a field instead: the field rule.)
+    cls, where = _extra_classes(frozen)[kind]
     for _ in range(2):  # the first instance of a class, and one built by generated code
-        _fails_naming(cls, target, build)
+        before = _state(cls)
+        with pytest.raises(
+            TypeError, match=rf"\b{cls.__qualname__}\.{where}\b set attribute 'extra'"
+        ):
+            cls(W)
+        assert _state(cls) == before
 
 
 @pytest.mark.parametrize("frozen", [False, True])

@@ -1,12 +1,14 @@
 """The generated dataclass-like __init__ for annotated classes."""
 
 import inspect
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import pytreekit
 from pytreekit import field, pytree_class
 
 
@@ -298,3 +300,75 @@ def test_an_init_false_default_is_converted_and_stored_on_the_instance():
     c = Converted()
     assert isinstance(c.y, jax.Array) and "y" in vars(c)
     assert Converted.y == 1.0  # the class attribute keeps the default as written
+
+
+# -- the proof at decoration (issue 34): which __init__ is checked per instance -------------------
+
+
+def _helper(obj):
+    return obj
+
+
+def _verdict(init, **options):
+    cls = pytree_class(type("Proved", (), {"__init__": init}), **options)
+    return cls, cls.__pytreekit_spec__.init_proof
+
+
+def test_an_init_that_only_stores_attributes_of_self_is_proven():
+    def init(self, w, n=3):
+        self.w = w * 2
+        self.w2, self.n = self.w.sum() + jnp.ones(2), n  # a field read once stored
+
+    cls, verdict = _verdict(init, static=("n",))
+    assert verdict.startswith("proven") and verdict.endswith("w, w2, n")
+    obj = cls(jnp.ones(2), 4)
+    assert [f.name for f in pytreekit.fields(obj)] == ["w", "w2", "n"]
+    assert len(jax.tree_util.tree_leaves(obj)) == 2
+    with pytest.raises(TypeError, match=r"Proved\.n\b"):
+        cls(jnp.ones(2), [1])  # the static value is still checked
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("super(type(self), self).__init__()\n    self.w = w", "super"),
+        ("self.w = w\n    self.v = self.__class__", "other than to store"),
+        ("self.w = w\n    _helper(self)", "other than to store"),
+        ("self.w = w if w is not None else 0", "branches"),
+        ("for i in range(2):\n        setattr(self, 'w', w)", "branches"),
+        ("self.w = w\n    (lambda: self)()", "closure"),
+        ("import sys\n    self.w = sys.getrecursionlimit()", "imports"),
+        ("self.w = _system._getframe(0).f_code.co_name", "frames"),
+        ("try:\n        self.w = w\n    finally:\n        pass", "try"),
+    ],
+    ids=["super", "reads", "passes", "branch", "loop", "closure", "imports", "frames", "try"],
+)
+def test_an_init_that_may_reach_self_otherwise_is_checked_per_instance(body, why):
+    namespace = {"_helper": _helper, "_system": sys}
+    exec(f"def init(self, w):\n    {body}\n", namespace)
+    cls, verdict = _verdict(namespace["init"])
+    assert verdict.startswith("general") and why in verdict, verdict
+    obj = cls(1.0)
+    assert jax.tree_util.tree_leaves(obj)  # and it still works
+
+
+def test_a_proven_annotated_init_must_set_exactly_the_fields():
+    @pytree_class
+    class Exact:
+        w: jax.Array
+        n: int = field(static=True)
+
+        def __init__(self, w):
+            self.w, self.n = w, 2
+
+    @pytree_class
+    class Partial:
+        w: jax.Array
+        n: int = field(static=True, default_factory=int)
+
+        def __init__(self, w):
+            self.w = w
+
+    assert Exact.__pytreekit_spec__.init_proof.startswith("proven")
+    assert "exactly the fields" in Partial.__pytreekit_spec__.init_proof
+    assert Partial(jnp.ones(1)).n == 0  # the default factory fills it, as before

@@ -1,8 +1,10 @@
 """Generated flatten/unflatten: round trips (hypothesis), layouts of unannotated classes, slots."""
 
+import pickle
 import sys
 import threading
 import time
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -298,3 +300,71 @@ def test_an_annotated_class_decorated_again_flattens_and_replaces():
     pytree_class(Used, static=("n",))  # other static flags: old treedefs carry their layout
     assert jax.tree_util.tree_unflatten(treedef, leaves).n == 2
     assert [leaf.tolist() for leaf in jax.tree_util.tree_leaves(Used(jnp.ones(1)))] == [[1.0]]
+
+
+# -- treedefs as users read them (issue 34) --------------------------------------------------------
+
+
+def _by_hand(name: str, node_data: Any) -> type:
+    """A class named ``name`` with one child ``x``, registered by hand with ``node_data``."""
+    cls = type(name, (), {"__init__": lambda self, x: setattr(self, "x", x)})
+    jax.tree_util.register_pytree_node(
+        cls, lambda o: ((o.x,), node_data), lambda _, children: cls(*children)
+    )
+    return cls
+
+
+def test_an_annotated_class_without_static_fields_prints_as_one_registered_without_node_data():
+    # Cases of JAX's tree_util tests (the string of a treedef holding custom nodes), with the
+    # custom node a pytree class, against the same class registered by hand.
+    @pytree_class
+    class Point:
+        x: Any
+
+    Twin = _by_hand("Point", None)
+    for make in (
+        lambda cls: cls(1),
+        lambda cls: [cls(1), (cls(2), None)],
+        lambda cls: {"a": cls(cls(1)), "b": [cls(2)]},
+        lambda cls: cls((1, {"c": 2})),
+    ):
+        ours, theirs = (
+            jax.tree_util.tree_structure(make(Point)),
+            jax.tree_util.tree_structure(make(Twin)),
+        )
+        assert str(ours) == str(theirs)
+        assert ours.num_leaves == theirs.num_leaves and ours.num_nodes == theirs.num_nodes
+    treedef = jax.tree_util.tree_structure(Point(1))
+    assert str(treedef) == "PyTreeDef(CustomNode(Point[None], [*]))"
+    # node_data(): the class and the aux data, (layout,), printed as None
+    cls, aux = treedef.node_data()
+    assert cls is Point and repr(aux) == "None" and aux == (aux[0],) and aux[0].names == ("x",)
+    pickled = jax.tree_util.tree_structure(Bare(1))
+    assert pickle.loads(pickle.dumps(pickled)) == pickled
+    assert str(pickle.loads(pickle.dumps(pickled))).endswith("Bare[None], [*]))")
+
+
+@pytree_class
+class Bare:  # module level, so that pickle finds it
+    x: Any
+
+
+def test_a_treedef_shows_static_values_after_a_short_layout():
+    @pytree_class
+    class Tagged:
+        x: Any
+        tag: str = field(static=True)
+
+    @pytree_class(static=("n",))
+    class Learned:
+        def __init__(self, w, n):
+            self.w = w
+            self.n = n
+
+    assert str(jax.tree_util.tree_structure(Tagged(1, "treedef"))) == (
+        "PyTreeDef(CustomNode(Tagged[(Layout(x, tag*), 'treedef')], [*]))"
+    )
+    treedef = jax.tree_util.tree_structure(Learned(1, 2))
+    assert str(treedef) == "PyTreeDef(CustomNode(Learned[(Layout(w, n*), 2)], [*]))"
+    cls, aux = treedef.node_data()  # (layout, *static values)
+    assert cls is Learned and aux[1:] == (2,) and aux[0].static_names == ("n",)

@@ -9,6 +9,7 @@ the modules inside.
 from __future__ import annotations
 
 from . import dataclass
+from .codegen import prove_init
 from .fields import MISSING, Field, field, flag
 from .frozen import FrozenInstanceError
 from .layouts import (
@@ -20,6 +21,7 @@ from .layouts import (
     Storage,
     layout_for,
     publish,
+    resolved,
 )
 from .methods import install, nearest_init
 from .nodes import NodeFunctions
@@ -49,7 +51,9 @@ __all__ = [
     "layout_for",
     "nearest_init",
     "own_spec",
+    "prove_init",
     "publish",
     "replace",
+    "resolved",
     "spec_of",
 ]

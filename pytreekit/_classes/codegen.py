@@ -4,28 +4,47 @@ builder per kind of line."""
 
 from __future__ import annotations
 
+import dis
+import functools
 import inspect
 import itertools
 import linecache
+import re
 import sys
 import types
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from .. import _markers as markers
 from .._compat import copy_annotations, signature, static_hash
 from .frozen import begin_init, end_init
-from .layouts import Layout, Storage
+from .layouts import NESTED_HASHES, Layout, Storage, bound_inside
+from .layouts import check as _check
 
 _serial = itertools.count()
+_compiled: weakref.WeakKeyDictionary[type, itertools.count[int]] = weakref.WeakKeyDictionary()
 
 
 def compile_source(
-    source: str, globals_: dict[str, Any], label: str, into: dict[str, Any] | None = None
+    source: str,
+    globals_: dict[str, Any],
+    label: str,
+    into: dict[str, Any] | None = None,
+    owner: type | None = None,
 ) -> None:
     """Execute ``source`` with ``globals_``, defining its names ``into`` a dict of their own
-    (default: the globals)."""
-    filename = f"<pytreekit generated {label} #{next(_serial)}>"
+    (default: the globals). Its ``linecache`` entry lives as long as ``owner``, the class the code
+    belongs to (a class defined in a loop or a function leaves nothing behind)."""
+    if owner is None:
+        filename = f"<pytreekit generated {label} #{next(_serial)}>"
+    else:
+        # Named after the owner's address (reused once it is freed) and its own count: CPython
+        # keeps every code object's file name for good, so names must not grow with each class.
+        count = _compiled.setdefault(owner, itertools.count())
+        filename = f"<pytreekit generated {label} #{id(owner):x}.{next(count)}>"
+        weakref.finalize(owner, linecache.cache.pop, filename, None)
+    # No modification time: linecache.checkcache keeps the entry (there is no file to check).
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), globals_, into)
 
@@ -56,7 +75,7 @@ def method(
     inner = function(name, params, body).splitlines()
     made: dict[str, Any] = {}
     source = function("__pytreekit_make__", ", ".join(helpers), [*inner, f"return {name}"])
-    compile_source(source, module_globals, f"{cls.__qualname__}.{name}", made)
+    compile_source(source, module_globals, f"{cls.__qualname__}.{name}", made, cls)
     result: types.FunctionType = made["__pytreekit_make__"](**helpers)
     result.__qualname__ = f"{cls.__qualname__}.{name}"
     result.__module__ = cls.__module__
@@ -101,7 +120,88 @@ def while_initialising(this: str, call: str) -> list[str]:
     ]
 
 
-def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.FunctionType:
+class InitProof(NamedTuple):
+    """What decoration proved about a user's ``__init__`` from its bytecode: ``stores``, the
+    attributes of ``self`` it sets, in order, when it only stores them (straight-line code, no
+    other use of ``self``, no ``super()``, no frame access), else ``None``; ``reason`` says why
+    (shown in the class spec's repr)."""
+
+    stores: tuple[str, ...] | None
+    reason: str
+
+
+# Names through which code may reach the instance other than as ``self``: the frame, super().
+_REACHING = frozenset({"super", "locals", "vars", "globals", "sys", "inspect", "eval", "exec"})
+_FRAME_ATTRS = frozenset(
+    {"_getframe", "currentframe", "f_locals", "f_back", "f_globals", "stack", "tb_frame"}
+    | {"get_referrers", "get_objects", "getouterframes", "gi_frame", "cr_frame"}
+)
+
+
+_proofs: weakref.WeakKeyDictionary[types.CodeType, InitProof] = weakref.WeakKeyDictionary()
+
+
+def prove_init(init: object, fields: frozenset[str] = frozenset()) -> InitProof:
+    """Whether ``init`` provably only stores attributes of ``self`` (each once, in one order),
+    reading none but ``fields`` and those it stored before."""
+    code = getattr(init, "__code__", None)
+    if type(init) is not types.FunctionType or code is None or code.co_argcount < 1:
+        return InitProof(None, "general: not a plain function")
+    if not fields:  # a class defined again (in a loop, a function) runs the same code
+        known = _proofs.get(code)
+        if known is None:
+            known = _proofs[code] = _prove(code, fields)
+        return known
+    return _prove(code, fields)
+
+
+def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
+    this = code.co_varnames[0]
+    if this in code.co_cellvars or "__class__" in code.co_freevars:
+        return InitProof(None, f"general: {this} is captured by a closure or super() is used")
+    if code.co_exceptiontable:
+        return InitProof(None, "general: try/with blocks")
+    stores: list[str] = []
+    instructions = list(dis.get_instructions(code))
+    for index, ins in enumerate(instructions):
+        name = ins.opname
+        following = instructions[index + 1] if index + 1 < len(instructions) else None
+        if "JUMP" in name or name in ("FOR_ITER", "SEND", "YIELD_VALUE"):
+            return InitProof(None, f"general: branches or loops (line {_line(ins)})")
+        if name in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _REACHING:
+            return InitProof(None, f"general: uses {ins.argval}")
+        if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
+            return InitProof(None, f"general: imports, or reaches frames ({ins.argval})")
+        if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
+            return InitProof(None, f"general: rebinds {this}")
+        if name.startswith("LOAD_FAST") and this in _names_of(ins.argval):
+            last = _names_of(ins.argval)[-1] == this and _names_of(ins.argval).count(this) == 1
+            if (
+                last
+                and following is not None
+                and following.opname in ("LOAD_ATTR", "LOAD_METHOD")
+                and following.argval in fields.union(stores)
+            ):
+                continue  # a field's value read (a plain value, stored already)
+            if not (last and following is not None and following.opname == "STORE_ATTR"):
+                return InitProof(
+                    None, f"general: uses {this} other than to store (line {_line(ins)})"
+                )
+            stores.append(following.argval)
+    return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
+
+
+def _line(ins: dis.Instruction) -> int | None:
+    return None if ins.positions is None else ins.positions.lineno
+
+
+def _names_of(argval: Any) -> tuple[str, ...]:
+    return argval if isinstance(argval, tuple) else (argval,)
+
+
+def init_wrapper(
+    cls: type, init: Callable[..., Any], frozen: bool, proven: Layout | None = None
+) -> types.FunctionType:
     """Wrap a user's ``__init__``: it runs unchanged (in a frozen class it may assign), then, when
     the outermost ``__init__`` of a ``super().__init__`` chain returns, the class's ``observe``
     completes and checks what it set. The wrapper has ``init``'s signature, so a call costs one
@@ -119,8 +219,24 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
         "    return",
     ]
     body += while_initialising(this, call) if frozen else [call]
+    helpers: dict[str, Any] = {
+        "__pytreekit_init__": init,
+        "__pytreekit_cls__": cls,
+        **INITIALISING_HELPERS,
+    }
+    if proven is not None:
+        # Proven at decoration (prove_init): the instance holds exactly the layout's fields and
+        # no method of its own, so only the static values are checked (a subclass's instance,
+        # whose layout may differ, is observed).
+        statics = [f"{this}.{n}" for n in proven.static_names]
+
+        def failed(obj: object) -> None:  # a function: torch.compile cannot hold a Layout
+            _check(obj, proven)
+
+        checked = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
+        helpers = {**helpers, **METHOD_HELPERS, "__pytreekit_failed__": failed}
+        body += ["if __pytreekit_owner__ is __pytreekit_cls__:", *indent([*checked, "return"])]
     body.append(f"__pytreekit_owner__.{markers.SPEC}.nodes.observe({this})")
-    helpers = {"__pytreekit_init__": init, "__pytreekit_cls__": cls, **INITIALISING_HELPERS}
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)
@@ -137,6 +253,16 @@ def init_wrapper(cls: type, init: Callable[..., Any], frozen: bool) -> types.Fun
 # -- the check of a new instance, inlined wherever one is built ------------------------------
 
 
+# How node functions name the primary layout and each child's key: names in the class's node
+# namespace, given a suffix per generation of code (``node_functions_source``).
+PRIMARY = "_P"
+BARE = "_A"  # the primary's Layout.bare
+
+
+def key_name(backend: str, index: int) -> str:
+    return f"_K{backend}_{index}"
+
+
 class CheckNames(NamedTuple):
     """What generated code calls the check's helpers (node functions and methods differ)."""
 
@@ -144,32 +270,59 @@ class CheckNames(NamedTuple):
     method: str
     check: str  # _layouts.check(obj, layout), which names the culprit
     layout: str
+    nested: str  # _layouts.NESTED_HASHES
+    partial: str  # functools.partial
+    inside: str  # _layouts.bound_inside
 
 
-NODE_NAMES = CheckNames("_hash", "_Method", "_check", "_P")
+NODE_NAMES = CheckNames("_hash", "_Method", "_check", PRIMARY, "_nested", "_inside", "_partial")
 METHOD_NAMES = CheckNames(
-    "__pytreekit_hash__", "__pytreekit_method__", "__pytreekit_check__", "__pytreekit_primary__"
+    "__pytreekit_hash__",
+    "__pytreekit_method__",
+    "__pytreekit_check__",
+    "__pytreekit_primary__",
+    "__pytreekit_nested__",
+    "__pytreekit_inside__",
+    "__pytreekit_partial__",
 )
-METHOD_HELPERS = {"__pytreekit_hash__": static_hash, "__pytreekit_method__": types.MethodType}
+METHOD_HELPERS = {
+    "__pytreekit_hash__": static_hash,
+    "__pytreekit_method__": types.MethodType,
+    "__pytreekit_nested__": NESTED_HASHES,
+    "__pytreekit_partial__": functools.partial,
+    "__pytreekit_inside__": bound_inside,
+}
 
 
 def check_lines(
-    statics: list[str], values: list[str], names: CheckNames, on_failure: list[str]
+    statics: list[str],
+    values: list[str],
+    names: CheckNames,
+    on_failure: list[str],
+    this: str | None = None,
 ) -> list[str]:
     """``_layouts.check`` inline: ``statics`` (expressions) hashable and none of ``values`` a
     bound method, else ``on_failure`` (which calls the check to name the culprit, or takes the
     slow path). ``values`` lists what code that held the instance may have set: none where only
-    arguments and defaults were stored, which cannot refer to an instance not yet returned."""
+    arguments and defaults were stored, which cannot refer to an instance not yet returned;
+    ``this``, the instance, when such code ran: a static value holding its methods is refused."""
     body = [f"{names.hash}({value})" for value in statics]
     if values:
         bound = " or ".join(f"{value}.__class__ is {names.method}" for value in values)
         body += [f"if {bound}:", "    raise TypeError"]
+    if this is not None and statics:
+        inside = " or ".join(
+            f"(({value}.__class__.__hash__ in {names.nested} or {value}.__class__ is "
+            f"{names.partial}) and {names.inside}({value}, {this}))"
+            for value in statics
+        )
+        body += [f"if {inside}:", "    raise TypeError"]
     if not body:
         return []
     return ["try:", *indent(body), "except (TypeError, AttributeError):", *indent(on_failure)]
 
 
-# -- node functions: compiled in the class's own namespace, which holds the primary layout (_P)
+# -- node functions: compiled in the class's own namespace
 # and the helpers under _-names; fields are only ever attribute names (obj.weights), so none
 # shadows them. Each falls back to its generic path for any other instance.
 
@@ -181,25 +334,39 @@ def node_functions_source(
     exact: bool,
     varied: bool,
     keyed: tuple[str, ...],
+    ordered: bool = False,
+    suffix: str = "",
 ) -> str:
     """``flatten``, ``flatten_with_keys_<backend>`` for each of ``keyed``, ``layout_of``,
     ``unflatten``, ``observe`` and ``replace`` for a class whose primary layout is ``layout``.
     ``exact``: an instance holding the layout's fields has that layout (``LayoutTable.exact``);
-    ``varied``: instances of other layouts exist, and carry a marker."""
-    aux = f"(_P, {_reads(layout.static_names)})"
+    ``varied``: instances of other layouts exist, and carry a marker; ``ordered``: an instance's
+    fields are in the order it assigned them (a class without annotations); ``suffix``: added to
+    the names of the primary layout (``_P``) and the keys (``key_name``)."""
+    aux = f"({PRIMARY}, {_reads(layout.static_names)})"
+    if layout.bare is not None:
+        aux = BARE  # the one aux data of the class, which prints as None
     children = f"({_reads(layout.child_names)}), {aux}"
     sources = [_flatten("flatten", "obj", children, "_flatten_generic(obj)", exact, varied)]
     for backend in keyed:  # the default of backend is set on each function object
-        pairs = "".join(f"(_K{backend}{i}, obj.{n}), " for i, n in enumerate(layout.child_names))
+        pairs = "".join(
+            f"({key_name(backend, i)}, obj.{n}), " for i, n in enumerate(layout.child_names)
+        )
         name, generic = f"flatten_with_keys_{backend}", "_flatten_with_keys_generic(obj, backend)"
         sources.append(_flatten(name, "obj, backend", f"({pairs}), {aux}", generic, exact, varied))
     sources.append(_layout_of(layout, exact, varied))
     sources.append(_unflatten(layout, storage))
-    sources.append(_observe(layout, storage))
+    sources.append(_observe(layout, storage, ordered))
     sources.append(_replace(layout, storage, exact, varied))
     # Each says what it is, in a traceback or a debugger: "Generated for <layout of ...>."
     doc = f'    """Generated by pytreekit for {layout!r}."""\n'
-    return "\n".join(source.replace(":\n", ":\n" + doc, 1) for source in sources)
+    source = "\n".join(source.replace(":\n", ":\n" + doc, 1) for source in sources)
+    # Each generation reads names of its own: a thread still running the code swapped out reads
+    # the layout and keys it was written for.
+    # (Not a field's name: obj._P, "_P".)
+    return re.sub(
+        rf"(?<![.\w'\"])({PRIMARY}|{BARE}|_K\w+_\d+)(?![\w'\"])", rf"\g<1>{suffix}", source
+    )
 
 
 def _reads(names: tuple[str, ...], obj: str = "obj") -> str:
@@ -211,7 +378,7 @@ def _for_primary(lines: list[str], exact: bool, varied: bool) -> list[str]:
     unless ``exact``; behind the marker test once instances of other layouts exist."""
     if not exact:
         return []
-    return [f"if obj.{markers.LAYOUT} is _P:", *indent(lines)] if varied else lines
+    return [f"if obj.{markers.LAYOUT} is {PRIMARY}:", *indent(lines)] if varied else lines
 
 
 def _flatten(name: str, params: str, result: str, generic: str, exact: bool, varied: bool) -> str:
@@ -223,7 +390,7 @@ def _layout_of(layout: Layout, exact: bool, varied: bool) -> str:
     """``layout_of(obj)`` for an instance of the class or of a subclass (whose own layouts the
     generic path finds)."""
     attempt = ["try:", f"    {_reads(layout.names) or 'pass'}", "except AttributeError:"]
-    attempt += ["    pass", "else:", "    return _P"]
+    attempt += ["    pass", "else:", f"    return {PRIMARY}"]
     fast = _for_primary(attempt, exact, varied)
     if fast:
         fast = ["if obj.__class__ is _cls:", *indent(fast)]
@@ -254,11 +421,11 @@ def _unflatten(layout: Layout, storage: Storage) -> str:
         f"aux[{next(statics)}]" if s else f"children[{next(children)}]" for s in layout.static
     ]
     build = [*_build("obj", layout.names, values, storage), "return obj"]
-    body = ["if aux[0] is _P:", *indent(build), "return _unflatten_generic(aux, children)"]
+    body = [f"if aux[0] is {PRIMARY}:", *indent(build), "return _unflatten_generic(aux, children)"]
     return function("unflatten", "aux, children", body)
 
 
-def _observe(layout: Layout, storage: Storage) -> str:
+def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     """``observe(obj)``, run when a user's ``__init__`` returns. Its fast path recognises an
     instance of exactly the primary layout without reading ``obj.__dict__`` (on CPython that turns
     the instance's compact attribute storage into a real dict, slowing every later flatten): the
@@ -266,6 +433,18 @@ def _observe(layout: Layout, storage: Storage) -> str:
     their count says whether ``__init__`` set other attributes. Elsewhere the general path runs."""
     names = layout.names
     slow = ["_observe_slow(obj)"]
+    if ordered:
+        # Fields in the order the instance assigned them: only its dict knows that order (the
+        # garbage collector's referents come in the order the class's instances first used).
+        if not names or not storage.has_dict or storage.slots:
+            return function("observe", "obj", slow)
+        reads = [f"obj.{n}" for n in names]
+        statics = [f"obj.{n}" for n in layout.static_names]
+        checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
+        body = [f"if tuple(obj.__dict__) == {names!r}:", *indent([*checked, "else:", "    return"])]
+        if not checked:
+            body = [f"if tuple(obj.__dict__) == {names!r}:", "    return"]
+        return function("observe", "obj", [*body, *slow])
     if (
         not names
         or not storage.has_dict
@@ -278,7 +457,7 @@ def _observe(layout: Layout, storage: Storage) -> str:
         count = "if len(refs) == 2 and refs[0].__class__ is not dict:"
     reads = [f"obj.{n}" for n in names]
     statics = [f"obj.{n}" for n in layout.static_names]
-    checked = check_lines(statics, reads, NODE_NAMES, ["pass"])
+    checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
     # torch.compile cannot trace the garbage collector, and may trace the __init__ of any class
     # (optree is torch's pytree engine; dynamo traces plain classes too). Until torch is imported
     # the guard costs one dict lookup; then one call of torch.compiler.is_compiling, which dynamo
@@ -295,7 +474,7 @@ def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str
     """``replace(obj, changes)``: a copy made without ``__init__``, static values checked."""
     values = [f"_v{i}" for i in range(len(layout.names))]
     attempt = [
-        "if changes.keys() <= _P.name_set:",
+        f"if changes.keys() <= {PRIMARY}.name_set:",
         "    try:",
         *(
             f"        {v} = changes[{n!r}] if {n!r} in changes else obj.{n}"
@@ -310,10 +489,16 @@ def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str
                 [v for v, s in zip(values, layout.static, strict=True) if s],
                 [],
                 NODE_NAMES,
-                ["_check(new, _P)"],
+                [f"_check(new, {PRIMARY}, obj)"],
             ),
             2,
         ),
+        "        for _v in changes.values():  # a method of obj: the copy would keep calling it",
+        "            if _v.__class__ is _Method or (",
+        "                (_v.__class__.__hash__ in _nested or _v.__class__ is _partial)",
+        "                and _inside(_v, obj)",
+        "            ):",
+        f"                _check(new, {PRIMARY}, obj)",
         "        return new",
     ]
     fast = _for_primary(attempt, exact and bool(layout.names), varied)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import inspect
 import re
+import sys
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -29,6 +31,7 @@ from .._compat import (
     class_annotations,
     is_field,
     is_init_var,
+    record_dataclass_frozen,
     record_dataclass_params,
     signature,
 )
@@ -39,10 +42,12 @@ from .codegen import (
     METHOD_NAMES,
     check_lines,
     method,
+    prove_init,
     while_initialising,
 )
 from .fields import MISSING, Field, as_pytree_field, check_static_value, static_in_metadata
-from .layouts import Layout, check
+from .frozen import is_frozen_setattr
+from .layouts import Layout, all_slots, check, resolved
 from .spec import Options
 
 _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")
@@ -84,13 +89,16 @@ def make_dataclass(cls: type, options: Options) -> list[dataclasses.Field[Any]]:
         had_doc = "__doc__" in cls.__dict__ and cls.__doc__
         if not had_doc:  # dataclasses would compute it from the __init__ it is not writing
             setattr(cls, "__doc__", "pending")
+        # Decorated again while in use: pytreekit's frozen methods stay until replaced (other
+        # threads never see the class unfrozen), so dataclasses must not write its own.
+        kept = options.frozen and is_frozen_setattr(cls.__dict__.get("__setattr__"))
         try:
             dataclasses.dataclass(
                 cls,
                 init=False,
                 repr=False,
                 eq=False,
-                frozen=options.frozen,
+                frozen=options.frozen and not kept,
                 kw_only=options.kw_only,
             )
         except (TypeError, ValueError) as error:
@@ -99,6 +107,8 @@ def make_dataclass(cls: type, options: Options) -> list[dataclasses.Field[Any]]:
             if not had_doc:
                 setattr(cls, "__doc__", None)
         record_dataclass_params(cls, init=True, repr=options.repr, eq=options.eq)
+        if kept:
+            record_dataclass_frozen(cls)
     return _pytree_fields(cls, options)
 
 
@@ -252,8 +262,10 @@ def _checks(
     layout: Layout,
     helpers: dict[str, Any],
     frozen: bool,
+    after_post_init: Callable[[object], None] | None,
 ) -> list[str]:
-    """What runs after the assignments: ``__post_init__``, then the layout's check. Without a
+    """What runs after the assignments: ``__post_init__``, then the layout's check and
+    ``after_post_init`` (which refuses attributes that are not fields). Without a
     ``__post_init__`` only arguments and defaults were stored, so only static values can be
     wrong, and a field left unset (``init=False`` without a default) is not read."""
     helpers.update(METHOD_HELPERS, __pytreekit_check__=check, __pytreekit_primary__=layout)
@@ -264,9 +276,22 @@ def _checks(
         init_vars = [f.name for f in all_fields if is_init_var(f)]
         values = [f"{this}.{name}" for name in layout.names]
         statics = [f"{this}.{name}" for name in layout.static_names]
+        # A __post_init__ that provably only reads and stores fields (prove_init) can set no
+        # other attribute and store no method of the instance: only static values are checked.
+        proof = prove_init(cls.__dict__.get("__post_init__"), frozenset(layout.names))
+        if proof.stores is not None and set(proof.stores) <= set(layout.names):
+            return [
+                *_post_init(this, init_vars, frozen),
+                *check_lines(statics, [], METHOD_NAMES, on_failure),
+            ]
+        extras = []
+        if after_post_init is not None:
+            helpers["__pytreekit_extras__"] = after_post_init
+            extras = _extras_lines(this, len(layout.names), layout.cls, helpers)
         return [
             *_post_init(this, init_vars, frozen),
-            *check_lines(statics, values, METHOD_NAMES, on_failure),
+            *check_lines(statics, values, METHOD_NAMES, on_failure, this),
+            *extras,
         ]
     statics = [
         f"{this}.{name}"
@@ -278,8 +303,42 @@ def _checks(
     return check_lines(statics, [], METHOD_NAMES, on_failure)
 
 
+def _extras_lines(this: str, count: int, cls: type, helpers: dict[str, Any]) -> list[str]:
+    """After ``__post_init__``: the count of the instance's referents (its attribute values and
+    its class) proves it holds nothing but fields, without reading its dict; anything else asks
+    ``__pytreekit_extras__``. torch.compile cannot trace the garbage collector: while it traces,
+    the dict is read instead."""
+    slow = [f"__pytreekit_extras__({this})"]
+    storage_ok = (
+        getattr(cls, "__dictoffset__", 0)
+        and not all_slots(cls)
+        and not any(hasattr(type(resolved(cls, n)), "__set__") for n in _field_names(cls))
+    )
+    if not storage_ok:
+        return slow
+    helpers.update(__pytreekit_referents__=gc.get_referents, __pytreekit_modules__=sys.modules)
+    refs = "__pytreekit_refs__"
+    return [
+        'if "torch" in __pytreekit_modules__ and '
+        '__pytreekit_modules__["torch"].compiler.is_compiling():',
+        f"    {slow[0]}",
+        "else:",
+        f"    {refs} = __pytreekit_referents__({this})",
+        f"    if len({refs}) > {count + 1} or {refs}[0].__class__ is dict:",
+        f"        {slow[0]}",
+    ]
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
 def generated_init(
-    cls: type, all_fields: Sequence[dataclasses.Field[Any]], layout: Layout, frozen: bool
+    cls: type,
+    all_fields: Sequence[dataclasses.Field[Any]],
+    layout: Layout,
+    frozen: bool,
+    after_post_init: Callable[[object], None] | None = None,
 ) -> Callable[..., None]:
     """``__init__`` for ``cls``; ``all_fields`` are its fields and ``InitVar`` pseudo-fields, in
     dataclasses' order; ``layout`` its fields' layout."""
@@ -293,7 +352,7 @@ def generated_init(
     }
     parameters = [this, *_parameters(cls, all_fields, helpers)]
     body = _assignments(this, all_fields, helpers, frozen)
-    body += _checks(this, cls, all_fields, layout, helpers, frozen)
+    body += _checks(this, cls, all_fields, layout, helpers, frozen, after_post_init)
     init = method(cls, "__init__", ", ".join(parameters), body, helpers)
     parameter_fields = [f for f in all_fields if f.init]
     converted = {

@@ -62,3 +62,8 @@ def frozen_delattr(self: object, name: str) -> None:
     raise FrozenInstanceError(
         f"cannot delete field {name!r} of frozen {type(self).__qualname__} instance."
     )
+
+
+def is_frozen_setattr(method: object) -> bool:
+    """Whether ``method`` is (a class's copy of) ``frozen_setattr``."""
+    return getattr(method, "__code__", None) is frozen_setattr.__code__

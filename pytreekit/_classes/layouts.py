@@ -17,6 +17,7 @@ decoration reads layouts, never the kind of class. Decoration picks the table:
 
 from __future__ import annotations
 
+import functools
 import keyword
 import operator
 import threading
@@ -45,6 +46,7 @@ class Layout:
     built an instance can rebuild one."""
 
     __slots__ = (
+        "bare",
         "child_names",
         "cls",
         "compared",
@@ -60,7 +62,7 @@ class Layout:
         "static_names",
     )
 
-    def __init__(self, cls: type, fields: tuple[Field, ...]) -> None:
+    def __init__(self, cls: type, fields: tuple[Field, ...], *, hash_by_name: bool = False) -> None:
         self.cls = cls
         self.fields = fields
         self.names = tuple(f.name for f in fields)
@@ -71,22 +73,41 @@ class Layout:
         # As dataclasses chooses them: __eq__ compares, __hash__ hashes, __repr__ shows.
         self.compared = tuple(f.name for f in fields if f.compare)
         self.hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+        if hash_by_name:
+            # Instances of a class without annotations may hold one set of fields in different
+            # orders; == compares them by name, so the hash must not depend on the order.
+            self.hashed = tuple(sorted(self.hashed))
         self.shown = tuple(f.name for f in fields if f.repr)
         # Every field (AttributeError if one is unset), and the tuple __hash__ hashes, each read in
         # one C call.
         self.read = _getter(self.names)
         self.hashed_values = _getter(self.hashed)
         self.keys: dict[str, tuple[Any, ...]] = {}
+        # The aux data of an instance of a layout without static fields, where the class declares
+        # its one layout (FixedLayouts): NodeData((self,)).
+        self.bare: tuple[Any, ...] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Layout], tuple[Any, ...]]:
         # Unpickled into the interned layout of the receiving process: identity stays equality.
         return layout_for, (self.cls, self.names, self.static)
 
     def __repr__(self) -> str:
+        # Short: treedefs print it (in errors, jit cache misses, tools showing node data).
         fields = ", ".join(
-            f"{n} (static)" if s else n for n, s in zip(self.names, self.static, strict=True)
+            f"{n}*" if s else n for n, s in zip(self.names, self.static, strict=True)
         )
-        return f"<layout of {self.cls.__qualname__}: {fields}>"
+        return f"Layout({fields})"
+
+
+class NodeData(tuple[Any, ...]):
+    """The aux data ``(layout,)`` of an annotated class without static fields, one per class: it
+    prints as ``None``, so treedefs read as for a class registered by hand with no node data
+    (the layout is the class's declaration). Equal to, and hashed as, the plain tuple."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
 
 
 def records(names: Iterable[str], static: Iterable[bool]) -> tuple[Field, ...]:
@@ -180,6 +201,8 @@ class LayoutTable:
         self.varied = False  # an instance of another layout than the primary exists
         self.used = False  # flattened, unflattened or built at least once
         self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
+        # Whether an instance's fields are in its own order of assignment (else the class's).
+        self.ordered = False
 
     # -- interning --------------------------------------------------------------------------
 
@@ -265,6 +288,8 @@ class FixedLayouts(LayoutTable):
     ) -> None:
         super().__init__(cls, storage, key_factories)
         self.primary = self._add(Layout(cls, fields))
+        if not self.primary.static_names:
+            self.primary.bare = NodeData((self.primary,))
 
     def layout_of(self, obj: object) -> Layout:
         assert self.primary is not None
@@ -296,6 +321,14 @@ class FixedLayouts(LayoutTable):
                 )
             factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
             object.__setattr__(obj, f.name, factory())
+        self.refuse_extras(obj, "__init__")
+        check(obj, layout)
+
+    def refuse_extras(self, obj: object, where: str) -> None:
+        """A ``TypeError`` if ``where`` (``__init__``, ``__post_init__``) set an attribute of
+        ``obj`` that is not a field."""
+        layout = self.primary
+        assert layout is not None
         instance_dict = getattr(obj, "__dict__", None)
         if instance_dict:
             storage = self.storage
@@ -306,12 +339,16 @@ class FixedLayouts(LayoutTable):
             if len(extras) > len(storage.descriptor_fields):
                 extra = extras[-1]
                 raise TypeError(
-                    f"{owner}.__init__ set attribute {extra!r}, which is not a field, so JAX "
-                    f"transformations would drop it. Declare it in the class body "
+                    f"{self.cls.__qualname__}.{where} set attribute {extra!r}, which is not a "
+                    f"field, so JAX transformations would drop it. Declare it in the class body "
                     f"(`{extra}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
                     f"array), or do not store it on the instance."
                 )
-        check(obj, layout)
+
+    def after_post_init(self, obj: object) -> None:
+        """What the generated ``__init__`` runs once ``__post_init__`` returned, where the count
+        of referents does not prove that it set nothing but fields."""
+        self.refuse_extras(obj, "__post_init__")
 
 
 class LearnedLayouts(LayoutTable):
@@ -328,9 +365,56 @@ class LearnedLayouts(LayoutTable):
         super().__init__(cls, storage, key_factories)
         self.static_names = static_names
         self._raw: dict[tuple[str, ...], Layout] = {}
+        # The layouts an instance can have now: by the fields it holds, in its order, with the
+        # static flags the class declares now. Other interned layouts (an old pickle's, an old
+        # treedef's, a layout of an earlier decoration) only tell which values a state or aux
+        # data holds; an instance built from them gets the current layout of its fields.
+        self._current: dict[tuple[str, ...], Layout] = {}
+        self.ordered = True
 
     def for_names(self, names: tuple[str, ...]) -> Layout:
-        return self.intern(names, tuple(n in self.static_names for n in names))
+        layout = self._current.get(names)
+        if layout is None:
+            layout = self.intern(names, tuple(n in self.static_names for n in names))
+            self._current[names] = layout
+        return layout
+
+    def is_current(self, layout: Layout) -> bool:
+        """Whether ``layout`` is one an instance of the class as declared now can have."""
+        return self._current.get(layout.names) is layout
+
+    def intern(self, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
+        key = (names, static)
+        layout = self._by_names.get(key)
+        if layout is None:
+            with self.lock:
+                layout = self._by_names.get(key)
+                if layout is None:
+                    self._check_names(names)
+                    made = Layout(self.cls, records(names, static), hash_by_name=True)
+                    layout = self._add(made)
+        return layout
+
+    def declare(self, layout: Layout) -> bool:
+        """Decoration proved every instance ``__init__`` builds has ``layout``: make it the
+        primary, unless instances of another exist (then ``False``)."""
+        with self.lock:
+            if self.primary is not None and self.primary is not layout:
+                return False
+            self.primary = layout
+            setattr(self.cls, markers.LAYOUT, layout)
+            return True
+
+    def follow(self, earlier: LayoutTable) -> None:
+        """Decorated again: instances built before carry ``earlier``'s layouts (or none, meaning
+        its primary). Unmarked ones keep meaning the same fields in the same order, with the static
+        flags declared now; marked ones are read by their marker's names."""
+        if earlier.primary is None:
+            return
+        with self.lock:
+            self.primary = self.for_names(earlier.primary.names)
+            self.varied = earlier.varied
+            setattr(self.cls, markers.LAYOUT, self.primary)
 
     def _check_names(self, names: tuple[str, ...]) -> None:
         super()._check_names(names)
@@ -395,9 +479,11 @@ class LearnedLayouts(LayoutTable):
             except AttributeError:
                 if self.storage.has_dict and obj.__dict__.get(markers.LAYOUT) is known:
                     present = tuple(n for n in known.names if hasattr(obj, n))  # deleted since
-                    return self.intern(present, tuple(n in known.static_names for n in present))
+                    return self.for_names(present)
             else:
-                return known
+                # A marker from an earlier decoration (or static set) names the fields and their
+                # order; their static flags are the class's now.
+                return known if self.is_current(known) else self.for_names(known.names)
         layout = self.for_names(self.attribute_names(obj))
         if self.primary is None:
             self.note(obj, layout)
@@ -406,6 +492,8 @@ class LearnedLayouts(LayoutTable):
     # -- what instances teach the class -------------------------------------------------------
 
     def note(self, obj: object, layout: Layout) -> None:
+        if not self.is_current(layout):  # an old pickle's or treedef's: what it holds, as now
+            layout = self.for_names(layout.names)
         with self.lock:
             if self.primary is None:
                 self.primary = layout
@@ -434,11 +522,14 @@ class LearnedLayouts(LayoutTable):
                     self.note(obj, layout)
                 return
         names = self.attribute_names(obj)
-        static = tuple(n in self.static_names for n in names)
         # Checked before interning: a refused instance leaves the table as it was.
-        known = self._by_names.get((names, static))
-        check(obj, known or Layout(self.cls, records(names, static)))
-        layout = known or self.intern(names, static)
+        known = self._current.get(names)
+        if known is None:
+            static = tuple(n in self.static_names for n in names)
+            check(obj, Layout(self.cls, records(names, static)))
+        else:
+            check(obj, known)
+        layout = known or self.for_names(names)
         if raw is not None and markers.LAYOUT not in raw:
             with self.lock:  # the bound holds without the GIL too
                 if len(self._raw) < _RAW_CACHE_SIZE:
@@ -449,33 +540,72 @@ class LearnedLayouts(LayoutTable):
 # -- the check of a new instance's values -----------------------------------------------------
 
 
-def check(obj: object, layout: Layout) -> None:
+def check(obj: object, layout: Layout, source: object = None) -> None:
     """The rule for the values of an instance ``obj`` of ``layout`` that was just built: static
-    values hashable, no method bound to ``obj`` itself. Generated code checks the same inline and
-    calls this to name the culprit; an unset field is left for flatten to name."""
+    values hashable, no method bound to ``obj`` itself (inside a static value either). Generated
+    code checks the same inline and calls this to name the culprit; an unset field is left for
+    flatten to name. ``source``: the instance ``replace`` copied, whose methods are refused too."""
     cls = type(obj)
     for name, static in zip(layout.names, layout.static, strict=True):
         try:
             value = getattr(obj, name)
         except AttributeError:
             continue
-        if static:
-            check_static_value(cls, name, value)
-        check_not_bound_to(obj, name, value)
+        for built in (obj, source) if source is not None else (obj,):
+            if static:
+                check_static_value(cls, name, value)
+                inside = bound_inside(value, built)
+                if inside is not None:
+                    _refuse_bound(obj, name, inside, inside is not value)
+            check_not_bound_to(built, name, value)
 
 
 def check_not_bound_to(obj: object, name: str, value: Any) -> None:
     """Refuse a field holding a method bound to the instance being built: every rebuilt copy
     (``tree_map``, ``replace``, unflatten) would keep calling the original instance."""
     if type(value) is types.MethodType and value.__self__ is obj:
-        owner = type(obj).__qualname__
-        function = value.__func__.__name__
-        raise TypeError(
-            f"{owner}.{name} holds self.{function}, a method bound to the instance being built; "
-            f"copies JAX rebuilds would keep calling this instance's method, with its old "
-            f"values. Call self.{function}(...) where it is needed, or store the function: "
-            f"self.{name} = type(self).{function} (or a module-level function)."
-        )
+        _refuse_bound(obj, name, value, False)
+
+
+def _refuse_bound(obj: object, name: str, method: types.MethodType, inside: bool) -> None:
+    owner = type(obj).__qualname__
+    function = method.__func__.__name__
+    where = "holds, inside its value," if inside else "holds"
+    raise TypeError(
+        f"{owner}.{name} {where} self.{function}, a method bound to the instance being built; "
+        f"copies JAX rebuilds would keep calling this instance's method, with its old "
+        f"values. Call self.{function}(...) where it is needed, or store the function: "
+        f"self.{name} = type(self).{function} (or a module-level function)."
+    )
+
+
+# The values bound_inside looks into.
+NESTED = (tuple, list, set, frozenset, dict, functools.partial)
+# How generated code tells the hashable ones (a static value is hashable) in two comparisons:
+# by their __hash__ (tuples and NamedTuples share tuple's), and functools.partial by its class.
+NESTED_HASHES = (tuple.__hash__, frozenset.__hash__)
+
+
+def bound_inside(value: Any, obj: object) -> types.MethodType | None:
+    """A method bound to ``obj`` that ``value`` is or holds (in tuples, lists, sets, dicts,
+    ``functools.partial``), if any: the static values a rebuilt copy keeps share it."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if type(item) is types.MethodType:
+            if item.__self__ is obj:
+                return item
+        elif isinstance(item, NESTED[:4]):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, functools.partial):
+            stack.extend((item.func, *item.args, *item.keywords.values()))
+    return None
 
 
 def _nothing(*_: object) -> None:

@@ -89,6 +89,7 @@ def install(
     init: Callable[[], Callable[..., None]] | None = None,
     dataclass_methods: bool = False,
     automatic: bool = False,
+    prove: Callable[[Callable[..., Any]], Layout | None] | None = None,
 ) -> None:
     """Put pytreekit's methods on ``cls`` by the table above. ``own``: the class body as the user
     wrote it. ``init``: makes the generated ``__init__`` (an annotated class), called when the
@@ -112,9 +113,17 @@ def install(
         # but no __init__ keeps it (where dataclasses would generate one).
         user_init, kind = nearest_init(cls, own)
         if kind == "user" and (own.get("__init__") is not None or init is None):
-            setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen))
+            # prove: the layout every instance it builds provably has, if any (_codegen.prove_init)
+            proven = None if prove is None else prove(user_init)
+            setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen, proven))
         elif init is not None and nearest_init(cls)[1] != "wrapped":
             setattr(cls, "__init__", init())
+    else:
+        # A dataclass's own __init__ (dataclasses', or one in its body) runs unchanged, checked
+        # when it returns as a user's is: static values, bound methods, nothing but fields set.
+        made = cls.__dict__.get("__init__")
+        if made is not None and not getattr(made, markers.WRAPS_INIT, False):
+            setattr(cls, "__init__", init_wrapper(cls, made, options.frozen))
     kept = {
         n for n in ("__repr__", "__eq__", "__hash__") if n in own or (automatic and _users(cls, n))
     }

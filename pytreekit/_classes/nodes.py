@@ -10,15 +10,18 @@ decorated again and in a process that never built an instance.
 from __future__ import annotations
 
 import builtins
+import functools
 import gc
+import itertools
 import sys
+import threading
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._compat import static_hash
-from .codegen import compile_source, node_functions_source
-from .layouts import Layout, LayoutTable, check
+from .codegen import BARE, PRIMARY, compile_source, key_name, node_functions_source
+from .layouts import NESTED_HASHES, Layout, LayoutTable, bound_inside, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.
@@ -56,6 +59,9 @@ class NodeFunctions:
             "_hash": static_hash,
             "_Method": types.MethodType,
             "_check": check,
+            "_nested": NESTED_HASHES,
+            "_partial": functools.partial,
+            "_inside": bound_inside,
             "_referents": gc.get_referents,
             "_modules": sys.modules,
             "_flatten_generic": self.flatten_generic,
@@ -63,6 +69,8 @@ class NodeFunctions:
             "_unflatten_generic": self.unflatten_generic,
             "_replace_generic": self.replace_generic,
             "_observe_traced": self.observe_traced,
+            "_observe_slow": self.observe_slow,
+            "_layout_of_generic": self.layout_of_generic,
         }
         made = [types.FunctionType(_GENERIC[n].__code__, self.namespace, n) for n in _SINGLE]
         self.flatten, self.unflatten, self.layout_of, self.observe, self.replace = made
@@ -71,19 +79,19 @@ class NodeFunctions:
         # Every code object swapped out, kept alive: without the GIL a thread may still be
         # running one when it is replaced (a few per class: first use, varied, each backend).
         self.retired: list[types.CodeType] = []
+        self.lock = threading.RLock()
+        self._generations = itertools.count()
         self.attach(table)
 
     def attach(self, table: LayoutTable) -> None:
         """Follow ``table`` from now on (a class decorated again keeps its registered functions)."""
-        with table.lock:
+        # Under the functions' own lock, not the table's: a thread that holds an earlier table's
+        # lock may be regenerating them (lock order: a table's, then this one).
+        with self.lock:
             self.table = table
             self.cls = table.cls
-            self.namespace.update(
-                _cls=table.cls,
-                _P=None,
-                _observe_slow=table.observe_slow,
-                _layout_of_generic=table.layout_of,
-            )
+            # One store each: a thread running these functions sees the old table or the new.
+            self.namespace.update(_cls=table.cls)
             table.on_change = self.regenerate
             for name in _SINGLE:
                 self._swap(getattr(self, name), _GENERIC[name].__code__)
@@ -114,7 +122,12 @@ class NodeFunctions:
                 self.first_use_hooks.append(hook)
 
     def regenerate(self) -> None:
-        """Put the code for what the table knows now into the functions (under its lock)."""
+        """Put the code for what the current table knows now into the functions (any table may
+        ask: the last to run writes code for the table followed now)."""
+        with self.lock:
+            self._regenerate()
+
+    def _regenerate(self) -> None:
         table = self.table
         primary = table.primary
         if primary is None or not table.used:
@@ -123,23 +136,34 @@ class NodeFunctions:
             self.first_use_hooks.pop(0)()
         # A backend whose registration was undone keeps its function, unused, generic.
         keyed = tuple(backend for backend in self.keyed if backend in table.key_factories)
+        # Names of this generation, put in the namespace before any code reading them runs: a
+        # thread sees one version of each function, complete, and the names it reads.
+        suffix = f"_{next(self._generations)}"
+        fresh_names: dict[str, Any] = {
+            f"{PRIMARY}{suffix}": primary,
+            f"{BARE}{suffix}": primary.bare,
+        }
+        for backend in keyed:
+            fresh_names.update(
+                (f"{key_name(backend, i)}{suffix}", key)
+                for i, key in enumerate(primary.keys[backend])
+            )
+        self.namespace.update(fresh_names)
         source = node_functions_source(
             primary,
             table.storage,
             exact=table.exact(primary),
             varied=table.varied,
             keyed=keyed,
+            ordered=table.ordered,
+            suffix=suffix,
         )
-        self.namespace["_P"] = primary
-        for backend in keyed:
-            self.namespace.update(
-                (f"_K{backend}{i}", key) for i, key in enumerate(primary.keys[backend])
-            )
         fresh: dict[str, Any] = {}
-        compile_source(source, self.namespace, f"{self.cls.__qualname__} nodes", fresh)
+        label = f"{self.cls.__qualname__} nodes"
+        compile_source(source, self.namespace, label, fresh, self.cls)
         for function in [*(getattr(self, n) for n in _SINGLE), *(self.keyed[b] for b in keyed)]:
-            self._swap(function, fresh[function.__name__].__code__)
             function.__doc__ = fresh[function.__name__].__doc__
+            self._swap(function, fresh[function.__name__].__code__)
 
     def _swap(self, function: types.FunctionType, code: types.CodeType) -> None:
         if function.__code__ is not code:
@@ -147,6 +171,14 @@ class NodeFunctions:
             function.__code__ = code
 
     # -- the generic paths ---------------------------------------------------------------------
+
+    def observe_slow(self, obj: object) -> None:
+        self.table.observe_slow(obj)
+
+    def layout_of_generic(self, obj: object) -> Layout:
+        table = self.table
+        table.first_use()  # instances built by a proven __init__ were never observed
+        return table.layout_of(obj)
 
     def flatten_generic(self, obj: object) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         table = self.table
@@ -158,6 +190,8 @@ class NodeFunctions:
         except AttributeError:
             self._missing_field(obj, layout)
             raise
+        if layout.bare is not None:
+            return children, layout.bare
         return children, (layout, *statics)
 
     def flatten_with_keys_generic(self, obj: object, backend: str) -> tuple[Any, Any]:
@@ -167,7 +201,7 @@ class NodeFunctions:
     def layout_in(self, aux: Any) -> Layout:
         """The layout of the instance ``aux`` data was flattened from; refused if the data is
         not this class's."""
-        layout = aux[0] if type(aux) is tuple and aux else None
+        layout = aux[0] if isinstance(aux, tuple) and aux else None
         if not isinstance(layout, Layout) or layout.cls is not self.cls:
             raise TypeError(
                 f"cannot unflatten {self.cls.__qualname__} from aux data {aux!r}: it was not "
@@ -206,7 +240,7 @@ class NodeFunctions:
                 self._missing_field(obj, layout)
                 raise
             object.__setattr__(new, name, value)
-        check(new, layout)
+        check(new, layout, obj)
         table.note(new, layout)
         return new
 
