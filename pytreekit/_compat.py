@@ -57,6 +57,37 @@ def is_init_var(f: dataclasses.Field[Any]) -> bool:
     return f._field_type is _FIELD_INITVAR  # type: ignore[attr-defined]
 
 
+# The record dataclasses keeps of a class's options (``_DataclassParams``, undocumented) and the
+# methods it writes (compiled from a string): read here only.
+DATACLASS_PARAMS = "__dataclass_params__"
+
+
+def own_dataclass_params(cls: type) -> Any:
+    """The options record dataclasses left on ``cls`` itself (``None``: dataclasses never ran on
+    it); compare records by identity to tell whether dataclasses ran again."""
+    return cls.__dict__.get(DATACLASS_PARAMS)
+
+
+def dataclass_option(params: Any, name: str) -> Any:
+    """One option (``"frozen"``, ``"eq"``, ...) from an options record; ``None`` where the
+    running Python's record does not keep it (3.11 keeps neither ``match_args`` nor
+    ``kw_only``)."""
+    return getattr(params, name, None)
+
+
+def written_by_dataclasses(function: Any) -> bool:
+    """Whether ``function`` is one dataclasses wrote: it compiles its methods from a string."""
+    code = getattr(getattr(function, "__wrapped__", function), "__code__", None)
+    return code is not None and code.co_filename in ("<string>", "__create_fn__")
+
+
+def retype_field(f: dataclasses.Field[Any], kind: type) -> None:
+    """Make ``f`` an instance of ``kind``, a subclass of ``dataclasses.Field`` adding no slot:
+    dataclasses built the field for one class only, so pytreekit changes it in place rather than
+    copying it (the copy would not be the one ``dataclasses.fields`` returns)."""
+    f.__class__ = kind
+
+
 # Python 3.13's dataclasses compare field by field (`self.x == other.x and ...`), no longer as
 # tuples, whose comparison takes identical items for equal: a field whose value is the same NaN
 # in both instances makes them unequal (an instance still equals itself).
@@ -81,7 +112,7 @@ def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool) -> N
     """Make ``cls.__dataclass_params__`` say what the class has: pytreekit asks dataclasses not to
     write ``__init__``, ``__repr__`` and ``__eq__`` (it writes its own), and tools read these
     flags."""
-    params = cls.__dict__["__dataclass_params__"]
+    params = own_dataclass_params(cls)
     for flag, value in zip(_PARAMS_FLAGS, (init, repr, eq), strict=True):
         _private(params, flag, "dataclasses._DataclassParams", "to record the class's flags")
         object.__setattr__(params, flag, value)
@@ -347,6 +378,10 @@ def zeros_like(x: Any, dtype: Any) -> Any:
 # -- torch ------------------------------------------------------------------------------------
 
 
+# torch's pytree registry has no public module: this one is what the torch backend needs.
+TORCH_PYTREE = "torch.utils._pytree"
+
+
 def torch_pytree() -> ModuleType:
     """``torch.utils._pytree``: torch's pytree registry has no public module."""
     import torch.utils._pytree as torch_pytree
@@ -389,7 +424,7 @@ def dataclass_frozen(cls: type) -> bool:
     """Whether ``cls`` is a frozen dataclass: ``_DataclassParams.frozen``, private to
     dataclasses."""
     for klass in _MRO.__get__(cls):
-        params = _OWN_DICT.__get__(klass).get("__dataclass_params__")
+        params = _OWN_DICT.__get__(klass).get(DATACLASS_PARAMS)
         if params is not None:
             return (
                 _private(
@@ -407,6 +442,6 @@ def record_dataclass_frozen(cls: type) -> None:
     """Make ``cls.__dataclass_params__`` say frozen: dataclasses was run with ``frozen=False``
     because pytreekit's frozen ``__setattr__`` was already on the class (decorated again), which
     dataclasses refuses to overwrite."""
-    params = cls.__dict__["__dataclass_params__"]
+    params = own_dataclass_params(cls)
     _private(params, "frozen", "dataclasses._DataclassParams", "to record the class's flags")
     object.__setattr__(params, "frozen", True)

@@ -54,7 +54,14 @@ from ._classes import (
     resolved,
 )
 from ._classes import dataclass as _dataclass
-from ._compat import annotations_given_since, registered_with_jax, travelling
+from ._compat import (
+    DATACLASS_PARAMS,
+    annotations_given_since,
+    dataclass_option,
+    own_dataclass_params,
+    registered_with_jax,
+    travelling,
+)
 from ._derivatives import inherit_rules
 
 T = TypeVar("T")
@@ -390,12 +397,12 @@ def _make_spec(
         _, init_kind = nearest_init(cls, as_written)
         annotated = (
             _dataclass.has_fields(cls)
-            or "__dataclass_params__" in cls.__dict__
+            or own_dataclass_params(cls) is not None
             or init_kind in ("object", "generated")
         )
     fields: tuple[Field, ...] | None = None
     if annotated:
-        was_dataclass = "__dataclass_params__" in as_written
+        was_dataclass = DATACLASS_PARAMS in as_written
         all_fields = _dataclass.make_dataclass(cls, options)
         fields = _dataclass.fields_of(all_fields)
         _dataclass.refuse_properties(
@@ -533,7 +540,7 @@ def _assemble(
         nodes=nodes,
         backends=tuple(table.key_factories),
         as_written=dict(as_written),
-        dataclass_params=cls.__dict__.get("__dataclass_params__"),
+        dataclass_params=own_dataclass_params(cls),
         automatic=automatic,
         init_proof=init_proof,
     )
@@ -621,10 +628,7 @@ def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
 
 
 def _frozen_dataclass_base(cls: type) -> bool:
-    return any(
-        getattr(base.__dict__.get("__dataclass_params__"), "frozen", False)
-        for base in cls.__mro__[1:]
-    )
+    return any(dataclass_option(own_dataclass_params(base), "frozen") for base in cls.__mro__[1:])
 
 
 def _parent_spec(cls: type) -> ClassSpec | None:

@@ -15,6 +15,7 @@ their module and names are part of those pickles' format, so they stay here.
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import functools
 import importlib
 import sys
@@ -30,8 +31,9 @@ from ._compat import dataclass_frozen
 _MODULE_DICT: Any = vars(types.ModuleType)["__dict__"]
 _TYPE_DICT: Any = vars(type)["__dict__"]
 _TYPE_MRO: Any = vars(type)["__mro__"]
-MISSING: Any = object()
-"""What ``lookup`` and ``find_in`` return for a name that holds nothing."""
+# What ``lookup`` and ``find_in`` return for a name that holds nothing: the one sentinel pytreekit
+# uses, the standard library's (a field without a default is ``MISSING`` too).
+MISSING: Any = dataclasses.MISSING
 
 
 def own_dict(cls: type) -> Any:

@@ -179,7 +179,7 @@ def _data_state(nodes: NodeFunctions, raw: bytes | str) -> tuple[Any, Any, Any, 
     if primary is None or names != primary.names or static != primary.static:
         if type(written) not in (str, type(None)) or not _well_formed(names, static, value_nodes):
             raise _no_layout(tree[1])
-        _check_names(nodes, names)
+        _refuse_unknown_names(nodes, names)
     if len(value_nodes) != sum(static):
         raise _no_layout(tree[1])
     cls = nodes.cls
@@ -229,7 +229,7 @@ def _pickled_state(nodes: NodeFunctions, state: Any) -> tuple[Any, Any, Any, tup
     _, names, static, statics = state
     if not _well_formed(names, static, statics) or type(statics) is not tuple:
         raise _no_layout(version)
-    _check_names(nodes, names)
+    _refuse_unknown_names(nodes, names)
     static_names = [n for n, s in zip(names, static, strict=True) if s]
     for index, (name, value) in enumerate(zip(static_names, statics, strict=False)):
         _check_value(nodes.cls, name, index, value, None)
@@ -267,7 +267,7 @@ def _check_value(cls: type, name: str, index: int, value: Any, declared: Any) ->
         )
 
 
-def _check_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
+def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
     """Refuse names no instance of the class could hold as fields, and layouts beyond the cap,
     before the class's table learns them. The table says which names its rule keeps (asked of an
     instance-like namespace holding the names); an artifact may besides never name what the class
@@ -298,7 +298,7 @@ def _check_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
             refused = next((n for n in names if n not in known), None)
         else:
             try:
-                table._check_names(names)  # identifiers, not keywords, as interning asks
+                table.check_names(names)  # the field rule's refusals, as interning asks
                 kept = attribute_names(_Probe(names, storage.has_dict))
             except TypeError:
                 kept = ()

@@ -42,7 +42,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import _markers as markers
-from .._compat import dataclass_frozen, enum_members, is_field
+from .._compat import DATACLASS_PARAMS, dataclass_frozen, enum_members, is_field
 from .._messages import looks_like_array, type_name
 from .._references import (
     MISSING,
@@ -678,7 +678,7 @@ def _encoder_for(value: Any) -> Encoder:
         encoder = _encode_pytree
     elif issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple:
         encoder = _encode_namedtuple
-    elif lookup(kind, "__dataclass_params__") is not MISSING:
+    elif lookup(kind, DATACLASS_PARAMS) is not MISSING:
         encoder = _encode_dataclass
     elif issubclass(kind, np.generic):
         raise _Refused(value, "a NumPy scalar is not stored; convert it with .item()")
@@ -1689,7 +1689,7 @@ def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[
 _SLOT = types.MemberDescriptorType
 
 
-def _check_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
+def _check_state_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
     for name in names:
         if type(name) is not str:  # no repr: a decoded object's repr is its class's code
             raise _Bad(f"a {type_name(name)} is not a field name")
@@ -1727,7 +1727,7 @@ def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
     names = _dataclass_names(cls)
     if names is None or not dataclass_frozen(cls):
         raise _Bad(f"{cls.__qualname__} is not a frozen dataclass")
-    _check_names(cls, state, names)
+    _check_state_names(cls, state, names)
     instance_dict = lookup(cls, "__dict__")
     obj: Any = object.__new__(cls)
     for name, value in state.items():
@@ -1757,7 +1757,7 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     ):
         raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
     names = layout[0]
-    _check_names(cls, names, _dataclass_names(cls))  # strings from here on
+    _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
     if len(set(names)) != len(names):
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
     if not {key for key in state if key != markers.FIELDS} <= set(names):

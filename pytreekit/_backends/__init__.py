@@ -22,6 +22,7 @@ from types import ModuleType
 
 from .. import _markers as markers
 from .._classes import ClassSpec, KeyFactory, NodeFunctions, decoration_lock, own_spec, spec_of
+from .._compat import TORCH_PYTREE
 
 # backend name -> (the library it needs, its adapter module, how to install it). pytreekit is
 # installed from its clone, so the advice names the library itself, not an extra of pytreekit.
@@ -29,7 +30,7 @@ _ADAPTERS = {
     "jax": ("jax", "pytreekit._backends.jax", "pip install jax"),
     "optree": ("optree", "pytreekit._backends.optree", "pip install optree"),
     "torch": (
-        "torch.utils._pytree",
+        TORCH_PYTREE,
         "pytreekit._backends.torch",
         "pip install torch (the CPU build: add --index-url https://download.pytorch.org/whl/cpu)",
     ),

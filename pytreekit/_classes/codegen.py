@@ -211,9 +211,9 @@ def init_wrapper(
     this = "__pytreekit_self__"
     call = f"__pytreekit_init__({this}, {arguments})"
     body = [
-        f"__pytreekit_owner__ = {this}.__class__",
-        "if __pytreekit_owner__ is not __pytreekit_cls__ and (",
-        "    __pytreekit_owner__.__init__ is not __init__",
+        f"__pytreekit_kind__ = {this}.__class__",
+        "if __pytreekit_kind__ is not __pytreekit_cls__ and (",
+        "    __pytreekit_kind__.__init__ is not __init__",
         "):  # through super() in a subclass's __init__: that one checks when it returns",
         f"    {call}",
         "    return",
@@ -235,8 +235,8 @@ def init_wrapper(
 
         checked = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
         helpers = {**helpers, **METHOD_HELPERS, "__pytreekit_failed__": failed}
-        body += ["if __pytreekit_owner__ is __pytreekit_cls__:", *indent([*checked, "return"])]
-    body.append(f"__pytreekit_owner__.{markers.SPEC}.nodes.observe({this})")
+        body += ["if __pytreekit_kind__ is __pytreekit_cls__:", *indent([*checked, "return"])]
+    body.append(f"__pytreekit_kind__.{markers.SPEC}.nodes.observe({this})")
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)

@@ -29,11 +29,14 @@ from .. import _markers as markers
 from .._compat import (
     annotate_init,
     class_annotations,
+    dataclass_option,
     is_field,
     is_init_var,
+    own_dataclass_params,
     record_dataclass_frozen,
     record_dataclass_params,
     signature,
+    written_by_dataclasses,
 )
 from .._messages import SUGGEST, close_match
 from .codegen import (
@@ -82,7 +85,7 @@ def has_fields(cls: type) -> bool:
 def make_dataclass(cls: type, options: Options) -> list[dataclasses.Field[Any]]:
     """Make ``cls`` (as written) a dataclass; return its fields and ``InitVar`` pseudo-fields in
     dataclasses' order, the fields as pytreekit ``Field``s with ``static`` decided."""
-    if "__dataclass_params__" in cls.__dict__:  # @dataclass under @pytree_class
+    if own_dataclass_params(cls) is not None:  # @dataclass under @pytree_class
         _check_existing_dataclass(cls, options)
     else:
         _check_frozen_inheritance(cls, options.frozen)
@@ -379,11 +382,11 @@ def _accepted(converter: Callable[[Any], Any]) -> Any:
 
 
 def _check_existing_dataclass(cls: type, options: Options) -> None:
-    params = cls.__dict__["__dataclass_params__"]
+    params = own_dataclass_params(cls)
     # Python 3.11's dataclass params do not record kw_only: its fields do.
     keyword_only = all(f.kw_only for f in dataclasses.fields(cls))
     for option, given, made in (
-        ("frozen", options.frozen, params.frozen),
+        ("frozen", options.frozen, dataclass_option(params, "frozen")),
         ("kw_only", options.kw_only, keyword_only),
     ):
         if given and not made:
@@ -398,10 +401,11 @@ def later_run(cls: type, left: object) -> dict[str, Any] | None:
     dataclass parameters, as ``dataclasses.dataclass`` takes them; ``None`` if none ran. (Python
     3.11's parameters do not record ``match_args`` and ``kw_only``; ``slots`` would make a new
     class, so a slotted dataclass is not run again.)"""
-    params = cls.__dict__.get("__dataclass_params__")
+    params = own_dataclass_params(cls)
     if params is None or params is left:
         return None
-    return {name: getattr(params, name) for name in _REPLAYED if hasattr(params, name)}
+    options = {name: dataclass_option(params, name) for name in _REPLAYED}
+    return {name: value for name, value in options.items() if value is not None}
 
 
 _REPLAYED = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only")
@@ -409,16 +413,14 @@ _REPLAYED = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args
 
 def generated_by_dataclasses(cls: type, name: str) -> bool:
     """Whether ``cls.name`` is a method dataclasses wrote (compiled from a string)."""
-    found: Callable[..., Any] | None = cls.__dict__.get(name)
-    code = getattr(getattr(found, "__wrapped__", found), "__code__", None)
-    return code is not None and code.co_filename in ("<string>", "__create_fn__")
+    return written_by_dataclasses(cls.__dict__.get(name))
 
 
 def _check_frozen_inheritance(cls: type, frozen: bool) -> None:
     """dataclasses' rule (frozen and non-frozen dataclasses do not mix), naming both classes."""
     for base in cls.__mro__[1:]:
-        params = base.__dict__.get("__dataclass_params__")
-        if params is not None and bool(params.frozen) != frozen:
+        params = own_dataclass_params(base)
+        if params is not None and bool(dataclass_option(params, "frozen")) != frozen:
             this, that = ("frozen", "not frozen") if frozen else ("not frozen", "frozen")
             raise TypeError(
                 f"{cls.__qualname__} is {this} but its base {base.__qualname__} is {that}; "

@@ -20,7 +20,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
-from .._compat import FIELD_HAS_DOC, static_hash
+from .._compat import FIELD_HAS_DOC, retype_field, static_hash
 from .._messages import describe, looks_like_array
 
 T = TypeVar("T")
@@ -170,7 +170,7 @@ def as_pytree_field(f: dataclasses.Field[Any], *, static: bool, owned: bool) -> 
     if type(f) is Field and f.static == static:
         return f
     if type(f) in (Field, dataclasses.Field) and owned:
-        f.__class__ = Field
+        retype_field(f, Field)
         new = f
     else:  # a base's field, or another library's Field subclass: copy the standard attributes
         new = Field.__new__(Field)

@@ -213,7 +213,7 @@ class LayoutTable:
             with self.lock:
                 layout = self._by_names.get(key)
                 if layout is None:
-                    self._check_names(names)
+                    self.check_names(names)
                     layout = self._add(Layout(self.cls, records(names, static)))
         return layout
 
@@ -229,7 +229,9 @@ class LayoutTable:
             for layout in self._by_names.values():
                 layout.keys[backend] = tuple(make_key(n) for n in layout.child_names)
 
-    def _check_names(self, names: tuple[str, ...]) -> None:
+    def check_names(self, names: tuple[str, ...]) -> None:
+        """The field rule's refusal of names: ``TypeError`` naming the class unless every name can
+        be a field (interning a layout asks it, and so does loading an artifact)."""
         for name in names:
             if not name.isidentifier() or keyword.iskeyword(name):
                 raise TypeError(
@@ -390,7 +392,7 @@ class LearnedLayouts(LayoutTable):
             with self.lock:
                 layout = self._by_names.get(key)
                 if layout is None:
-                    self._check_names(names)
+                    self.check_names(names)
                     made = Layout(self.cls, records(names, static), hash_by_name=True)
                     layout = self._add(made)
         return layout
@@ -416,8 +418,8 @@ class LearnedLayouts(LayoutTable):
             self.varied = earlier.varied
             setattr(self.cls, markers.LAYOUT, self.primary)
 
-    def _check_names(self, names: tuple[str, ...]) -> None:
-        super()._check_names(names)
+    def check_names(self, names: tuple[str, ...]) -> None:
+        super().check_names(names)
         # A static name this instance does not set is fine (only some instances may set it),
         # unless it looks like a misspelling of one it does set.
         for static_name in sorted(self.static_names.difference(names)):

@@ -1,0 +1,157 @@
+"""docs/architecture.md's claims, each checked against the code, so the page stays true."""
+
+import ast
+import dataclasses
+import importlib
+import re
+import tomllib
+from pathlib import Path
+
+import jax
+
+import pytreekit
+from pytreekit import _markers
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pytreekit"
+PAGE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+CORE = sorted(p for p in PACKAGE.rglob("*.py") if "migrate" not in p.relative_to(PACKAGE).parts)
+WINGS = ("_classes", "_derivatives", "_artifacts")
+
+
+def _module_name(path):
+    return path.relative_to(PACKAGE).with_suffix("").as_posix().replace("/", ".")
+
+
+def _sources():
+    return {_module_name(path): path.read_text(encoding="utf-8") for path in CORE}
+
+
+def test_the_tree_on_the_page_is_the_package():
+    block = PAGE.split("```\npytreekit/\n", 1)[1].split("```", 1)[0]
+    named = set()
+    for line in block.splitlines():
+        for name in re.findall(r"^\s{2}(\S+?)(?:,|\s|$)", line) + re.findall(
+            r",\s*(\S+?\.py)", line
+        ):
+            named.add(name.rstrip(","))
+    top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith(("__pycache__", "py.typed"))}
+    top = {name + "/" if (PACKAGE / name).is_dir() else name for name in top}
+    assert named == top
+
+
+def test_the_layers_on_the_page_are_the_import_linter_contract():
+    rows = re.findall(r"^\| (\d+) \| (.+?) \|$", PAGE, flags=re.M)
+    page_layers = [set(re.findall(r"`(\w+)`", modules)) for _, modules in rows]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contract = next(
+        c
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c.get("containers") == ["pytreekit"]
+    )
+    assert page_layers == [
+        {name.strip() for name in layer.split("|")} for layer in contract["layers"]
+    ]
+
+
+def test_every_marker_name_is_spelled_in_markers_only():
+    names = {
+        value for key, value in vars(_markers).items() if key.isupper() and isinstance(value, str)
+    }
+    assert names, "pytreekit._markers defines no marker name"
+    spelled = {
+        (module, name)
+        for module, source in _sources().items()
+        if module != "_markers"
+        for name in names
+        if name in _code_only(source)
+    }
+    assert spelled == set()
+
+
+# What only _compat may touch: private APIs of CPython, JAX and torch, and their undocumented
+# records. One pattern each; a use elsewhere is a new private dependency to move into _compat.
+PRIVATE = {
+    "dataclasses' params record": r"__dataclass_params__",
+    "dataclasses' private constants": r"dataclasses\._[A-Z]",
+    "dataclasses' generated functions, told by file name": r"co_filename\s*(?:in|==)",
+    "swapping an object's class": r"\.__class__\s*=[^=]",
+    "Enum's member map": r"_member_map_",
+    "json's scanner": r"scan_once",
+    "json's string encoder": r"encode_basestring",
+    "JAX's private modules": r"jax\._src",
+    "torch's private pytree module": r"torch\.utils\._pytree|\b_pytree\b",
+}
+
+
+def test_private_apis_are_touched_in_compat_only():
+    found = {
+        (module, what)
+        for module, source in _sources().items()
+        if module != "_compat"
+        for what, pattern in PRIVATE.items()
+        if re.search(pattern, _code_only(source))
+    }
+    assert found == set()
+
+
+def _code_only(source):
+    """The source without docstrings and comments: they may name a private API to explain it."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            first.value.value = ""
+    return ast.unparse(tree)
+
+
+def test_the_field_rule_refuses_names_in_one_place_and_one_missing_sentinel():
+    # The tables' check_names is the one refusal of a name as a field; no second copy of the rule.
+    checkers = {
+        (module, node.name)
+        for module, source in _sources().items()
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name in ("check_names", "_check_names")
+    }
+    assert checkers == {("_classes.layouts", "check_names")}
+    sentinels = {
+        id(module.MISSING)
+        for module in map(
+            importlib.import_module,
+            (f"pytreekit.{m}" for m in _sources() if not m.endswith("__init__")),
+        )
+        if hasattr(module, "MISSING")
+    }
+    assert sentinels == {id(dataclasses.MISSING)}
+
+
+def test_each_wing_has_one_door_and_a_map_the_page_includes():
+    for wing in WINGS:
+        assert (PACKAGE / wing / "__init__.py").is_file()
+        assert (PACKAGE / wing / "README.md").is_file()
+        assert re.search(rf'--8<-- "pytreekit/{wing}/README.md(:\d+:\d*)?"', PAGE), wing
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "*/README.md" in config["tool"]["setuptools"]["package-data"]["pytreekit"]
+
+
+def test_import_pytreekit_wraps_jax_export_registration_as_the_page_says():
+    assert "wraps\n`jax.export.register_pytree_node_serialization`" in PAGE
+    assert getattr(jax.export.register_pytree_node_serialization, _markers.GIVES_WAY, False)
+
+
+def test_the_version_has_one_source():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in config["project"]
+    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pytreekit.__version__"}
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, flags=re.M)
+    assert released[0] == pytreekit.__version__
+    for version in released:
+        section = changelog.split(f"## [{version}]", 1)[1].split("\n## ", 1)[0]
+        assert re.search(r"Release commit: `[0-9a-f]{7,}`", section), version
