@@ -7,13 +7,20 @@ plain ones.
 """
 
 import importlib
+import json
 import os
+import pickle
+import pickletools
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import jax
 import pytest
+
+import pytreekit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,12 +31,36 @@ PERSISTED = [
     ("pytreekit._references", "new_object"),  # stand-ins for objects rebuilt without __init__
     ("pytreekit._wrappers", "Static"),  # Static instances pickled by 0.3.0
     ("pytreekit._decorator", "_arrive"),  # classes pickled by value (cloudpickle)
+    ("pytreekit", "Static"),  # static data names Static as "pytreekit:Static"
 ]
 
 
 @pytest.mark.parametrize(("module", "name"), PERSISTED, ids=[".".join(p) for p in PERSISTED])
 def test_each_persisted_name_is_importable(module, name):
     assert callable(getattr(importlib.import_module(module), name))
+
+
+@pytreekit.pytree_class
+class Bare:
+    w: Any
+
+
+@pytreekit.pytree_class
+class WithStatic:
+    w: Any
+    n: int = pytreekit.field(static=True, default=1)
+
+
+def test_a_layout_and_node_data_pickled_now_name_only_the_persisted_paths():
+    # An annotated class without statics (node data printed as None) and one with: their
+    # treedefs pickle naming no module but the ones listed above.
+    for value in (jax.tree.structure(Bare(1.0)), jax.tree.structure(WithStatic(1.0)), Bare(1.0)):
+        named = {
+            arg
+            for op, arg, _ in pickletools.genops(pickle.dumps(value))
+            if isinstance(arg, str) and arg.startswith("pytreekit")
+        }
+        assert named <= {module for module, _ in PERSISTED}, named
 
 
 def _run_fresh(script):
@@ -86,3 +117,41 @@ def test_instances_and_treedefs_pickled_by_pytreekit_030_load_in_a_fresh_process
         True,
         True,
     )
+
+
+def test_every_persisted_name_imports_in_a_fresh_process():
+    script = (
+        "import importlib, json, pickle, sys\n"
+        "names = json.loads(sys.argv[1])\n"
+        "found = []\n"
+        "for module, name in names:\n"
+        "    obj = importlib.import_module(module)\n"
+        "    for part in name.split('.'):\n"
+        "        obj = getattr(obj, part)\n"
+        "    found.append(callable(obj))\n"
+        "print(json.dumps(found))\n"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(PERSISTED)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out) == [True] * len(PERSISTED)
+
+
+def test_loaded_nan_and_partial_pickle_under_no_name_of_the_wing():
+    """What static data reads back (LoadedNaN, LoadedPartial) pickles as a plain float and
+    functools.partial: no pickle names a class of the wing."""
+    import functools
+    import math
+    import pickle
+
+    from pytreekit._artifacts.static_data import dumps, loads
+
+    data = pickle.dumps(
+        (loads(dumps(float("nan"))), loads(dumps(functools.partial(math.pow, 2.0))))
+    )
+    assert b"_artifacts" not in data and b"Loaded" not in data

@@ -109,6 +109,11 @@ class NodeData(tuple[Any, ...]):
     def __repr__(self) -> str:
         return "None"
 
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        # Unpickled as the receiving process's own NodeData of the layout (read off the layout,
+        # which unpickles interned): pickles name no class of pytreekit's for it.
+        return getattr, (self[0], "bare")
+
 
 def records(names: Iterable[str], static: Iterable[bool]) -> tuple[Field, ...]:
     """``Field`` records for fields known by name and static flag only (found on instances)."""
@@ -144,6 +149,11 @@ def layout_for(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> L
         # (a generated __init__'s layout); its table is built when its spec arrives.
         return Layout(cls, records(names, static))
     return table.intern(tuple(names), tuple(static))
+
+
+# Pickles name layout_for where pytreekit 0.2.0 defined it (pytreekit/_layouts.py, now an alias of
+# this function): new pickles keep that name, so every pickled layout names one path.
+layout_for.__module__ = "pytreekit._layouts"
 
 
 class Storage(NamedTuple):
