@@ -235,7 +235,23 @@ def init_wrapper(
 
         checked = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
         helpers = {**helpers, **METHOD_HELPERS, "__pytreekit_failed__": failed}
-        body += ["if __pytreekit_owner__ is __pytreekit_cls__:", *indent([*checked, "return"])]
+        proven_body = [
+            "if __pytreekit_owner__ is __pytreekit_cls__:",
+            *indent([*checked, "return"]),
+        ]
+        if not frozen:
+            # The instance's own class first: one test on the common path. A subclass's instance
+            # comes through super() (returns unchecked: its __init__ checks) or inherits this
+            # __init__ (observed), as below.
+            body = [
+                call,
+                f"__pytreekit_owner__ = {this}.__class__",
+                *proven_body,
+                "if __pytreekit_owner__.__init__ is not __init__:",
+                "    return",
+            ]
+        else:
+            body += proven_body
     body.append(f"__pytreekit_owner__.{markers.SPEC}.nodes.observe({this})")
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)

@@ -372,3 +372,34 @@ def test_a_proven_annotated_init_must_set_exactly_the_fields():
     assert Exact.__pytreekit_spec__.init_proof.startswith("proven")
     assert "exactly the fields" in Partial.__pytreekit_spec__.init_proof
     assert Partial(jnp.ones(1)).n == 0  # the default factory fills it, as before
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_subclasses_of_a_class_with_a_proven_init_are_observed(frozen):
+    @pytree_class(static=("n",), frozen=frozen)
+    class Base:
+        def __init__(self, w, n):
+            self.w = w
+            self.n = n
+
+    class Inherits(Base):  # runs Base's __init__: its instances are observed as Inherits's
+        pass
+
+    class Extends(Base):  # super().__init__ then one more field
+        def __init__(self, w, n, v):
+            super().__init__(w, n)
+            self.v = v
+
+    assert Base.__pytreekit_spec__.init_proof.startswith("proven")
+    assert [f.name for f in pytreekit.fields(Inherits(1.0, 2))] == ["w", "n"]
+    extended = Extends(1.0, 2, 3.0)
+    assert [(f.name, f.static) for f in pytreekit.fields(extended)] == [
+        ("w", False),
+        ("n", True),
+        ("v", False),
+    ]
+    assert jax.tree_util.tree_leaves(extended) == [1.0, 3.0]
+    with pytest.raises(TypeError, match=r"Extends\.n\b"):
+        Extends(1.0, [2], 3.0)
+    with pytest.raises(TypeError, match=r"Inherits\.n\b"):
+        Inherits(1.0, [2])
