@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 import jax
+import jax.export
 import numpy as np
 from jax.core import Tracer
+
+from . import _markers as markers
 
 _KNOWN_PYTHON = "3.11 to 3.14"
 
@@ -333,6 +338,64 @@ _export_by_name: dict[str, Any] = _private(
 def export_registries() -> tuple[dict[type, Any], dict[str, Any]]:
     """``jax.export``'s registries by type (writing) and by name (reading)."""
     return _export_by_type, _export_by_name
+
+
+# Taken by whoever changes those registries: pytreekit's own registrations and the wrapper below.
+export_lock = threading.Lock()
+
+
+def _ours(entry: Any) -> bool:
+    """Whether a ``jax.export`` registry entry is pytreekit's own registration."""
+    return getattr(entry[1], markers.CLASS, None) is not None
+
+
+# ``import pytreekit`` wraps ``jax.export.register_pytree_node_serialization``: JAX refuses a second
+# registration of a class or name and cannot unregister one, so without the wrapper a user's
+# registration by hand (JAX's documented route) would fail for every pytree class pytreekit
+# registered first. The wrapper removes pytreekit's own entry first, and puts it back if JAX
+# refuses; it changes nothing else, and only once per process.
+def _take_ours(registry: dict[Any, Any], key: Any) -> tuple[dict[Any, Any], Any, Any] | None:
+    """Remove pytreekit's own registration under ``key``, and say what it was."""
+    try:
+        entry = registry.get(key)
+    except TypeError:  # unhashable: JAX says what is wrong with it
+        return None
+    if entry is None or not _ours(entry):
+        return None
+    del registry[key]
+    return registry, key, entry
+
+
+def _giving_way(register: Callable[..., Any]) -> Callable[..., Any]:
+    """``jax.export.register_pytree_node_serialization``, which first removes pytreekit's own
+    registration of the class (and of the name) it is given, and puts it back if JAX refuses."""
+
+    @functools.wraps(register)
+    def register_pytree_node_serialization(*args: Any, **kwargs: Any) -> Any:
+        nodetype = args[0] if args else kwargs.get("nodetype")
+        name = kwargs.get("serialized_name")
+        by_type, by_name = export_registries()
+        with export_lock:
+            removed = [
+                taken
+                for registry, key in ((by_type, nodetype), (by_name, name))
+                if (taken := _take_ours(registry, key)) is not None
+            ]
+            try:
+                return register(*args, **kwargs)
+            except BaseException:
+                for registry, key, entry in removed:
+                    registry[key] = entry
+                raise
+
+    setattr(register_pytree_node_serialization, markers.GIVES_WAY, True)
+    return register_pytree_node_serialization
+
+
+if not getattr(jax.export.register_pytree_node_serialization, markers.GIVES_WAY, False):
+    jax.export.register_pytree_node_serialization = _giving_way(
+        jax.export.register_pytree_node_serialization
+    )
 
 
 def _refusing_tracers(value: Any) -> int:

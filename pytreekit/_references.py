@@ -1,6 +1,6 @@
 """Functions and classes by module and qualified name, for the two formats that store them so:
 pickle (``__getstate__`` hands pickle a ``StandIn`` where pickle would fail) and static data
-(``_codec``, which writes ``"module:qualname"`` and reads it back without running code).
+(``_artifacts``, which writes ``"module:qualname"`` and reads it back without running code).
 
 Both ask ``public_name`` under which name an object can be found again: its own module, else the
 public module of its package that holds it under its qualified name (``jax.nn.relu`` says it

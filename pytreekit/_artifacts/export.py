@@ -2,24 +2,24 @@
 automatically with the jax backend) and ``torch.export`` (the torch backend's dumpable context).
 
 Artifacts are data: a serialized treedef stores each node's field names, static flags and static
-values as static data (``_codec``, format 3), whose reader imports nothing, calls no function and
-builds objects without their ``__init__``, so loading an artifact runs no code whatever bytes it
+values as static data (``static_data``, format 4), whose reader imports nothing, calls no function
+and builds objects without their ``__init__``, so loading an artifact runs no code whatever bytes it
 holds. A static value static data cannot hold is refused when the artifact is written, naming the
 class and field.
 
-Static data written with pickle (formats 1 and 2, by pytreekit 0.2 and the versions before this
-one, and format 3 for a class opted in with ``pickle_static_fields``) is refused when read, naming
-what wrote it, unless read inside ``allow_pickled_artifacts()``: unpickling runs whatever code the
-bytes name. The format is told from pickle's opcodes, without unpickling.
+Static data written with pickle (formats 1 and 2, by pytreekit 0.2 and the versions before this one,
+and format 3 for a class opted in with ``pickle_static_fields``) is refused when read, naming what
+wrote it, unless read inside ``allow_pickled_artifacts()``: unpickling runs whatever code the bytes
+name. The format is told from pickle's opcodes, without unpickling.
 
 Each class is registered under ``"<module>:<qualname>"`` for ``jax.export`` and
 ``"<module>.<qualname>"`` for torch (torch's own convention), so a fresh process that imports the
-defining module finds it. The name is registered for reading when the class is decorated; the
-class is registered for writing when it is first used. A registration made by hand with
-``jax.export.register_pytree_node_serialization`` (JAX's documented route) wins whenever it is
-made: pytreekit's own gives way (JAX's function is wrapped to remove it first). Defining a class
-again under the same name (a notebook cell run twice) points the name at the newest class:
-artifacts read afterwards produce instances of it.
+defining module finds it. The name is registered for reading when the class is decorated; the class
+is registered for writing when it is first used. A registration made by hand with
+``jax.export.register_pytree_node_serialization`` (JAX's documented route) wins whenever it is made:
+pytreekit's own gives way (``_compat`` wraps JAX's function to remove it first). Defining a class
+again under the same name (a notebook cell run twice) points the name at the newest class: artifacts
+read afterwards produce instances of it.
 """
 
 from __future__ import annotations
@@ -27,20 +27,16 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import functools
 import json
 import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
-
-import jax.export
 
 from .. import _markers as markers
 from .._classes import NodeFunctions
-from .._compat import export_registries, jax_from_children
+from .._compat import export_lock, export_registries, jax_from_children
 from .._messages import type_name
 from .._references import MISSING, find_in, is_class, lookup
 from .legacy import opted_in, pickled, unpickled
@@ -439,11 +435,6 @@ def _codec_status(name: str) -> str:
 # -- jax.export ---------------------------------------------------------------------------------
 
 
-def _ours(entry: Any) -> bool:
-    """Whether a ``jax.export`` registry entry is pytreekit's own registration."""
-    return getattr(entry[1], markers.CLASS, None) is not None
-
-
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
     """Let ``jax.export`` read artifacts naming ``cls`` now, and write them from the class's first
     use (called once per class, after its ``jax.tree_util`` registration)."""
@@ -458,7 +449,7 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
     setattr(serialize_auxdata, markers.CLASS, cls)
     setattr(deserialize_auxdata, markers.CLASS, cls)
     by_type, by_name = export_registries()
-    with _lock:
+    with export_lock:
         previous = by_name.get(name)
         if previous is None or getattr(previous[1], markers.CLASS, None) is previous[0]:
             # Free, or ours for a class of the same name defined earlier (re-pointed).
@@ -475,55 +466,11 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
             return
 
     def register_for_writing() -> None:
-        with _lock:
+        with export_lock:
             if cls not in by_type:  # a registration by hand, made before, stands
                 by_type[cls] = (name, serialize_auxdata)
 
     nodes.add_first_use_hook(register_for_writing)
-
-
-def _take_ours(registry: dict[Any, Any], key: Any) -> tuple[dict[Any, Any], Any, Any] | None:
-    """Remove pytreekit's own registration under ``key``, and say what it was."""
-    try:
-        entry = registry.get(key)
-    except TypeError:  # unhashable: JAX says what is wrong with it
-        return None
-    if entry is None or not _ours(entry):
-        return None
-    del registry[key]
-    return registry, key, entry
-
-
-def _giving_way(register: Callable[..., Any]) -> Callable[..., Any]:
-    """``jax.export.register_pytree_node_serialization``, which first removes pytreekit's own
-    registration of the class (and of the name) it is given, and puts it back if JAX refuses."""
-
-    @functools.wraps(register)
-    def register_pytree_node_serialization(*args: Any, **kwargs: Any) -> Any:
-        nodetype = args[0] if args else kwargs.get("nodetype")
-        name = kwargs.get("serialized_name")
-        by_type, by_name = export_registries()
-        with _lock:
-            removed = [
-                taken
-                for registry, key in ((by_type, nodetype), (by_name, name))
-                if (taken := _take_ours(registry, key)) is not None
-            ]
-            try:
-                return register(*args, **kwargs)
-            except BaseException:
-                for registry, key, entry in removed:
-                    registry[key] = entry
-                raise
-
-    setattr(register_pytree_node_serialization, markers.GIVES_WAY, True)
-    return register_pytree_node_serialization
-
-
-if not getattr(jax.export.register_pytree_node_serialization, markers.GIVES_WAY, False):
-    jax.export.register_pytree_node_serialization = _giving_way(
-        jax.export.register_pytree_node_serialization
-    )
 
 
 # -- torch --------------------------------------------------------------------------------------

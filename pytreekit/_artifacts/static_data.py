@@ -59,9 +59,6 @@ from .._references import (
 )
 from .schema import MAGIC, MAX_DEPTH, TAGS
 
-# The key pytreekit's __getstate__ adds for the layout (``_dunders.markers.FIELDS``; _dunders sits
-# above this module, tests/test_codec.py checks the two agree).
-
 
 class StaticDataError(ValueError):
     """Static data that cannot be read: malformed, truncated, from another format, too deep, or

@@ -4,7 +4,7 @@
 ``KW_ONLY``, ``InitVar``, ``ClassVar`` in all its spellings, defaults and descriptor defaults,
 field order under inheritance, mutable-default and frozen-inheritance errors,
 ``__match_args__``). It is asked not to write ``__init__``, ``__repr__`` and ``__eq__``:
-pytreekit writes its own (``_dunders``) with the same choices of fields, so they are compiled
+pytreekit writes its own (``methods``) with the same choices of fields, so they are compiled
 once, not twice.
 
 The generated ``__init__`` has exactly the signature dataclasses would give the class and does

@@ -15,8 +15,8 @@ otherwise the instance's own):
 - ``__getstate__``/``__setstate__``: copy and pickle carry the fields (and the layout they form),
   never run ``__init__`` or ``__setattr__``, and store functions pickle cannot (``jnp.tanh``) by
   name.
-- the frozen ``__setattr__``/``__delattr__`` (``_frozen``) and the ``__init__`` wrapper
-  (``_codegen``).
+- the frozen ``__setattr__``/``__delattr__`` (``frozen``) and the ``__init__`` wrapper
+  (``codegen``).
 
 Each class gets its own copy of each method, named as the class's (``Model.__eq__``), as
 dataclasses writes them.
@@ -113,7 +113,7 @@ def install(
         # but no __init__ keeps it (where dataclasses would generate one).
         user_init, kind = nearest_init(cls, own)
         if kind == "user" and (own.get("__init__") is not None or init is None):
-            # prove: the layout every instance it builds provably has, if any (_codegen.prove_init)
+            # prove: the layout every instance it builds provably has, if any (codegen.prove_init)
             proven = None if prove is None else prove(user_init)
             setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen, proven))
         elif init is not None and nearest_init(cls)[1] != "wrapped":
@@ -166,7 +166,7 @@ def nearest_init(
     """The ``__init__`` that ``cls`` runs: the one in ``own`` (its body as written; ``None``: look
     in the bases only), else the nearest one its bases define (``object``'s at the latest); and
     who wrote it: ``"object"``, ``"generated"`` (pytreekit, for an annotated class),
-    ``"wrapped"`` (a user, and a pytree class wraps it already: ``_codegen.init_wrapper``) or
+    ``"wrapped"`` (a user, and a pytree class wraps it already: ``codegen.init_wrapper``) or
     ``"user"`` (a user, not wrapped yet)."""
     init = None if own is None else own.get("__init__")
     if init is None:
