@@ -139,16 +139,21 @@ def pytree_class(
         repr: Generate ``__repr__`` (arrays shown as ``f32[3,2]``).
         eq: Generate ``__eq__`` (arrays compared as arrays).
         backends: Registries to register with: ``"jax"``, ``"optree"``, ``"torch"``.
-        init: ``dataclasses.dataclass``'s arguments, which ``dataclasses.make_dataclass(...,
-            decorator=pytree_class)`` passes (Python 3.14), accepted at their defaults only:
-            pytreekit writes ``__init__``, ``__eq__`` and ``__hash__`` itself (see ``frozen``),
-            sets ``__match_args__`` as dataclasses does and keeps the ``__slots__`` a class
-            declares.
-        order: See ``init``.
-        unsafe_hash: See ``init``.
-        match_args: See ``init``.
-        slots: See ``init``.
-        weakref_slot: See ``init``.
+        init: Only ``True``, accepted so that ``dataclasses.make_dataclass(...,
+            decorator=pytree_class)`` (Python 3.14) works: an annotated class always gets the
+            ``__init__`` pytreekit generates, and a class with its own ``__init__`` keeps it.
+        order: Only ``False``: pytreekit generates no ordering methods (``__lt__``, ``__le__``,
+            ``__gt__``, ``__ge__``); define them in the class body if instances must sort.
+        unsafe_hash: Only ``False``: a frozen class hashes by value; a class that is not frozen
+            is unhashable with ``eq=True`` (the default) and hashes by identity with
+            ``eq=False``.
+        match_args: Only ``True``: an annotated class gets ``__match_args__`` (its positional
+            ``__init__`` fields, for ``match`` statements), as dataclasses sets it; a class
+            with its own ``__init__`` gets none.
+        slots: Only ``False``: pytreekit adds no ``__slots__``; a class that declares its own
+            keeps them.
+        weakref_slot: Only ``False``: to make instances of a class with ``__slots__`` weakly
+            referenceable, put ``"__weakref__"`` in its own ``__slots__``.
 
     Returns:
         ``cls`` itself, changed in place (or a decorator doing so).
