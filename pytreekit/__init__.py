@@ -88,7 +88,7 @@ __all__ = [
     "safe_references",
 ]
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 # For pdoc: docstrings use Google-style sections (Args:, Returns:, Raises:) over reST markup.
 __docformat__ = "google"
