@@ -632,7 +632,307 @@ class _Description:
         )
 
 
-class _Analysis(_InitProof, _Description):
+class _ClassReading:
+    """What the analysis reads off a registered class: its bases and containers, its dataclass
+    forms and decorators, its flatten and unflatten functions, and what its aux data reads."""
+
+    project: Project
+    options: Options
+
+    def _check_containers(self, info: ClassInfo) -> None:
+        for ancestor in self.project.mro(info):
+            for qualified, written in ancestor.bases:
+                if qualified in _CONTAINERS:
+                    what = "is" if ancestor is info else f"derives (through {ancestor.name}) from"
+                    raise Refusal(
+                        "PTK111",
+                        f"{info.name} {what} {_CONTAINERS[qualified]} ({written})",
+                        next(
+                            (
+                                b.value
+                                for b in ancestor.node.bases
+                                if code(b.value, 1_000) == written
+                            ),
+                            None,
+                        ),
+                    )
+
+    def _check_class(self, info: ClassInfo, registration: Registration) -> None:
+        for keyword in info.node.keywords:
+            if keyword.keyword is not None and keyword.keyword.value == "metaclass":
+                raise Refusal(
+                    "PTK112", f"{info.name} has a metaclass ({code(keyword.value)})", keyword.value
+                )
+        for decorator in info.node.decorators if registration.form == "decorator" else ():
+            if decorator is registration.node:
+                break
+            if self._transparent(info.module, decorator.decorator):
+                continue
+            raise Refusal(
+                "PTK112",
+                f"@{code(decorator.decorator)} is applied after the registration decorator",
+                decorator,
+            )
+        for decorator in info.node.decorators:
+            if decorator is registration.node:
+                continue
+            expression = decorator.decorator
+            target = expression.func if isinstance(expression, cst.Call) else expression
+            if info.module.qualify(target) in DATACLASS or self._transparent(
+                info.module, expression
+            ):
+                continue
+            raise Refusal(
+                "PTK112",
+                f"{info.name} is decorated with @{code(expression)}, which the codemod cannot "
+                f"follow (a decorator that only sets attributes and returns the class is "
+                f"followed; declare others with --transparent-decorator)",
+                decorator,
+            )
+        for ancestor in self.project.mro(info):
+            for qualified, written in ancestor.bases:
+                if qualified in self.project.classes or qualified in NEUTRAL_BASES:
+                    continue
+                raise Refusal(
+                    "PTK115",
+                    f"base {written} of {ancestor.name} is not in the scanned files (its "
+                    f"__init__ cannot be followed)",
+                    next(
+                        (b.value for b in ancestor.node.bases if code(b.value, 1_000) == written),
+                        None,
+                    ),
+                )
+            for name in _CREATION:
+                if ancestor.defines(name):
+                    raise Refusal(
+                        "PTK112",
+                        f"{ancestor.name} defines {name}",
+                        ancestor.methods().get(name) or ancestor.assigned_names().get(name),
+                    )
+            others = [
+                d
+                for d in _decorators_other_than_dataclass(ancestor)
+                if not self._transparent(ancestor.module, d)
+            ]
+            if ancestor is not info and others:
+                raise Refusal(
+                    "PTK112",
+                    f"base {ancestor.name} is decorated with @{code(others[0])}",
+                    others[0],
+                )
+
+    def _check_dataclass_forms(self, info: ClassInfo) -> None:
+        """Dataclass forms whose rewrite does not import or does not build (checked against
+        pytreekit: a subclass's automatic set-up runs when its class statement does, before
+        its own ``@dataclass`` decorator)."""
+        registered = self.project.registered()
+        for ancestor in self.project.mro(info):
+            options = dataclass_options(ancestor)
+            if options is None:
+                continue
+            decorator = next(
+                (d for d in ancestor.node.decorators if "dataclass" in code(d.decorator)), None
+            )
+            # pytreekit sets a subclass of a pytree class up when its class statement runs,
+            # before the @dataclass under it: the forms below then break
+            below_a_pytree = any(a.qualname in registered for a in self.project.mro(ancestor)[1:])
+            above_subclasses = ancestor.qualname in registered and bool(
+                self.project.subclasses(ancestor)
+            )
+            if not (below_a_pytree or above_subclasses):
+                continue
+            if options.get("slots"):
+                raise Refusal(
+                    "PTK112",
+                    f"{ancestor.name} is a @dataclass(slots=True) in a hierarchy that becomes "
+                    f"pytree classes: its subclasses could not be built",
+                    decorator,
+                )
+            if options.get("frozen"):
+                raise Refusal(
+                    "PTK112",
+                    f"{ancestor.name} is a @dataclass(frozen=True) in a hierarchy that becomes "
+                    f"pytree classes: pytreekit sets a subclass up when its class statement "
+                    f"runs, before a @dataclass freezes it, and the module would not import",
+                    decorator,
+                )
+
+    def _transparent(self, module: Module, expression: cst.BaseExpression) -> bool:
+        """A class decorator that only sets attributes and returns the class: declared so
+        (``--transparent-decorator``), or a function of the scanned files whose body is only
+        that (``cls.kind = "dense"``, ``setattr(cls, "kind", ...)``, ``return cls``)."""
+        qualified = module.qualify(
+            expression.func if isinstance(expression, cst.Call) else expression
+        )
+        declared = self.options.transparent
+        if qualified in declared or code(expression) in declared:
+            return True
+        if qualified is None or isinstance(expression, cst.Call):
+            return False
+        owner, _, name = qualified.rpartition(".")
+        for candidate in self.project.modules:
+            if candidate.name == owner and self.project.parse(candidate) is not None:
+                function = candidate.functions.get(name)
+                return function is not None and _only_sets_attributes(function)
+        return False
+
+
+class _RegisteredFunctions:
+    """The flatten and unflatten functions a registration names, read as the codemod proves them."""
+
+    project: Project
+    options: Options
+
+    # -- flatten --------------------------------------------------------------------------------
+
+    def _flatten(
+        self, info: ClassInfo, registration: Registration
+    ) -> tuple[Carried, list[Function]]:
+        api = registration.api
+        plain: Function | None
+        keyed: Function | None
+        if api == "register_pytree_node_class":
+            plain = self._method(info, "tree_flatten", required=True)
+            keyed = None
+        elif api == "register_pytree_with_keys_class":
+            keyed = self._method(info, "tree_flatten_with_keys", required=True)
+            plain = self._method(info, "tree_flatten", required=False)
+        else:
+            plain = self._function(info, registration, "flatten")
+            keyed = self._function(info, registration, "flatten_with_keys")
+        carried_plain = read_flatten(plain, keyed=False, info=info) if plain else None
+        carried_keyed = read_flatten(keyed, keyed=True, info=info) if keyed else None
+        if (
+            carried_plain
+            and carried_keyed
+            and (carried_plain.children, carried_plain.aux, carried_plain.aux_shape)
+            != (carried_keyed.children, carried_keyed.aux, carried_keyed.aux_shape)
+        ):
+            raise Refusal("PTK104", "flatten and flatten_with_keys carry different attributes")
+        carried = carried_keyed or carried_plain
+        if carried is None:
+            raise Refusal("PTK116", "the registration gives no flatten function")
+        self._check_reads(info, carried)
+        return carried, [f for f in (plain, keyed) if f is not None]
+
+    def _check_reads(self, info: ClassInfo, carried: Carried) -> None:
+        names = carried.names
+        for derived in carried.aux:
+            if "." in derived:
+                self._check_derived(info, carried, derived)
+        for name in names:
+            if names.count(name) > 1:
+                raise Refusal("PTK104", f"flatten reads {name} twice")
+            if name.startswith("__"):
+                raise Refusal("PTK108", f"{name} is a private name pytreekit never makes a field")
+            for ancestor in self.project.mro(info):
+                kind = _class_level(ancestor, name)
+                if kind:
+                    raise Refusal(
+                        "PTK106", f"flatten reads {name}, which {ancestor.name} defines as {kind}"
+                    )
+
+    def _check_derived(self, info: ClassInfo, carried: Carried, derived: str) -> None:
+        """An aux value read through a child (``self.linear.in_features``) adds nothing to the
+        treedef when the child's own class carries that attribute in its aux: two instances'
+        treedefs are equal exactly when the children's are. The child's class is the class
+        ``__init__`` builds it with."""
+        child, _, attribute = derived.partition(".")
+        if child not in carried.children:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}, and {child} is not a child flatten carries",
+            )
+        built = self._built_class(info, child)
+        if built is None:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}: the codemod cannot tell which class {child} is, so "
+                f"not that {attribute} is static there",
+            )
+        static = self._static_of(built)
+        if attribute not in static:
+            raise Refusal(
+                "PTK105",
+                f"aux data reads {derived}, which {built.name}'s registration does not keep static",
+            )
+
+    def _built_class(self, info: ClassInfo, attribute: str) -> ClassInfo | None:
+        """The scanned class whose constructor ``__init__`` stores in ``attribute``."""
+        try:
+            run = Fields(self.project, info).run_symbolic()
+        except Refusal:
+            return None
+        value = run.attributes.get(attribute)
+        text = value.text if isinstance(value, Opaque) else ""
+        head = text.partition("(")[0]
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", head) or not text.endswith(")"):
+            return None
+        qualified = info.module.qualify(cst.parse_expression(head))
+        return self.project.classes.get(qualified or "")
+
+    def _static_of(self, info: ClassInfo) -> tuple[str, ...]:
+        """What the class's own registration keeps in its aux (the plain attributes)."""
+        for registration in self.project.registrations:
+            if registration.target != info.qualname:
+                continue
+            try:
+                carried, _ = self._flatten(info, registration)
+            except Refusal:
+                return ()
+            return carried.static
+        return ()
+
+    def _method(self, info: ClassInfo, name: str, *, required: bool) -> Function | None:
+        for ancestor in self.project.mro(info):
+            method = ancestor.methods().get(name)
+            if method is not None:
+                if _is_abstract(ancestor, method):
+                    continue
+                return Function.of(method, ancestor, info.module)
+        if required:
+            raise Refusal(
+                "PTK116", f"{info.name} has no {name} method in the scanned files", info.node.name
+            )
+        return None
+
+    def _function(self, info: ClassInfo, registration: Registration, role: str) -> Function | None:
+        node = registration.args.get(role)
+        if node is None:
+            if role == "unflatten":
+                raise Refusal("PTK116", "the registration gives no unflatten function")
+            return None
+        module = registration.module
+        if isinstance(node, cst.Lambda):
+            return Function.of(node, None, module)
+        if isinstance(node, cst.Name):
+            if node.value in module.functions:
+                return Function.of(module.functions[node.value], None, module, deletable=True)
+            if node.value in module.lambdas:
+                return Function.of(module.lambdas[node.value], None, module, deletable=True)
+        if isinstance(node, cst.Attribute) and module.qualify(node.value) == info.qualname:
+            for ancestor in self.project.mro(info):
+                method = ancestor.methods().get(node.attr.value)
+                if method is not None:
+                    return Function.of(method, ancestor, info.module, attribute=True)
+        raise Refusal(
+            "PTK116", f"{role} ({code(node)}) is not a function or lambda of this module", node
+        )
+
+    # -- unflatten ------------------------------------------------------------------------------
+
+    def _unflatten(
+        self, info: ClassInfo, registration: Registration, carried: Carried
+    ) -> tuple[Unflatten, list[Function]]:
+        if registration.form == "decorator" or registration.api.endswith("_class"):
+            function = self._method(info, "tree_unflatten", required=True)
+        else:
+            function = self._function(info, registration, "unflatten")
+        assert function is not None
+        return read_unflatten(function, info, carried), [function]
+
+
+class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
     def __init__(self, project: Project, options: Options) -> None:
         self.project = project
         self.options = options
@@ -859,295 +1159,6 @@ class _Analysis(_InitProof, _Description):
                 f"scanned files",
             )
         return self.project.classes[target]
-
-    def _check_containers(self, info: ClassInfo) -> None:
-        for ancestor in self.project.mro(info):
-            for qualified, written in ancestor.bases:
-                if qualified in _CONTAINERS:
-                    what = "is" if ancestor is info else f"derives (through {ancestor.name}) from"
-                    raise Refusal(
-                        "PTK111",
-                        f"{info.name} {what} {_CONTAINERS[qualified]} ({written})",
-                        next(
-                            (
-                                b.value
-                                for b in ancestor.node.bases
-                                if code(b.value, 1_000) == written
-                            ),
-                            None,
-                        ),
-                    )
-
-    def _check_class(self, info: ClassInfo, registration: Registration) -> None:
-        for keyword in info.node.keywords:
-            if keyword.keyword is not None and keyword.keyword.value == "metaclass":
-                raise Refusal(
-                    "PTK112", f"{info.name} has a metaclass ({code(keyword.value)})", keyword.value
-                )
-        for decorator in info.node.decorators if registration.form == "decorator" else ():
-            if decorator is registration.node:
-                break
-            if self._transparent(info.module, decorator.decorator):
-                continue
-            raise Refusal(
-                "PTK112",
-                f"@{code(decorator.decorator)} is applied after the registration decorator",
-                decorator,
-            )
-        for decorator in info.node.decorators:
-            if decorator is registration.node:
-                continue
-            expression = decorator.decorator
-            target = expression.func if isinstance(expression, cst.Call) else expression
-            if info.module.qualify(target) in DATACLASS or self._transparent(
-                info.module, expression
-            ):
-                continue
-            raise Refusal(
-                "PTK112",
-                f"{info.name} is decorated with @{code(expression)}, which the codemod cannot "
-                f"follow (a decorator that only sets attributes and returns the class is "
-                f"followed; declare others with --transparent-decorator)",
-                decorator,
-            )
-        for ancestor in self.project.mro(info):
-            for qualified, written in ancestor.bases:
-                if qualified in self.project.classes or qualified in NEUTRAL_BASES:
-                    continue
-                raise Refusal(
-                    "PTK115",
-                    f"base {written} of {ancestor.name} is not in the scanned files (its "
-                    f"__init__ cannot be followed)",
-                    next(
-                        (b.value for b in ancestor.node.bases if code(b.value, 1_000) == written),
-                        None,
-                    ),
-                )
-            for name in _CREATION:
-                if ancestor.defines(name):
-                    raise Refusal(
-                        "PTK112",
-                        f"{ancestor.name} defines {name}",
-                        ancestor.methods().get(name) or ancestor.assigned_names().get(name),
-                    )
-            others = [
-                d
-                for d in _decorators_other_than_dataclass(ancestor)
-                if not self._transparent(ancestor.module, d)
-            ]
-            if ancestor is not info and others:
-                raise Refusal(
-                    "PTK112",
-                    f"base {ancestor.name} is decorated with @{code(others[0])}",
-                    others[0],
-                )
-
-    def _check_dataclass_forms(self, info: ClassInfo) -> None:
-        """Dataclass forms whose rewrite does not import or does not build (checked against
-        pytreekit: a subclass's automatic set-up runs when its class statement does, before
-        its own ``@dataclass`` decorator)."""
-        registered = self.project.registered()
-        for ancestor in self.project.mro(info):
-            options = dataclass_options(ancestor)
-            if options is None:
-                continue
-            decorator = next(
-                (d for d in ancestor.node.decorators if "dataclass" in code(d.decorator)), None
-            )
-            # pytreekit sets a subclass of a pytree class up when its class statement runs,
-            # before the @dataclass under it: the forms below then break
-            below_a_pytree = any(a.qualname in registered for a in self.project.mro(ancestor)[1:])
-            above_subclasses = ancestor.qualname in registered and bool(
-                self.project.subclasses(ancestor)
-            )
-            if not (below_a_pytree or above_subclasses):
-                continue
-            if options.get("slots"):
-                raise Refusal(
-                    "PTK112",
-                    f"{ancestor.name} is a @dataclass(slots=True) in a hierarchy that becomes "
-                    f"pytree classes: its subclasses could not be built",
-                    decorator,
-                )
-            if options.get("frozen"):
-                raise Refusal(
-                    "PTK112",
-                    f"{ancestor.name} is a @dataclass(frozen=True) in a hierarchy that becomes "
-                    f"pytree classes: pytreekit sets a subclass up when its class statement "
-                    f"runs, before a @dataclass freezes it, and the module would not import",
-                    decorator,
-                )
-
-    def _transparent(self, module: Module, expression: cst.BaseExpression) -> bool:
-        """A class decorator that only sets attributes and returns the class: declared so
-        (``--transparent-decorator``), or a function of the scanned files whose body is only
-        that (``cls.kind = "dense"``, ``setattr(cls, "kind", ...)``, ``return cls``)."""
-        qualified = module.qualify(
-            expression.func if isinstance(expression, cst.Call) else expression
-        )
-        declared = self.options.transparent
-        if qualified in declared or code(expression) in declared:
-            return True
-        if qualified is None or isinstance(expression, cst.Call):
-            return False
-        owner, _, name = qualified.rpartition(".")
-        for candidate in self.project.modules:
-            if candidate.name == owner and self.project.parse(candidate) is not None:
-                function = candidate.functions.get(name)
-                return function is not None and _only_sets_attributes(function)
-        return False
-
-    # -- flatten --------------------------------------------------------------------------------
-
-    def _flatten(
-        self, info: ClassInfo, registration: Registration
-    ) -> tuple[Carried, list[Function]]:
-        api = registration.api
-        plain: Function | None
-        keyed: Function | None
-        if api == "register_pytree_node_class":
-            plain = self._method(info, "tree_flatten", required=True)
-            keyed = None
-        elif api == "register_pytree_with_keys_class":
-            keyed = self._method(info, "tree_flatten_with_keys", required=True)
-            plain = self._method(info, "tree_flatten", required=False)
-        else:
-            plain = self._function(info, registration, "flatten")
-            keyed = self._function(info, registration, "flatten_with_keys")
-        carried_plain = read_flatten(plain, keyed=False, info=info) if plain else None
-        carried_keyed = read_flatten(keyed, keyed=True, info=info) if keyed else None
-        if (
-            carried_plain
-            and carried_keyed
-            and (carried_plain.children, carried_plain.aux, carried_plain.aux_shape)
-            != (carried_keyed.children, carried_keyed.aux, carried_keyed.aux_shape)
-        ):
-            raise Refusal("PTK104", "flatten and flatten_with_keys carry different attributes")
-        carried = carried_keyed or carried_plain
-        if carried is None:
-            raise Refusal("PTK116", "the registration gives no flatten function")
-        self._check_reads(info, carried)
-        return carried, [f for f in (plain, keyed) if f is not None]
-
-    def _check_reads(self, info: ClassInfo, carried: Carried) -> None:
-        names = carried.names
-        for derived in carried.aux:
-            if "." in derived:
-                self._check_derived(info, carried, derived)
-        for name in names:
-            if names.count(name) > 1:
-                raise Refusal("PTK104", f"flatten reads {name} twice")
-            if name.startswith("__"):
-                raise Refusal("PTK108", f"{name} is a private name pytreekit never makes a field")
-            for ancestor in self.project.mro(info):
-                kind = _class_level(ancestor, name)
-                if kind:
-                    raise Refusal(
-                        "PTK106", f"flatten reads {name}, which {ancestor.name} defines as {kind}"
-                    )
-
-    def _check_derived(self, info: ClassInfo, carried: Carried, derived: str) -> None:
-        """An aux value read through a child (``self.linear.in_features``) adds nothing to the
-        treedef when the child's own class carries that attribute in its aux: two instances'
-        treedefs are equal exactly when the children's are. The child's class is the class
-        ``__init__`` builds it with."""
-        child, _, attribute = derived.partition(".")
-        if child not in carried.children:
-            raise Refusal(
-                "PTK105",
-                f"aux data reads {derived}, and {child} is not a child flatten carries",
-            )
-        built = self._built_class(info, child)
-        if built is None:
-            raise Refusal(
-                "PTK105",
-                f"aux data reads {derived}: the codemod cannot tell which class {child} is, so "
-                f"not that {attribute} is static there",
-            )
-        static = self._static_of(built)
-        if attribute not in static:
-            raise Refusal(
-                "PTK105",
-                f"aux data reads {derived}, which {built.name}'s registration does not keep static",
-            )
-
-    def _built_class(self, info: ClassInfo, attribute: str) -> ClassInfo | None:
-        """The scanned class whose constructor ``__init__`` stores in ``attribute``."""
-        try:
-            run = Fields(self.project, info).run_symbolic()
-        except Refusal:
-            return None
-        value = run.attributes.get(attribute)
-        text = value.text if isinstance(value, Opaque) else ""
-        head = text.partition("(")[0]
-        if not re.fullmatch(r"[A-Za-z_][\w.]*", head) or not text.endswith(")"):
-            return None
-        qualified = info.module.qualify(cst.parse_expression(head))
-        return self.project.classes.get(qualified or "")
-
-    def _static_of(self, info: ClassInfo) -> tuple[str, ...]:
-        """What the class's own registration keeps in its aux (the plain attributes)."""
-        for registration in self.project.registrations:
-            if registration.target != info.qualname:
-                continue
-            try:
-                carried, _ = self._flatten(info, registration)
-            except Refusal:
-                return ()
-            return carried.static
-        return ()
-
-    def _method(self, info: ClassInfo, name: str, *, required: bool) -> Function | None:
-        for ancestor in self.project.mro(info):
-            method = ancestor.methods().get(name)
-            if method is not None:
-                if _is_abstract(ancestor, method):
-                    continue
-                return Function.of(method, ancestor, info.module)
-        if required:
-            raise Refusal(
-                "PTK116", f"{info.name} has no {name} method in the scanned files", info.node.name
-            )
-        return None
-
-    def _function(self, info: ClassInfo, registration: Registration, role: str) -> Function | None:
-        node = registration.args.get(role)
-        if node is None:
-            if role == "unflatten":
-                raise Refusal("PTK116", "the registration gives no unflatten function")
-            return None
-        module = registration.module
-        if isinstance(node, cst.Lambda):
-            return Function.of(node, None, module)
-        if isinstance(node, cst.Name):
-            if node.value in module.functions:
-                return Function.of(module.functions[node.value], None, module, deletable=True)
-            if node.value in module.lambdas:
-                return Function.of(module.lambdas[node.value], None, module, deletable=True)
-        if isinstance(node, cst.Attribute) and module.qualify(node.value) == info.qualname:
-            for ancestor in self.project.mro(info):
-                method = ancestor.methods().get(node.attr.value)
-                if method is not None:
-                    return Function.of(method, ancestor, info.module, attribute=True)
-        raise Refusal(
-            "PTK116", f"{role} ({code(node)}) is not a function or lambda of this module", node
-        )
-
-    # -- unflatten ------------------------------------------------------------------------------
-
-    def _unflatten(
-        self, info: ClassInfo, registration: Registration, carried: Carried
-    ) -> tuple[Unflatten, list[Function]]:
-        if registration.form == "decorator" or registration.api.endswith("_class"):
-            function = self._method(info, "tree_unflatten", required=True)
-        else:
-            function = self._function(info, registration, "unflatten")
-        assert function is not None
-        return read_unflatten(function, info, carried), [function]
-
-    # -- __init__ -------------------------------------------------------------------------------
-
-    # -- what the rewrite changes ---------------------------------------------------------------
 
 
 def _hashing(project: Project, info: ClassInfo) -> str:

@@ -403,24 +403,15 @@ class _Interpreter:
             runs.append((InitRun(), _Frame(frame.owner, frame.this, dict(frame.local))))
         # (some path does not raise: were every branch a raising check, _only_checks took it)
         first = runs[0][0]
-        for run, _ in runs[1:]:
-            if list(run.attributes) != list(first.attributes):
-                return False
-            for name, value in run.attributes.items():
-                if strip(value)[0] != strip(first.attributes[name])[0]:
-                    return False
+        if not _set_alike([run for run, _ in runs]):
+            return False
         if (
             not first.attributes
             and all(not r.attributes for r, _ in runs)
             and any(_touches(body, frame.this) for body in paths)
         ):
             return False
-        for run, copy in runs:
-            self.run.notes.extend(run.notes)
-            self.run.transforming.update(run.transforming)
-            for name, value in copy.local.items():
-                if frame.local.get(name) != value:
-                    frame.local[name] = Opaque(f"{name} (set under an 'if')")
+        _merge_paths(self.run, frame, runs)
         # the value with the most conversions stands for all (each is checked idempotent)
         for name in first.attributes:
             values = [run.attributes[name] for run, _ in runs]
@@ -553,6 +544,28 @@ class _Interpreter:
         else:
             self.call(owner, method, values)
         return owner
+
+
+def _merge_paths(into: InitRun, frame: _Frame, runs: Sequence[tuple[InitRun, _Frame]]) -> None:
+    """What the followed paths of an ``if`` noted goes into ``into``; a local variable a path set
+    differently becomes opaque."""
+    for run, copy in runs:
+        into.notes.extend(run.notes)
+        into.transforming.update(run.transforming)
+        for name, value in copy.local.items():
+            if frame.local.get(name) != value:
+                frame.local[name] = Opaque(f"{name} (set under an 'if')")
+
+
+def _set_alike(runs: Sequence[InitRun]) -> bool:
+    """Whether every run set the same attributes, in one order, to the same values up to
+    conversions that keep them."""
+    first = runs[0]
+    return all(
+        list(run.attributes) == list(first.attributes)
+        and all(strip(v)[0] == strip(first.attributes[n])[0] for n, v in run.attributes.items())
+        for run in runs[1:]
+    )
 
 
 @dataclass
