@@ -44,6 +44,7 @@ from pytreekit._artifacts.static_data import (
     is_safe_reference,
     loads,
 )
+from pytreekit._references import public_name
 
 
 def _raw(tree: object) -> bytes:
@@ -115,8 +116,14 @@ def test_leaf_numeric_functions_and_types_are_safe_and_round_trip(value):
 @pytest.mark.parametrize("value", UNSAFE, ids=_id)
 def test_io_and_higher_order_functions_are_refused_at_write_and_load(value):
     assert not is_safe_reference(value)
-    with pytest.raises(UnencodableError, match=r"add_safe_references\(\["):
+    with pytest.raises(UnencodableError) as refused:
         dumps(value)
+    if public_name(value) is None:
+        # Some JAX releases keep it under no public name (jax.lax.cond on 0.4.35 is a wrapped
+        # private _cond): then no artifact can name it at all, which the refusal says.
+        assert "stored by module and name" in str(refused.value)
+        return
+    assert "add_safe_references([" in str(refused.value)
     with pytreekit.safe_references([value]):
         data = dumps(value)
         assert loads(data) is value
