@@ -23,7 +23,20 @@ from .layouts import NESTED_HASHES, Layout, Storage, bound_inside
 from .layouts import check as _check
 
 _serial = itertools.count()
-_compiled: weakref.WeakKeyDictionary[type, itertools.count[int]] = weakref.WeakKeyDictionary()
+# Each live class that owns generated code holds a slot number, given back when the class is
+# freed, and numbers its compilations from 0: CPython keeps every code object's file name for good
+# (from 3.12, interned and immortal), so a freed class's names must be reused, never new ones made.
+_free_slots: list[int] = []
+_slot_numbers = itertools.count()
+_compiled: weakref.WeakKeyDictionary[type, tuple[int, list[str]]] = weakref.WeakKeyDictionary()
+
+
+def _release(slot: int, filenames: list[str]) -> None:
+    """A class that owned generated code was freed: its source leaves ``linecache``, then its slot
+    is free for the next class (in this order, so no new entry is ever removed)."""
+    for filename in filenames:
+        linecache.cache.pop(filename, None)
+    _free_slots.append(slot)
 
 
 def compile_source(
@@ -39,11 +52,17 @@ def compile_source(
     if owner is None:
         filename = f"<pytreekit generated {label} #{next(_serial)}>"
     else:
-        # Named after the owner's address (reused once it is freed) and its own count: CPython
-        # keeps every code object's file name for good, so names must not grow with each class.
-        count = _compiled.setdefault(owner, itertools.count())
-        filename = f"<pytreekit generated {label} #{id(owner):x}.{next(count)}>"
-        weakref.finalize(owner, linecache.cache.pop, filename, None)
+        entry = _compiled.get(owner)
+        if entry is None:
+            slot = _free_slots.pop() if _free_slots else next(_slot_numbers)
+            entry = _compiled.setdefault(owner, (slot, []))
+            if entry[0] == slot:
+                weakref.finalize(owner, _release, *entry)
+            else:  # another thread gave the class its slot first
+                _free_slots.append(slot)
+        slot, filenames = entry
+        filename = f"<pytreekit generated {label} #{slot}.{len(filenames)}>"
+        filenames.append(filename)
     # No modification time: linecache.checkcache keeps the entry (there is no file to check).
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), globals_, into)
