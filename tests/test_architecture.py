@@ -14,7 +14,9 @@ import pytreekit
 from pytreekit import _markers
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "pytreekit"
+# The package as imported: the source tree, or the installed wheel (CI runs the tests without the
+# source in one cell), which holds the same files.
+PACKAGE = Path(pytreekit.__file__).resolve().parent
 PAGE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 CORE = sorted(p for p in PACKAGE.rglob("*.py") if "migrate" not in p.relative_to(PACKAGE).parts)
 _ABSENT_BACKENDS = {name for name in ("optree", "torch") if importlib.util.find_spec(name) is None}
