@@ -1158,7 +1158,12 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
         return tree
     except _Bad as bad:
         raise StaticDataError(f"cannot read static data: {bad.reason}.") from None
-    except (ValueError, RecursionError) as error:  # JSONDecodeError, an int too long, too deep
+    except RecursionError:  # each Python words it its own way (3.14: "Stack overflow ...")
+        raise StaticDataError(
+            f"cannot read static data: it nests deeper than JSON can be read (static data nests "
+            f"at most {MAX_DEPTH} levels)."
+        ) from None
+    except ValueError as error:  # JSONDecodeError, an int too long
         raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
 
 
