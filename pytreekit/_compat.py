@@ -15,9 +15,9 @@ import functools
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.export
@@ -51,15 +51,39 @@ def _private(owner: object, name: str, where: str, needed_for: str) -> Any:
 # private markers tell them apart (an InitVar annotated as a string is still a string).
 _FIELD = _private(dataclasses, "_FIELD", "dataclasses", "to tell fields from InitVars")
 _FIELD_INITVAR = _private(dataclasses, "_FIELD_INITVAR", "dataclasses", "to find InitVars")
-_PARAMS_FLAGS = ("init", "repr", "eq")
 
 
 def is_field(f: dataclasses.Field[Any]) -> bool:
     return f._field_type is _FIELD  # type: ignore[attr-defined]
 
 
-def is_init_var(f: dataclasses.Field[Any]) -> bool:
-    return f._field_type is _FIELD_INITVAR  # type: ignore[attr-defined]
+class DataclassEntries(NamedTuple):
+    """The fields and ``InitVar`` pseudo-fields of a dataclass, in dataclasses' order (``ClassVar``
+    entries left out); the names of the ``InitVar`` ones; the ids of the fields it shares with a
+    base."""
+
+    entries: list[dataclasses.Field[Any]]
+    init_vars: frozenset[str]
+    inherited: set[int]
+
+
+def dataclass_entries(cls: type, kind: type) -> DataclassEntries:
+    """``cls``'s entries. Those of its fields that dataclasses made for ``cls`` alone, plain
+    ``dataclasses.Field`` objects, become instances of ``kind`` (a subclass adding no slot) in
+    place: a copy would not be what ``dataclasses.fields`` returns."""
+    table: dict[str, dataclasses.Field[Any]] = cls.__dict__["__dataclass_fields__"]
+    kinds = {name: f._field_type for name, f in table.items()}  # type: ignore[attr-defined]
+    entries = [table[name] for name, kind in kinds.items() if kind in (_FIELD, _FIELD_INITVAR)]
+    inherited = {
+        id(f)
+        for base in cls.__mro__[1:]
+        for f in base.__dict__.get("__dataclass_fields__", {}).values()
+    }
+    for f in entries:
+        if type(f) is dataclasses.Field and id(f) not in inherited and kinds[f.name] is _FIELD:
+            f.__class__ = kind
+    init_vars = frozenset(name for name, kind in kinds.items() if kind is _FIELD_INITVAR)
+    return DataclassEntries(entries, init_vars, inherited)
 
 
 # The record dataclasses keeps of a class's options (``_DataclassParams``, undocumented) and the
@@ -86,13 +110,6 @@ def written_by_dataclasses(function: Any) -> bool:
     return code is not None and code.co_filename in ("<string>", "__create_fn__")
 
 
-def retype_field(f: dataclasses.Field[Any], kind: type) -> None:
-    """Make ``f`` an instance of ``kind``, a subclass of ``dataclasses.Field`` adding no slot:
-    dataclasses built the field for one class only, so pytreekit changes it in place rather than
-    copying it (the copy would not be the one ``dataclasses.fields`` returns)."""
-    f.__class__ = kind
-
-
 # Python 3.13's dataclasses compare field by field (`self.x == other.x and ...`), no longer as
 # tuples, whose comparison takes identical items for equal: a field whose value is the same NaN
 # in both instances makes them unequal (an instance still equals itself).
@@ -113,14 +130,16 @@ DATACLASSES_REPLACE: Any = (
 FIELD_HAS_DOC = hasattr(dataclasses.Field, "doc")  # a slot
 
 
-def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool) -> None:
-    """Make ``cls.__dataclass_params__`` say what the class has: pytreekit asks dataclasses not to
-    write ``__init__``, ``__repr__`` and ``__eq__`` (it writes its own), and tools read these
-    flags."""
+def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool, frozen: bool) -> Any:
+    """Make ``cls.__dataclass_params__`` say what the class has, and return it: pytreekit asks
+    dataclasses not to write ``__init__``, ``__repr__`` and ``__eq__`` (it writes its own), nor,
+    for a class decorated again whose frozen ``__setattr__`` stays, the frozen methods; tools read
+    these flags."""
     params = own_dataclass_params(cls)
-    for flag, value in zip(_PARAMS_FLAGS, (init, repr, eq), strict=True):
+    for flag, value in (("init", init), ("repr", repr), ("eq", eq), ("frozen", frozen)):
         _private(params, flag, "dataclasses._DataclassParams", "to record the class's flags")
         object.__setattr__(params, flag, value)
+    return params
 
 
 # -- CPython's annotations ----------------------------------------------------------------------
@@ -295,6 +314,13 @@ else:
             for name, annotation in fields
         }
         init.__annotations__ = annotations | {"return": None}
+
+
+def unannotate_self(functions: Iterable[Callable[..., Any]]) -> None:
+    """Drop ``self`` from each function's annotations: dataclasses' methods leave it out."""
+    for function in functions:
+        annotations = function.__annotations__
+        set_annotations(function, {k: v for k, v in annotations.items() if k != "self"})
 
 
 # -- JAX --------------------------------------------------------------------------------------
@@ -483,28 +509,16 @@ def enum_members(cls: type) -> dict[str, Any] | None:
     return members if type(members) is dict else None
 
 
-def dataclass_frozen(cls: type) -> bool:
-    """Whether ``cls`` is a frozen dataclass: ``_DataclassParams.frozen``, private to
-    dataclasses."""
-    for klass in _MRO.__get__(cls):
+def frozen_dataclasses(cls: type, first: int = 0) -> Iterator[tuple[type, bool]]:
+    """Each class of ``cls.__mro__[first:]`` that dataclasses ran on, with whether it made the
+    class frozen (``_DataclassParams.frozen``, private to dataclasses)."""
+    for klass in _MRO.__get__(cls)[first:]:
         params = _OWN_DICT.__get__(klass).get(DATACLASS_PARAMS)
         if params is not None:
-            return (
-                _private(
-                    params, "frozen", "dataclasses._DataclassParams", "to tell a frozen dataclass"
-                )
-                is True
-            )
-    return False
+            why = "to tell a frozen dataclass"
+            yield klass, _private(params, "frozen", "dataclasses._DataclassParams", why) is True
 
 
-# -- issue 34: a frozen class decorated again keeps its frozen __setattr__ in place -------------
-
-
-def record_dataclass_frozen(cls: type) -> None:
-    """Make ``cls.__dataclass_params__`` say frozen: dataclasses was run with ``frozen=False``
-    because pytreekit's frozen ``__setattr__`` was already on the class (decorated again), which
-    dataclasses refuses to overwrite."""
-    params = own_dataclass_params(cls)
-    _private(params, "frozen", "dataclasses._DataclassParams", "to record the class's flags")
-    object.__setattr__(params, "frozen", True)
+def dataclass_frozen(cls: type) -> bool:
+    """Whether ``cls`` is a frozen dataclass (its nearest dataclass in the MRO says so)."""
+    return next((frozen for _, frozen in frozen_dataclasses(cls)), False)

@@ -27,7 +27,7 @@ import dataclasses
 import keyword
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar, cast, overload
+from typing import Any, NamedTuple, TypeVar, cast, overload
 
 from typing_extensions import dataclass_transform
 
@@ -37,28 +37,29 @@ from ._classes import (
     ClassSpec,
     Field,
     FixedLayouts,
-    KeyFactory,
     Layout,
     LayoutTable,
     LearnedLayouts,
     NodeFunctions,
     Options,
     Storage,
+    apply_methods,
     decoration_lock,
     field,
-    flag,
-    install,
-    nearest_init,
-    own_spec,
+    flags,
+    generated_init,
+    init_wrapper,
+    later_run,
+    plan_methods,
+    prepare,
     prove_init,
     publish,
     resolved,
+    table_for,
 )
-from ._classes import dataclass as _dataclass
 from ._compat import (
-    DATACLASS_PARAMS,
     annotations_given_since,
-    dataclass_option,
+    frozen_dataclasses,
     own_dataclass_params,
     registered_with_jax,
     travelling,
@@ -188,14 +189,11 @@ def pytree_class(
         slots=slots,
         weakref_slot=weakref_slot,
     )
-    options = Options(
-        static=_static_names(static),
-        frozen=flag(frozen, "pytree_class(frozen=...)"),
-        kw_only=flag(kw_only, "pytree_class(kw_only=...)"),
-        repr=flag(repr, "pytree_class(repr=...)"),
-        eq=flag(eq, "pytree_class(eq=...)"),
-        backends=_names(backends, "backends"),
+    names = _static_names(static)
+    is_frozen, is_kw_only, has_repr, has_eq = flags(
+        "pytree_class", frozen=frozen, kw_only=kw_only, repr=repr, eq=eq
     )
+    options = Options(names, is_frozen, is_kw_only, has_repr, has_eq, _names(backends, "backends"))
     if cls is None:
 
         def decorate(klass: type[T]) -> type[T]:
@@ -296,86 +294,38 @@ _REPLACED_IN_PLACE = (
 )
 
 
+class _Start(NamedTuple):
+    """Where a decoration starts: the namespace now (``before``, put back on failure), the class
+    as written, a ``@dataclass`` to run again on it, and what stays in place until replaced."""
+
+    before: dict[str, Any]
+    as_written: dict[str, Any]
+    replay: dict[str, Any] | None
+    kept: dict[str, Any]
+
+
 def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> type[T]:
     if not isinstance(cls, type):
         raise _not_a_class(cls)
     with decoration_lock:
-        existing = own_spec(cls)  # decorated before (the automatic set-up a subclass gets, say)
+        existing = _own_spec(cls)  # decorated before (the automatic set-up a subclass gets, say)
         if existing is None:
             _refuse_unsupported(cls)
         parent = _parent_spec(cls)
-        if parent is not None:
-            options = options._replace(
-                static=tuple(dict.fromkeys((*parent.options.static, *options.static))),
-                frozen=options.frozen or parent.options.frozen,  # no unfreezing a subclass
-                backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
-            )
-        pending: dict[str, Any] | None = cls.__dict__.get(markers.PENDING)  # a failed set-up
-        written = existing.as_written if existing is not None else pending
-        # Annotations set after the class was made, and so after its automatic set-up (3.14's
-        # make_dataclass with a pytree base): the class as written has them.
-        given = annotations_given_since(cls, written) if written is not None else {}
-        # A @dataclass under an explicit @pytree_class on a subclass runs after the automatic
-        # set-up (at class creation); it is run again on the class as written, so that its
-        # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
-        replay = None if existing is None else _dataclass.later_run(cls, existing.dataclass_params)
-        if existing is not None:
-            options = options._replace(
-                backends=tuple(dict.fromkeys((*existing.backends, *options.backends)))
-            )
-            # The same decoration again: nothing to do (an explicit one after the automatic
-            # set-up decides the dunders as @dataclass would, which may differ).
-            if (
-                options == existing.options
-                and not given
-                and replay is None
-                and automatic >= existing.automatic
-            ):
-                return cls
-        before = _snapshot(cls)
-        as_written = written or before
-        if given:
-            as_written = {**as_written, **given}
-        # Decorating a class in use again: what other threads call (its spec, its layout marker,
-        # its methods) stays in place until the new one replaces it, so they see the old class
-        # or the new, never one without either.
-        # (Not when a @dataclass is run again: it writes what it finds missing.)
-        in_use = existing is not None and replay is None
-        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before} if in_use else {}
-        # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
-        # refuses to overwrite them).
-        if (
-            in_use
-            and existing is not None
-            and options.frozen
-            and existing.options.frozen
-            and not _frozen_dataclass_base(cls)
-        ):
-            kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
+        options = _merged(options, parent, existing)
+        start = _start(cls, options, existing, automatic)
+        if start is None:
+            return cls
         try:
-            _restore(cls, as_written, keep=kept.keys())
-            if replay is not None:
-                dataclasses.dataclass(cls, **replay)
-                as_written = {
-                    n: v for n, v in _snapshot(cls).items() if n not in kept or v is not kept[n]
-                }
-            spec = _make_spec(cls, options, parent, as_written, existing, automatic)
-            new = [b for b in options.backends if existing is None or b not in existing.backends]
-            _backends.register_all(cls, spec.nodes, new)
-            for name, value in kept.items():  # what the new decoration did not put again
-                if name != markers.SPEC and cls.__dict__.get(name, _ABSENT) is value:
-                    if name in as_written:
-                        setattr(cls, name, as_written[name])
-                    else:
-                        delattr(cls, name)
+            spec = _change(cls, options, parent, existing, automatic, start)
         except Exception as error:
-            _restore(cls, before)
+            _restore(cls, start.before)
             if existing is not None:  # the functions the registries hold follow the old table
                 existing.nodes.attach(existing.table)
             if automatic:
                 # An explicit @pytree_class(...) on this subclass may still follow and succeed;
                 # until it does, building an instance reports why the automatic set-up failed.
-                _defer(cls, as_written, error)
+                _defer(cls, start.as_written, error)
                 return cls
             raise
         publish(spec.table)
@@ -383,7 +333,86 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         return cls
 
 
-def _make_spec(
+def _merged(options: Options, parent: ClassSpec | None, existing: ClassSpec | None) -> Options:
+    """``options`` with what the parent's and an earlier decoration's add."""
+    if parent is not None:
+        options = options._replace(
+            static=tuple(dict.fromkeys((*parent.options.static, *options.static))),
+            frozen=options.frozen or parent.options.frozen,  # no unfreezing a subclass
+            backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
+        )
+    if existing is not None:
+        backends = tuple(dict.fromkeys((*existing.backends, *options.backends)))
+        options = options._replace(backends=backends)
+    return options
+
+
+def _start(
+    cls: type, options: Options, existing: ClassSpec | None, automatic: bool
+) -> _Start | None:
+    """Where decorating ``cls`` starts; ``None``: the same decoration again, nothing to do (an
+    explicit one after the automatic set-up decides the dunders as @dataclass would, which may
+    differ)."""
+    pending: dict[str, Any] | None = cls.__dict__.get(markers.PENDING)  # a failed set-up
+    written = existing.as_written if existing is not None else pending
+    # Annotations set after the class was made, and so after its automatic set-up (3.14's
+    # make_dataclass with a pytree base): the class as written has them.
+    given = annotations_given_since(cls, written) if written is not None else {}
+    if existing is None:
+        replay = None
+    else:
+        # A @dataclass under an explicit @pytree_class on a subclass runs after the automatic
+        # set-up (at class creation); it is run again on the class as written, so that its
+        # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
+        replay = later_run(cls, existing.dataclass_params)
+        same = options == existing.options and automatic >= existing.automatic
+        if same and not given and replay is None:
+            return None
+    before = _snapshot(cls)
+    as_written = {**(written or before), **given}
+    # Decorating a class in use again: what other threads call (its spec, its layout marker,
+    # its methods) stays in place until the new one replaces it, so they see the old class
+    # or the new, never one without either. (Not when a @dataclass is run again: it writes what
+    # it finds missing.)
+    kept: dict[str, Any] = {}
+    if existing is not None and replay is None:
+        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before}
+        # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
+        # refuses to overwrite them).
+        frozen_base = any(frozen for _, frozen in frozen_dataclasses(cls, 1))
+        if options.frozen and existing.options.frozen and not frozen_base:
+            kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
+    return _Start(before, as_written, replay, kept)
+
+
+def _change(
+    cls: type,
+    options: Options,
+    parent: ClassSpec | None,
+    existing: ClassSpec | None,
+    automatic: bool,
+    start: _Start,
+) -> ClassSpec:
+    """Everything that changes the class and the registries, the commit point excepted: undone
+    by the caller if it raises."""
+    kept, as_written = start.kept, start.as_written
+    _restore(cls, as_written, keep=kept.keys())
+    if start.replay is not None:
+        dataclasses.dataclass(cls, **start.replay)
+        as_written = {n: v for n, v in _snapshot(cls).items() if n not in kept or v is not kept[n]}
+    spec = _build(cls, options, parent, as_written, existing, automatic)
+    new = [b for b in options.backends if existing is None or b not in existing.backends]
+    _backends.register_all(cls, spec.nodes, new)
+    for name, value in kept.items():  # what the new decoration did not put again
+        if name != markers.SPEC and cls.__dict__.get(name, _ABSENT) is value:
+            if name in as_written:
+                setattr(cls, name, as_written[name])
+            else:
+                delattr(cls, name)
+    return spec
+
+
+def _build(
     cls: type,
     options: Options,
     parent: ClassSpec | None,
@@ -392,133 +421,90 @@ def _make_spec(
     automatic: bool = False,
 ) -> ClassSpec:
     """Change ``cls`` into a pytree class (its namespace as written is restored already) and
-    describe it; no registry is touched. The one place that tells annotated classes from others."""
-    inherit_rules(cls)
+    describe it; no registry is touched."""
+    if len(cls.__mro__) > 2:  # only a method overriding a base's can inherit custom rules
+        inherit_rules(cls)
     factories = _backends.key_factories(options.backends, cls)  # refused before any change
-    if parent is not None:
-        annotated = parent.fields is not None
-    else:
-        # A dataclass already (fields or none), or no __init__ anywhere but object's (or one
-        # pytreekit generated): a dataclass too.
-        _, init_kind = nearest_init(cls, as_written)
-        annotated = (
-            _dataclass.has_fields(cls)
-            or own_dataclass_params(cls) is not None
-            or init_kind in ("object", "generated")
-        )
-    fields: tuple[Field, ...] | None = None
-    if annotated:
-        was_dataclass = DATACLASS_PARAMS in as_written
-        all_fields = _dataclass.make_dataclass(cls, options)
-        fields = _dataclass.fields_of(all_fields)
-        _dataclass.refuse_properties(
-            cls, [f.name for f in fields], [f.name for f in fields if f.static]
-        )
-        storage = Storage.of(cls, tuple(f.name for f in fields), options.frozen)
-        table = _table(cls, options, fields, storage, factories)
-        own = as_written
-        if was_dataclass:  # what dataclasses generated is pytreekit's to replace
-            own = {k: v for k, v in own.items() if not _dataclass.generated_by_dataclasses(cls, k)}
-
-        def generated() -> Callable[..., None]:
-            assert isinstance(table, FixedLayouts) and table.primary is not None
-            return _dataclass.generated_init(
-                cls, all_fields, table.primary, options.frozen, table.after_post_init
-            )
-
-        prover = _Prover(cls, options, table)
-        install(
-            cls,
-            options,
-            own,
-            init=generated,
-            dataclass_methods=was_dataclass,
-            automatic=automatic,
-            prove=prover,
-        )
-        if not was_dataclass:
-            _dataclass.document(cls)
-    else:
-        _refuse_unannotated_fields(cls)
-        _dataclass.refuse_properties(cls, sorted(options.static), options.static)
-        storage = Storage.of(cls, (), options.frozen)
-        table = _table(cls, options, None, storage, factories)
-        if existing is not None and isinstance(table, LearnedLayouts):
-            table.follow(existing.table)
-        prover = _Prover(cls, options, table)
-        install(cls, options, as_written, automatic=automatic, prove=prover)
+    annotated = None if parent is None else parent.fields is not None
+    prepared = prepare(cls, options, as_written, annotated)
+    fields = prepared.fields
+    table = table_for(cls, fields, options.static, factories, frozen=options.frozen)
+    if existing is not None and isinstance(table, LearnedLayouts):
+        table.follow(existing.table)
+    plan = plan_methods(
+        cls,
+        options,
+        prepared.own,
+        annotated=fields is not None,
+        dataclass_methods=prepared.was_dataclass,
+        automatic=automatic,
+    )
+    verdict = "no __init__ of the user's to wrap"
+    init = None
+    if plan.init == "generate":
+        assert isinstance(table, FixedLayouts) and table.primary is not None
+        init = generated_init(cls, prepared, table.primary, options.frozen, table.after_post_init)
+    elif plan.wrapped is not None:
+        proven = None
+        if plan.init == "wrap":
+            proven, verdict = _classify(cls, options, table, plan.wrapped)
+        init = init_wrapper(cls, plan.wrapped, options.frozen, proven)
+    apply_methods(cls, plan, init)
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
-    return _assemble(cls, options, fields, table, as_written, existing, automatic, prover.verdict)
+    return _assemble(
+        cls, options, fields, table, as_written, prepared.params, existing, automatic, verdict
+    )
 
 
-class _Prover:
-    """Classifies the user's ``__init__`` ``install`` wraps (``prove_init``): where it provably
-    sets exactly one layout's fields and nothing else reaches the instance, that layout (its
-    wrapper then checks only the static values). ``verdict`` is shown in the spec's repr."""
-
-    def __init__(self, cls: type, options: Options, table: LayoutTable) -> None:
-        self.cls, self.options, self.table = cls, options, table
-        self.verdict = "no __init__ of the user's to wrap"
-
-    def __call__(self, init: Callable[..., Any]) -> Layout | None:
-        cls, table = self.cls, self.table
-        proof = prove_init(init)
-        self.verdict = proof.reason
-        if proof.stores is None:
-            return None
+def _classify(
+    cls: type, options: Options, table: LayoutTable, init: Callable[..., Any]
+) -> tuple[Layout | None, str]:
+    """The user's ``__init__`` being wrapped (``prove_init``): where it provably sets exactly
+    one layout's fields and nothing else reaches the instance, that layout (its wrapper then
+    checks only the static values); and why, shown in the spec's repr."""
+    proof = prove_init(init)
+    if proof.stores is None:
+        return None, proof.reason
+    if _takes_part(cls, options, table.storage, proof.stores):
+        return None, "general: slots, __setattr__, __new__ or a descriptor take part"
+    layout: Layout | None
+    if isinstance(table, LearnedLayouts):
         storage = table.storage
-        setter = resolved(cls, "__setattr__")
-        if (
-            not storage.has_dict
-            or storage.slots
-            or not (self.options.frozen or setter is object.__dict__["__setattr__"])
-            or resolved(cls, "__new__") not in (None, object.__dict__["__new__"])
-            or resolved(cls, "__getattribute__") is not object.__dict__["__getattribute__"]
-            or any(hasattr(type(resolved(cls, n)), "__set__") for n in proof.stores)
-        ):
-            self.verdict = "general: slots, __setattr__, __new__ or a descriptor take part"
-            return None
-        layout: Layout | None
-        if isinstance(table, LearnedLayouts):
-            prefixes = storage.private_prefixes
-            names = tuple(
-                n
-                for n in proof.stores
-                if not n.startswith("__")
-                and not n.startswith(prefixes)
-                and n not in storage.descriptors
-            )
-            try:
-                layout = table.for_names(names)
-            except TypeError:  # refused at construction, as before, by the general path
-                self.verdict = "general: a refused attribute name"
-                return None
-            if not table.declare(layout):
-                self.verdict = "general: instances of another layout exist (decorated again)"
-                return None
-        else:
-            layout = table.primary
-            assert layout is not None
-            if set(proof.stores) != set(layout.names):
-                self.verdict = "general: does not set exactly the fields"
-                return None
-        self.verdict = f"{proof.reason}: {', '.join(proof.stores)}"
-        return layout
+        names = tuple(
+            n
+            for n in proof.stores
+            if not n.startswith("__")
+            and not n.startswith(storage.private_prefixes)
+            and n not in storage.descriptors
+        )
+        try:
+            layout = table.for_names(names)
+        except TypeError:  # refused at construction, as before, by the general path
+            return None, "general: a refused attribute name"
+        if not table.declare(layout):
+            return None, "general: instances of another layout exist (decorated again)"
+    else:
+        layout = table.primary
+        assert layout is not None
+        if set(proof.stores) != set(layout.names):
+            return None, "general: does not set exactly the fields"
+    return layout, f"{proof.reason}: {', '.join(proof.stores)}"
 
 
-def _table(
-    cls: type,
-    options: Options,
-    fields: tuple[Field, ...] | None,
-    storage: Storage,
-    factories: dict[str, KeyFactory],
-) -> LayoutTable:
-    """An annotated class's one layout, or the layouts a class without annotations learns."""
-    if fields is not None:
-        return FixedLayouts(cls, fields, storage, factories)
-    return LearnedLayouts(cls, frozenset(options.static), storage, factories)
+def _takes_part(cls: type, options: Options, storage: Storage, stores: tuple[str, ...]) -> bool:
+    """Whether slots, a ``__setattr__``, ``__new__`` or a descriptor may see what ``__init__``
+    stores (its proof then says nothing of the instance)."""
+    plain = object.__dict__
+    return bool(
+        not storage.has_dict
+        or storage.slots
+        or not (options.frozen or resolved(cls, "__setattr__") is plain["__setattr__"])
+        or resolved(cls, "__new__") not in (None, plain["__new__"])
+        or resolved(cls, "__getattribute__") is not plain["__getattribute__"]
+        or any(hasattr(type(resolved(cls, n)), "__set__") for n in stores)
+    )
 
 
 def _assemble(
@@ -527,6 +513,7 @@ def _assemble(
     fields: tuple[Field, ...] | None,
     table: LayoutTable,
     as_written: Mapping[str, Any],
+    params: Any,
     existing: ClassSpec | None = None,
     automatic: bool = False,
     init_proof: str = "",
@@ -546,7 +533,7 @@ def _assemble(
         nodes=nodes,
         backends=tuple(table.key_factories),
         as_written=dict(as_written),
-        dataclass_params=own_dataclass_params(cls),
+        dataclass_params=params,
         automatic=automatic,
         init_proof=init_proof,
     )
@@ -633,25 +620,18 @@ def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
     setattr(cls, markers.PENDING, as_written)
 
 
-def _frozen_dataclass_base(cls: type) -> bool:
-    return any(dataclass_option(own_dataclass_params(base), "frozen") for base in cls.__mro__[1:])
+def _own_spec(cls: type) -> ClassSpec | None:
+    # As _classes.own_spec, read here: decoration asks it of every class it passes.
+    spec = cls.__dict__.get(markers.SPEC)
+    return spec if isinstance(spec, ClassSpec) else None
 
 
 def _parent_spec(cls: type) -> ClassSpec | None:
     for base in cls.__mro__[1:]:
-        spec = own_spec(base)
+        spec = _own_spec(base)
         if spec is not None:
             return spec
     return None
-
-
-def _refuse_unannotated_fields(cls: type) -> None:
-    for name, value in cls.__dict__.items():
-        if isinstance(value, dataclasses.Field):
-            raise TypeError(
-                f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is not a "
-                f"field. Annotate it: `{name}: <type> = field(...)`."
-            )
 
 
 def _install_subclass_hook(root: type) -> None:
@@ -692,12 +672,12 @@ def _arrive(
     """The spec of a class that arrived pickled by value, registered here (once, also when the
     same class arrives again)."""
     with decoration_lock:
-        existing = own_spec(cls)
+        existing = _own_spec(cls)
         if existing is not None:
             return existing
         factories = _backends.key_factories(backends, cls)
-        table = _table(cls, options, fields, storage, factories)
-        spec = _assemble(cls, options, fields, table, as_written)
+        table = table_for(cls, fields, options.static, factories, storage)
+        spec = _assemble(cls, options, fields, table, as_written, own_dataclass_params(cls))
         _backends.register_all(cls, spec.nodes, spec.backends)
         publish(spec.table)
         return spec

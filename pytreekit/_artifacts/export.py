@@ -435,6 +435,10 @@ def _codec_status(name: str) -> str:
 # -- jax.export ---------------------------------------------------------------------------------
 
 
+# jax.export's registries by type and by name: the same dicts for the life of the process.
+_BY_TYPE, _BY_NAME = export_registries()
+
+
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
     """Let ``jax.export`` read artifacts naming ``cls`` now, and write them from the class's first
     use (called once per class, after its ``jax.tree_util`` registration)."""
@@ -448,7 +452,7 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
 
     setattr(serialize_auxdata, markers.CLASS, cls)
     setattr(deserialize_auxdata, markers.CLASS, cls)
-    by_type, by_name = export_registries()
+    by_type, by_name = _BY_TYPE, _BY_NAME
     with export_lock:
         previous = by_name.get(name)
         if previous is None or getattr(previous[1], markers.CLASS, None) is previous[0]:

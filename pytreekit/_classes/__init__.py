@@ -8,9 +8,9 @@ the modules inside.
 
 from __future__ import annotations
 
-from . import dataclass
-from .codegen import prove_init
-from .fields import MISSING, Field, field, flag
+from .codegen import init_wrapper, prove_init
+from .dataclass import generated_init, later_run, prepare
+from .fields import MISSING, Field, field, flags
 from .frozen import FrozenInstanceError
 from .layouts import (
     FixedLayouts,
@@ -22,8 +22,10 @@ from .layouts import (
     layout_for,
     publish,
     resolved,
+    table_for,
 )
-from .methods import install, nearest_init
+from .methods import apply as apply_methods
+from .methods import plan as plan_methods
 from .nodes import NodeFunctions
 from .replace import replace
 from .spec import ClassSpec, Options, decoration_lock, fields, is_pytree_class, own_spec, spec_of
@@ -41,19 +43,23 @@ __all__ = [
     "NodeFunctions",
     "Options",
     "Storage",
-    "dataclass",
+    "apply_methods",
     "decoration_lock",
     "field",
     "fields",
-    "flag",
-    "install",
+    "flags",
+    "generated_init",
+    "init_wrapper",
     "is_pytree_class",
+    "later_run",
     "layout_for",
-    "nearest_init",
     "own_spec",
+    "plan_methods",
+    "prepare",
     "prove_init",
     "publish",
     "replace",
     "resolved",
     "spec_of",
+    "table_for",
 ]

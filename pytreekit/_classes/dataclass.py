@@ -1,16 +1,15 @@
-"""Annotated classes: made dataclasses by the standard library, given pytreekit's ``__init__``.
+"""The dataclass hand-over: ``prepare`` decides whether a class is annotated and makes an annotated
+one a dataclass, returning what it made (``Prepared``); ``generated_init`` writes its
+``__init__``.
 
 ``dataclasses.dataclass`` decides everything dataclasses decide (which annotations are fields,
-``KW_ONLY``, ``InitVar``, ``ClassVar`` in all its spellings, defaults and descriptor defaults,
-field order under inheritance, mutable-default and frozen-inheritance errors,
-``__match_args__``). It is asked not to write ``__init__``, ``__repr__`` and ``__eq__``:
-pytreekit writes its own (``methods``) with the same choices of fields, so they are compiled
-once, not twice.
+``KW_ONLY``, ``InitVar``, ``ClassVar`` in all its spellings, defaults, field order under
+inheritance, its errors, ``__match_args__``). It is asked not to write ``__init__``,
+``__repr__`` and ``__eq__``: pytreekit writes its own with the same choices of fields.
 
-The generated ``__init__`` has exactly the signature dataclasses would give the class and does
-what its ``__init__`` does, plus two things: converters run on the values passed in (and on
-defaults) before ``__post_init__``, and the layout's check runs once ``__post_init__`` has
-returned (``_layouts.check``, inlined).
+The generated ``__init__`` has the signature dataclasses would give the class and does what its
+``__init__`` does, plus two things: converters run on the values passed in (and on defaults)
+before ``__post_init__``, and the layout's check runs once ``__post_init__`` has returned.
 """
 
 from __future__ import annotations
@@ -22,20 +21,20 @@ import inspect
 import re
 import sys
 import typing
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from .. import _markers as markers
 from .._compat import (
+    DATACLASS_PARAMS,
     annotate_init,
     class_annotations,
+    dataclass_entries,
     dataclass_option,
-    is_field,
-    is_init_var,
+    frozen_dataclasses,
     own_dataclass_params,
-    record_dataclass_frozen,
     record_dataclass_params,
-    signature,
+    static_hash,
     written_by_dataclasses,
 )
 from .._messages import SUGGEST, close_match
@@ -48,30 +47,62 @@ from .codegen import (
     prove_init,
     while_initialising,
 )
-from .fields import MISSING, Field, as_pytree_field, check_static_value, static_in_metadata
+from .fields import MISSING, Declared, Field, as_pytree_fields, unhashable_error
 from .frozen import is_frozen_setattr
 from .layouts import Layout, all_slots, check, resolved
+from .methods import nearest_init
 from .spec import Options
 
 _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")
 
 
-class _Factory:
-    """The default of a parameter whose field has a ``default_factory`` (shown as dataclasses
-    shows it)."""
+class Prepared(NamedTuple):
+    """What ``prepare`` made of a class: for an annotated one, its fields (``declared``) and its
+    ``InitVar`` pseudo-fields in dataclasses' order (``entries``); ``own``, the class body as the
+    user wrote it, without what dataclasses generated; ``params``, the dataclass parameters left
+    on the class."""
 
-    def __repr__(self) -> str:
-        return "<factory>"
+    fields: tuple[Field, ...] | None
+    declared: Declared | None
+    entries: tuple[dataclasses.Field[Any], ...]
+    init_vars: frozenset[str]
+    own: Mapping[str, Any]
+    was_dataclass: bool
+    params: Any
 
 
-_HAS_FACTORY = _Factory()
+def prepare(
+    cls: type, options: Options, as_written: Mapping[str, Any], annotated: bool | None
+) -> Prepared:
+    """Make ``cls`` (its namespace as written restored) a dataclass if it is annotated
+    (``annotated``: as its pytree parent is; ``None``: decided here), and check its field names."""
+    was_dataclass = DATACLASS_PARAMS in as_written
+    if annotated is None:
+        annotated = was_dataclass or _has_fields(cls) or _runs_no_init_of_users(cls, as_written)
+    if not annotated:
+        for name, value in cls.__dict__.items():
+            if isinstance(value, dataclasses.Field):
+                raise TypeError(
+                    f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is "
+                    f"not a field. Annotate it: `{name}: <type> = field(...)`."
+                )
+        _refuse_properties(cls, sorted(options.static), options.static)
+        return Prepared(None, None, (), frozenset(), as_written, False, own_dataclass_params(cls))
+    params = _check_dataclass(cls, options) if was_dataclass else _make_dataclass(cls, options)
+    entries, init_vars, inherited = dataclass_entries(cls, Field)
+    declared = _pytree_fields(cls, options, entries, init_vars, inherited)
+    _refuse_properties(cls, [f.name for f in declared.fields], declared.static)
+    own = as_written
+    if was_dataclass:  # what dataclasses generated is pytreekit's to replace
+        own = {k: v for k, v in own.items() if not written_by_dataclasses(cls.__dict__.get(k))}
+    made = tuple(declared.made.get(f.name, f) for f in entries)
+    return Prepared(declared.fields, declared, made, init_vars, own, was_dataclass, params)
 
 
-def has_fields(cls: type) -> bool:
+def _has_fields(cls: type) -> bool:
     """Whether dataclasses would find fields: annotations (other than ``ClassVar``) in the class
     body, or fields of a dataclass base."""
-    annotations = class_annotations(cls)
-    for annotation in annotations.values():
+    for annotation in class_annotations(cls).values():
         if isinstance(annotation, str):
             if not _CLASSVAR_STRING.match(annotation):
                 return True
@@ -82,306 +113,41 @@ def has_fields(cls: type) -> bool:
     return any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:])
 
 
-def make_dataclass(cls: type, options: Options) -> list[dataclasses.Field[Any]]:
-    """Make ``cls`` (as written) a dataclass; return its fields and ``InitVar`` pseudo-fields in
-    dataclasses' order, the fields as pytreekit ``Field``s with ``static`` decided."""
-    if own_dataclass_params(cls) is not None:  # @dataclass under @pytree_class
-        _check_existing_dataclass(cls, options)
-    else:
+def _runs_no_init_of_users(cls: type, as_written: Mapping[str, Any]) -> bool:
+    """No ``__init__`` anywhere but ``object``'s, or one pytreekit generated: a dataclass too."""
+    return nearest_init(cls, as_written)[1] in ("object", "generated")
+
+
+def _make_dataclass(cls: type, options: Options) -> Any:
+    if len(cls.__mro__) > 2:  # object is no dataclass
         _check_frozen_inheritance(cls, options.frozen)
-        had_doc = "__doc__" in cls.__dict__ and cls.__doc__
-        if not had_doc:  # dataclasses would compute it from the __init__ it is not writing
-            setattr(cls, "__doc__", "pending")
-        # Decorated again while in use: pytreekit's frozen methods stay until replaced (other
-        # threads never see the class unfrozen), so dataclasses must not write its own.
-        kept = options.frozen and is_frozen_setattr(cls.__dict__.get("__setattr__"))
-        try:
-            dataclasses.dataclass(
-                cls,
-                init=False,
-                repr=False,
-                eq=False,
-                frozen=options.frozen and not kept,
-                kw_only=options.kw_only,
-            )
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"{cls.__qualname__}: {error}{_advice(str(error))}") from None
-        finally:
-            if not had_doc:
-                setattr(cls, "__doc__", None)
-        record_dataclass_params(cls, init=True, repr=options.repr, eq=options.eq)
-        if kept:
-            record_dataclass_frozen(cls)
-    return _pytree_fields(cls, options)
-
-
-def _pytree_fields(cls: type, options: Options) -> list[dataclasses.Field[Any]]:
-    table: dict[str, dataclasses.Field[Any]] = cls.__dict__["__dataclass_fields__"]
-    names = [name for name, f in table.items() if is_field(f)]
-    unknown = [name for name in options.static if name not in names]
-    if unknown:
-        suggestion = close_match(unknown[0], names, SUGGEST)
-        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
-        raise TypeError(
-            f"{cls.__qualname__}: static={unknown!r} names no field; the fields are "
-            f"{tuple(names)}.{hint}"
-        )
-    inherited = {
-        id(f)
-        for base in cls.__mro__[1:]
-        for f in base.__dict__.get("__dataclass_fields__", {}).values()
-    }
-    result: list[dataclasses.Field[Any]] = []
-    for name, f in table.items():
-        if is_field(f):
-            static = static_in_metadata(f.metadata) or name in options.static
-            f = as_pytree_field(f, static=static, owned=id(f) not in inherited)
-            table[name] = f
-        if is_field(f) or is_init_var(f):
-            result.append(f)
-    return result
-
-
-def document(cls: type) -> None:
-    """Give a class without a docstring the one dataclasses would: its name and signature."""
-    if not cls.__doc__:
-        try:
-            text = str(signature(cls)).replace(" -> None", "")
-        except (TypeError, ValueError):
-            text = ""
-        setattr(cls, "__doc__", cls.__name__ + text)
-
-
-def fields_of(all_fields: Sequence[dataclasses.Field[Any]]) -> tuple[Field, ...]:
-    return tuple(f for f in all_fields if isinstance(f, Field) and is_field(f))
-
-
-def refuse_properties(cls: type, names: Iterable[str], statics: Iterable[str]) -> None:
-    """A field name that the class or a base binds to a property names a computed value, which
-    flatten would never see (or, for a static name, silently leave out)."""
-    statics = set(statics)
-    for name in names:
-        owner = next((k for k in cls.__mro__ if name in vars(k)), None)
-        if owner is None or not isinstance(vars(owner)[name], property):
-            continue
-        kind = "a static field" if name in statics else "a field"
-        raise TypeError(
-            f"{cls.__qualname__}.{name} is declared {kind}, but {owner.__qualname__} binds "
-            f"{name!r} to a property, which is computed, not stored: pytreekit would never see "
-            f"its value. Store the value under another name (say `_{name}`), declare that one, "
-            f"and read it in the property."
-        )
-
-
-# -- the generated __init__, one builder per kind of line ---------------------------------------
-
-
-def _parameter(f: dataclasses.Field[Any], default: str) -> str:
-    if f.default is not MISSING:
-        return f"{f.name}={default}"
-    if f.default_factory is not MISSING:
-        return f"{f.name}=__pytreekit_has_factory__"
-    return f.name
-
-
-def _value(f: dataclasses.Field[Any], index: int, helpers: dict[str, Any]) -> str | None:
-    """The expression a field is set to, or ``None`` to leave it to the class attribute (or to
-    ``__post_init__``), as dataclasses does."""
-    default = f"__pytreekit_default_{index}__"
-    if f.default_factory is not MISSING:
-        helpers[default] = f.default_factory
-        value = (
-            f"{default}() if {f.name} is __pytreekit_has_factory__ else {f.name}"
-            if f.init
-            else f"{default}()"
-        )
-    elif f.init:
-        value = f.name
-    elif isinstance(f, Field) and f.converter is not None and f.default is not MISSING:
-        helpers[default] = f.default
-        value = default
-    else:
-        return None
-    if isinstance(f, Field) and f.converter is not None:
-        helpers[f"__pytreekit_convert_{index}__"] = f.converter
-        value = f"__pytreekit_convert_{index}__({value})"
-    return value
-
-
-def _store(this: str, name: str, value: str, frozen: bool) -> str:
-    if frozen:
-        return f"__pytreekit_setattr__({this}, {name!r}, {value})"
-    return f"{this}.{name} = {value}"
-
-
-def _post_init(this: str, init_vars: list[str], frozen: bool) -> list[str]:
-    call = f"{this}.__post_init__({', '.join(init_vars)})"
-    # The instance may assign its fields while __post_init__ runs.
-    return while_initialising(this, call) if frozen else [call]
-
-
-def _parameters(
-    cls: type, all_fields: Sequence[dataclasses.Field[Any]], helpers: dict[str, Any]
-) -> list[str]:
-    """The parameters after ``self``, in dataclasses' order and with its ordering rule."""
-    positional: list[str] = []
-    keyword: list[str] = []
-    seen_default = ""
-    for index, f in enumerate(all_fields):
-        if not f.init:
-            continue
-        parameter = _parameter(f, f"__pytreekit_default_{index}__")
-        if f.default is not MISSING:
-            helpers[f"__pytreekit_default_{index}__"] = f.default
-        if f.kw_only:
-            keyword.append(parameter)
-            continue
-        if "=" in parameter:
-            seen_default = seen_default or f.name
-        elif seen_default:
-            raise TypeError(
-                f"{cls.__qualname__}: non-default argument {f.name!r} follows default "
-                f"argument {seen_default!r}{_advice('non-default argument')}"
-            )
-        positional.append(parameter)
-    return [*positional, *(["*", *keyword] if keyword else [])]
-
-
-def _assignments(
-    this: str, all_fields: Sequence[dataclasses.Field[Any]], helpers: dict[str, Any], frozen: bool
-) -> list[str]:
-    stores = []
-    for index, f in enumerate(all_fields):
-        value = None if is_init_var(f) else _value(f, index, helpers)
-        if value is not None:
-            stores.append(_store(this, f.name, value, frozen))
-    return stores
-
-
-def _checks(
-    this: str,
-    cls: type,
-    all_fields: Sequence[dataclasses.Field[Any]],
-    layout: Layout,
-    helpers: dict[str, Any],
-    frozen: bool,
-    after_post_init: Callable[[object], None] | None,
-) -> list[str]:
-    """What runs after the assignments: ``__post_init__``, then the layout's check and
-    ``after_post_init`` (which refuses attributes that are not fields). Without a
-    ``__post_init__`` only arguments and defaults were stored, so only static values can be
-    wrong, and a field left unset (``init=False`` without a default) is not read."""
-    helpers.update(METHOD_HELPERS, __pytreekit_check__=check, __pytreekit_primary__=layout)
-    on_failure = [f"__pytreekit_check__({this}, __pytreekit_primary__)"]
-    fields = {f.name: f for f in fields_of(all_fields)}
-    if hasattr(cls, "__post_init__"):
-        helpers.update(INITIALISING_HELPERS)
-        init_vars = [f.name for f in all_fields if is_init_var(f)]
-        values = [f"{this}.{name}" for name in layout.names]
-        statics = [f"{this}.{name}" for name in layout.static_names]
-        # A __post_init__ that provably only reads and stores fields (prove_init) can set no
-        # other attribute and store no method of the instance: only static values are checked.
-        proof = prove_init(cls.__dict__.get("__post_init__"), frozenset(layout.names))
-        if proof.stores is not None and set(proof.stores) <= set(layout.names):
-            return [
-                *_post_init(this, init_vars, frozen),
-                *check_lines(statics, [], METHOD_NAMES, on_failure),
-            ]
-        extras = []
-        if after_post_init is not None:
-            helpers["__pytreekit_extras__"] = after_post_init
-            extras = _extras_lines(this, len(layout.names), layout.cls, helpers)
-        return [
-            *_post_init(this, init_vars, frozen),
-            *check_lines(statics, values, METHOD_NAMES, on_failure, this),
-            *extras,
-        ]
-    statics = [
-        f"{this}.{name}"
-        for name in layout.static_names
-        if fields[name].init
-        or fields[name].default is not MISSING
-        or fields[name].default_factory is not MISSING
-    ]
-    return check_lines(statics, [], METHOD_NAMES, on_failure)
-
-
-def _extras_lines(this: str, count: int, cls: type, helpers: dict[str, Any]) -> list[str]:
-    """After ``__post_init__``: the count of the instance's referents (its attribute values and
-    its class) proves it holds nothing but fields, without reading its dict; anything else asks
-    ``__pytreekit_extras__``. torch.compile cannot trace the garbage collector: while it traces,
-    the dict is read instead."""
-    slow = [f"__pytreekit_extras__({this})"]
-    storage_ok = (
-        getattr(cls, "__dictoffset__", 0)
-        and not all_slots(cls)
-        and not any(hasattr(type(resolved(cls, n)), "__set__") for n in _field_names(cls))
-    )
-    if not storage_ok:
-        return slow
-    helpers.update(__pytreekit_referents__=gc.get_referents, __pytreekit_modules__=sys.modules)
-    refs = "__pytreekit_refs__"
-    return [
-        'if "torch" in __pytreekit_modules__ and '
-        '__pytreekit_modules__["torch"].compiler.is_compiling():',
-        f"    {slow[0]}",
-        "else:",
-        f"    {refs} = __pytreekit_referents__({this})",
-        f"    if len({refs}) > {count + 1} or {refs}[0].__class__ is dict:",
-        f"        {slow[0]}",
-    ]
-
-
-def _field_names(cls: type) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls)]
-
-
-def generated_init(
-    cls: type,
-    all_fields: Sequence[dataclasses.Field[Any]],
-    layout: Layout,
-    frozen: bool,
-    after_post_init: Callable[[object], None] | None = None,
-) -> Callable[..., None]:
-    """``__init__`` for ``cls``; ``all_fields`` are its fields and ``InitVar`` pseudo-fields, in
-    dataclasses' order; ``layout`` its fields' layout."""
-    for f in fields_of(all_fields):  # a bad default, named when the class is defined
-        if f.static and f.default is not MISSING and f.converter is None:
-            check_static_value(cls, f.name, f.default)
-    this = "__pytreekit_self__" if any(f.name == "self" for f in all_fields) else "self"
-    helpers: dict[str, Any] = {
-        "__pytreekit_has_factory__": _HAS_FACTORY,
-        "__pytreekit_setattr__": object.__setattr__,
-    }
-    parameters = [this, *_parameters(cls, all_fields, helpers)]
-    body = _assignments(this, all_fields, helpers, frozen)
-    body += _checks(this, cls, all_fields, layout, helpers, frozen, after_post_init)
-    init = method(cls, "__init__", ", ".join(parameters), body, helpers)
-    parameter_fields = [f for f in all_fields if f.init]
-    converted = {
-        f.name: functools.partial(_accepted, f.converter)
-        for f in parameter_fields
-        if isinstance(f, Field) and f.converter is not None
-    }
-    annotate_init(init, cls, [(f.name, f.type) for f in parameter_fields], converted)
-    setattr(init, markers.GENERATED, True)
-    return init
-
-
-def _accepted(converter: Callable[[Any], Any]) -> Any:
-    """What ``__init__`` accepts for a converter's field: the converter's input (as type checkers
-    read it), so that run-time checkers such as beartype take what the converter takes."""
+    had_doc = "__doc__" in cls.__dict__ and cls.__doc__
+    if not had_doc:  # dataclasses would compute it from the __init__ it is not writing
+        setattr(cls, "__doc__", "pending")
+    # Decorated again while in use: pytreekit's frozen methods stay until replaced (other
+    # threads never see the class unfrozen), so dataclasses must not write its own.
+    kept = options.frozen and is_frozen_setattr(cls.__dict__.get("__setattr__"))
     try:
-        first = next(iter(inspect.signature(converter, eval_str=True).parameters.values()))
-    except Exception:  # no signature, no parameter, or an annotation that does not evaluate
-        return Any
-    return Any if first.annotation is inspect.Parameter.empty else first.annotation
+        dataclasses.dataclass(
+            cls,
+            init=False,
+            repr=False,
+            eq=False,
+            frozen=options.frozen and not kept,
+            kw_only=options.kw_only,
+        )
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{cls.__qualname__}: {error}{_advice(str(error))}") from None
+    finally:
+        if not had_doc:
+            setattr(cls, "__doc__", None)
+    return record_dataclass_params(
+        cls, init=True, repr=options.repr, eq=options.eq, frozen=options.frozen
+    )
 
 
-# -- classes that are dataclasses already, and dataclasses' rules -------------------------------
-
-
-def _check_existing_dataclass(cls: type, options: Options) -> None:
+def _check_dataclass(cls: type, options: Options) -> Any:
+    """A ``@dataclass`` under ``@pytree_class``: the options it made must be those asked."""
     params = own_dataclass_params(cls)
     # Python 3.11's dataclass params do not record kw_only: its fields do.
     keyword_only = all(f.kw_only for f in dataclasses.fields(cls))
@@ -394,6 +160,57 @@ def _check_existing_dataclass(cls: type, options: Options) -> None:
                 f"{cls.__qualname__} is already a dataclass, so @pytree_class cannot make it "
                 f"{option}=True: pass {option}=True to @dataclasses.dataclass instead."
             )
+    return params
+
+
+def _check_frozen_inheritance(cls: type, frozen: bool) -> None:
+    """dataclasses' rule (frozen and non-frozen dataclasses do not mix), naming both classes."""
+    for base, base_frozen in frozen_dataclasses(cls, 1):
+        if base_frozen != frozen:
+            this, that = ("frozen", "not frozen") if frozen else ("not frozen", "frozen")
+            raise TypeError(
+                f"{cls.__qualname__} is {this} but its base {base.__qualname__} is {that}; "
+                f"dataclasses do not mix the two. Make both frozen or neither."
+            )
+
+
+def _pytree_fields(
+    cls: type,
+    options: Options,
+    entries: list[dataclasses.Field[Any]],
+    init_vars: frozenset[str],
+    inherited: set[int],
+) -> Declared:
+    found = [f for f in entries if f.name not in init_vars]
+    names = [f.name for f in found]
+    unknown = [name for name in options.static if name not in names]
+    if unknown:
+        suggestion = close_match(unknown[0], names, SUGGEST)
+        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+        raise TypeError(
+            f"{cls.__qualname__}: static={unknown!r} names no field; the fields are "
+            f"{tuple(names)}.{hint}"
+        )
+    declared = as_pytree_fields(found, frozenset(options.static), inherited)
+    table: dict[str, dataclasses.Field[Any]] = cls.__dict__["__dataclass_fields__"]
+    table.update(declared.made)
+    return declared
+
+
+def _refuse_properties(cls: type, names: list[str], statics: typing.Collection[str]) -> None:
+    """A field name that the class or a base binds to a property names a computed value, which
+    flatten would never see (or, for a static name, silently leave out)."""
+    for name in names:
+        owner = next((k for k in cls.__mro__ if name in vars(k)), None)
+        if owner is None or not isinstance(vars(owner)[name], property):
+            continue
+        kind = "a static field" if name in statics else "a field"
+        raise TypeError(
+            f"{cls.__qualname__}.{name} is declared {kind}, but {owner.__qualname__} binds "
+            f"{name!r} to a property, which is computed, not stored: pytreekit would never see "
+            f"its value. Store the value under another name (say `_{name}`), declare that one, "
+            f"and read it in the property."
+        )
 
 
 def later_run(cls: type, left: object) -> dict[str, Any] | None:
@@ -411,23 +228,6 @@ def later_run(cls: type, left: object) -> dict[str, Any] | None:
 _REPLAYED = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only")
 
 
-def generated_by_dataclasses(cls: type, name: str) -> bool:
-    """Whether ``cls.name`` is a method dataclasses wrote (compiled from a string)."""
-    return written_by_dataclasses(cls.__dict__.get(name))
-
-
-def _check_frozen_inheritance(cls: type, frozen: bool) -> None:
-    """dataclasses' rule (frozen and non-frozen dataclasses do not mix), naming both classes."""
-    for base in cls.__mro__[1:]:
-        params = own_dataclass_params(base)
-        if params is not None and bool(dataclass_option(params, "frozen")) != frozen:
-            this, that = ("frozen", "not frozen") if frozen else ("not frozen", "frozen")
-            raise TypeError(
-                f"{cls.__qualname__} is {this} but its base {base.__qualname__} is {that}; "
-                f"dataclasses do not mix the two. Make both frozen or neither."
-            )
-
-
 def _advice(message: str) -> str:
     if "non-default argument" in message:
         return (
@@ -443,3 +243,203 @@ def _advice(message: str) -> str:
             "yours, or drop frozen=True."
         )
     return ""
+
+
+# -- the generated __init__: each builder returns its lines and the helpers they call -----------
+
+Lines = tuple[list[str], dict[str, Any]]
+
+
+class _Factory:
+    """The default of a parameter whose field has a ``default_factory`` (shown as dataclasses
+    shows it)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_HAS_FACTORY = _Factory()
+
+
+def generated_init(
+    cls: type,
+    prepared: Prepared,
+    layout: Layout,
+    frozen: bool,
+    after_post_init: Callable[[object], None] | None = None,
+) -> Callable[..., None]:
+    """``__init__`` for the annotated ``cls``; ``layout``: its fields' layout."""
+    declared = prepared.declared
+    assert declared is not None
+    converters = declared.converters
+    for f in declared.fields:  # a bad default, named when the class is defined
+        if f.name in declared.static and f.default is not MISSING and f.name not in converters:
+            try:
+                static_hash(f.default)
+            except TypeError:
+                raise unhashable_error(cls, f.name, f.default, "static") from None
+    entries = prepared.entries
+    this = "__pytreekit_self__" if any(f.name == "self" for f in entries) else "self"
+    parameters, defaults = _parameters(cls, entries)
+    stores, values = _assignments(this, prepared, frozen)
+    checks, checking = _checks(this, cls, prepared, layout, frozen, after_post_init)
+    helpers = {
+        "__pytreekit_has_factory__": _HAS_FACTORY,
+        "__pytreekit_setattr__": object.__setattr__,
+        **defaults,
+        **values,
+        **checking,
+    }
+    init = method(cls, "__init__", ", ".join([this, *parameters]), stores + checks, helpers)
+    accepted = {name: functools.partial(_accepted, c) for name, c in converters.items()}
+    parameter_fields = [(f.name, f.type) for f in entries if f.init]
+    annotate_init(
+        init, cls, parameter_fields, {n: accepted[n] for n, _ in parameter_fields if n in accepted}
+    )
+    setattr(init, markers.GENERATED, True)
+    return init
+
+
+def _parameters(cls: type, entries: tuple[dataclasses.Field[Any], ...]) -> Lines:
+    """The parameters after ``self``, in dataclasses' order and with its ordering rule."""
+    positional: list[str] = []
+    keyword: list[str] = []
+    defaults: dict[str, Any] = {}
+    seen_default = ""
+    for index, f in enumerate(entries):
+        if not f.init:
+            continue
+        parameter = f.name
+        if f.default is not MISSING:
+            defaults[f"__pytreekit_default_{index}__"] = f.default
+            parameter = f"{f.name}=__pytreekit_default_{index}__"
+        elif f.default_factory is not MISSING:
+            parameter = f"{f.name}=__pytreekit_has_factory__"
+        if f.kw_only:
+            keyword.append(parameter)
+        elif parameter != f.name:
+            seen_default = seen_default or f.name
+            positional.append(parameter)
+        elif seen_default:
+            raise TypeError(
+                f"{cls.__qualname__}: non-default argument {f.name!r} follows default "
+                f"argument {seen_default!r}{_advice('non-default argument')}"
+            )
+        else:
+            positional.append(parameter)
+    return [*positional, *(["*", *keyword] if keyword else [])], defaults
+
+
+def _assignments(this: str, prepared: Prepared, frozen: bool) -> Lines:
+    """A store of each field's value; a field left to its class attribute (or to
+    ``__post_init__``) is not stored, as dataclasses does."""
+    assert prepared.declared is not None
+    converters = prepared.declared.converters
+    lines: list[str] = []
+    helpers: dict[str, Any] = {}
+    for index, f in enumerate(prepared.entries):
+        default, converter = f"__pytreekit_default_{index}__", converters.get(f.name)
+        if f.name in prepared.init_vars:
+            continue
+        if f.default_factory is not MISSING:
+            helpers[default] = f.default_factory
+            value = f"{default}()"
+            if f.init:
+                value = f"{default}() if {f.name} is __pytreekit_has_factory__ else {f.name}"
+        elif f.init:
+            value = f.name
+        elif converter is not None and f.default is not MISSING:
+            helpers[default] = f.default
+            value = default
+        else:
+            continue
+        if converter is not None:
+            helpers[f"__pytreekit_convert_{index}__"] = converter
+            value = f"__pytreekit_convert_{index}__({value})"
+        store = f"__pytreekit_setattr__({this}, {f.name!r}, {value})"
+        lines.append(store if frozen else f"{this}.{f.name} = {value}")
+    return lines, helpers
+
+
+def _checks(
+    this: str,
+    cls: type,
+    prepared: Prepared,
+    layout: Layout,
+    frozen: bool,
+    after_post_init: Callable[[object], None] | None,
+) -> Lines:
+    """What runs after the assignments: ``__post_init__``, then the layout's check and
+    ``after_post_init`` (which refuses attributes that are not fields). Without a
+    ``__post_init__`` only arguments and defaults were stored, so only static values can be
+    wrong, and a field left unset (``init=False`` without a default) is not read."""
+    helpers = {**METHOD_HELPERS, "__pytreekit_check__": check, "__pytreekit_primary__": layout}
+    on_failure = [f"__pytreekit_check__({this}, __pytreekit_primary__)"]
+    if not hasattr(cls, "__post_init__"):
+        fields = {f.name: f for f in prepared.entries}
+        statics = [
+            f"{this}.{name}"
+            for name in layout.static_names
+            if fields[name].init
+            or fields[name].default is not MISSING
+            or fields[name].default_factory is not MISSING
+        ]
+        return check_lines(statics, [], METHOD_NAMES, on_failure), helpers
+    helpers.update(INITIALISING_HELPERS)
+    init_vars = ", ".join(f.name for f in prepared.entries if f.name in prepared.init_vars)
+    call = f"{this}.__post_init__({init_vars})"
+    # The instance may assign its fields while __post_init__ runs.
+    lines = while_initialising(this, call) if frozen else [call]
+    statics = [f"{this}.{name}" for name in layout.static_names]
+    # A __post_init__ that provably only reads and stores fields (prove_init) can set no other
+    # attribute and store no method of the instance: only static values are checked.
+    proof = prove_init(cls.__dict__.get("__post_init__"), layout.name_set)
+    if proof.stores is not None and set(proof.stores) <= layout.name_set:
+        return [*lines, *check_lines(statics, [], METHOD_NAMES, on_failure)], helpers
+    values = [f"{this}.{name}" for name in layout.names]
+    lines += check_lines(statics, values, METHOD_NAMES, on_failure, this)
+    if after_post_init is not None:
+        helpers["__pytreekit_extras__"] = after_post_init
+        extras, more = _extras_lines(this, layout)
+        lines += extras
+        helpers.update(more)
+    return lines, helpers
+
+
+def _extras_lines(this: str, layout: Layout) -> Lines:
+    """After ``__post_init__``: the count of the instance's referents (its attribute values and
+    its class) proves it holds nothing but fields, without reading its dict; anything else asks
+    ``__pytreekit_extras__``. torch.compile cannot trace the garbage collector: while it traces,
+    the dict is read instead."""
+    cls = layout.cls
+    slow = f"__pytreekit_extras__({this})"
+    if (
+        not getattr(cls, "__dictoffset__", 0)
+        or all_slots(cls)
+        or any(hasattr(type(resolved(cls, n)), "__set__") for n in layout.names)
+    ):
+        return [slow], {}
+    refs = "__pytreekit_refs__"
+    lines = [
+        'if "torch" in __pytreekit_modules__ and '
+        '__pytreekit_modules__["torch"].compiler.is_compiling():',
+        f"    {slow}",
+        "else:",
+        f"    {refs} = __pytreekit_referents__({this})",
+        f"    if len({refs}) > {len(layout.names) + 1} or {refs}[0].__class__ is dict:",
+        f"        {slow}",
+    ]
+    return lines, {
+        "__pytreekit_referents__": gc.get_referents,
+        "__pytreekit_modules__": sys.modules,
+    }
+
+
+def _accepted(converter: Callable[[Any], Any]) -> Any:
+    """What ``__init__`` accepts for a converter's field: the converter's input (as type checkers
+    read it), so that run-time checkers such as beartype take what the converter takes."""
+    try:
+        first = next(iter(inspect.signature(converter, eval_str=True).parameters.values()))
+    except Exception:  # no signature, no parameter, or an annotation that does not evaluate
+        return Any
+    return Any if first.annotation is inspect.Parameter.empty else first.annotation

@@ -17,10 +17,10 @@ import dataclasses
 import inspect
 import reprlib
 import types
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar, overload
 
-from .._compat import FIELD_HAS_DOC, retype_field, static_hash
+from .._compat import FIELD_HAS_DOC, static_hash
 from .._messages import describe, looks_like_array
 
 T = TypeVar("T")
@@ -100,6 +100,11 @@ class Field(dataclasses.Field[Any]):
         return "pytreekit." + super().__repr__()[:-1] + extra
 
 
+def flags(where: str, **values: Any) -> tuple[bool, ...]:
+    """Each of ``values`` as a bool (``flag``), refused as ``where(name=...)``."""
+    return tuple(flag(value, f"{where}({name}=...)") for name, value in values.items())
+
+
 def flag(value: Any, where: str, takes: str = "True or False") -> bool:
     """``value`` as a bool, for an option that is a flag. A value equal to its truth (``1``,
     ``np.True_``, from a config file or argparse) is accepted, as dataclasses accepts it; one
@@ -163,24 +168,48 @@ def with_pytree_metadata(
     return merged
 
 
-def as_pytree_field(f: dataclasses.Field[Any], *, static: bool, owned: bool) -> Field:
-    """``f`` as a pytreekit ``Field`` with ``static`` recorded. ``owned``: ``f`` belongs to the
-    class being decorated only, so it may be changed in place (dataclasses made it for this class);
-    otherwise a copy is made."""
-    if type(f) is Field and f.static == static:
-        return f
-    if type(f) in (Field, dataclasses.Field) and owned:
-        retype_field(f, Field)
+class Declared(NamedTuple):
+    """A class's fields as ``as_pytree_fields`` made them: in order, by name, and what the
+    generated ``__init__`` needs of them."""
+
+    fields: tuple[Field, ...]
+    made: dict[str, Field]
+    static: frozenset[str]
+    converters: dict[str, Callable[[Any], Any]]
+
+
+def as_pytree_fields(
+    found: Sequence[dataclasses.Field[Any]], static: frozenset[str], inherited: set[int]
+) -> Declared:
+    """``found``, a class's fields, as pytreekit ``Field``s, static where their metadata or
+    ``static`` (names) says. A field in ``inherited`` (ids) is a base's too and is copied to
+    change; the others were made for this class only, and change in place (``dataclass_entries``
+    made them ``Field``s)."""
+    made: dict[str, Field] = {}
+    for f in found:
+        declared = static_in_metadata(f.metadata)
+        is_static = declared or f.name in static
         new = f
-    else:  # a base's field, or another library's Field subclass: copy the standard attributes
-        new = Field.__new__(Field)
-        for slot in _FIELD_SLOTS:
-            if hasattr(f, slot):
-                object.__setattr__(new, slot, getattr(f, slot))
-    assert isinstance(new, Field)
-    if new.static != static:
-        new.metadata = types.MappingProxyType(with_pytree_metadata(new.metadata, static, None))
-    return new
+        if type(f) is not Field or (is_static != declared and id(f) in inherited):
+            # A base's field, or another library's Field subclass: copy the standard attributes.
+            new = Field.__new__(Field)
+            for slot in _FIELD_SLOTS:
+                if hasattr(f, slot):
+                    object.__setattr__(new, slot, getattr(f, slot))
+        if is_static != declared:
+            new.metadata = types.MappingProxyType(with_pytree_metadata(new.metadata, True, None))
+        assert isinstance(new, Field)
+        made[f.name] = new
+    return Declared(
+        tuple(made.values()),
+        made,
+        frozenset(name for name, f in made.items() if static_in_metadata(f.metadata)),
+        {
+            name: converter
+            for name, f in made.items()
+            if (converter := _get(f.metadata, "converter", None)) is not None
+        },
+    )
 
 
 # The overloads tell type checkers (through dataclass_transform) the field's type and whether it
@@ -328,14 +357,8 @@ def field(
                 f"got {metadata!r}."
             ) from None
     # dataclasses.field accepts any value for its flags; a wrong one would misconfigure silently.
-    static, init, repr, compare = (
-        flag(value, f"field({name}=...)")
-        for name, value in (
-            ("static", static),
-            ("init", init),
-            ("repr", repr),
-            ("compare", compare),
-        )
+    static, init, repr, compare = flags(
+        "field", static=static, init=init, repr=repr, compare=compare
     )
     if kw_only is not MISSING:
         kw_only = flag(kw_only, "field(kw_only=...)")

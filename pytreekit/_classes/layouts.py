@@ -68,8 +68,9 @@ class Layout:
         self.names = tuple(f.name for f in fields)
         self.name_set = frozenset(self.names)
         self.static = tuple(f.static for f in fields)
-        self.child_names = tuple(f.name for f in fields if not f.static)
-        self.static_names = tuple(f.name for f in fields if f.static)
+        named = tuple(zip(self.names, self.static, strict=True))
+        self.child_names = tuple(name for name, static in named if not static)
+        self.static_names = tuple(name for name, static in named if static)
         # As dataclasses chooses them: __eq__ compares, __hash__ hashes, __repr__ shows.
         self.compared = tuple(f.name for f in fields if f.compare)
         self.hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
@@ -547,6 +548,25 @@ class LearnedLayouts(LayoutTable):
                 if len(self._raw) < _RAW_CACHE_SIZE:
                     self._raw[raw] = layout
         self.note(obj, layout)
+
+
+def table_for(
+    cls: type,
+    fields: tuple[Field, ...] | None,
+    static: Iterable[str],
+    key_factories: dict[str, KeyFactory],
+    storage: Storage | None = None,
+    frozen: bool = False,
+) -> LayoutTable:
+    """An annotated class's table (its one layout: ``fields``), or the table a class without
+    annotations learns its layouts in (``static``: its static names). ``storage``: how instances
+    hold their fields (``None``: found, for a class ``frozen`` or not)."""
+    if storage is None:
+        names = () if fields is None else tuple(f.name for f in fields)
+        storage = Storage.of(cls, names, frozen)
+    if fields is not None:
+        return FixedLayouts(cls, fields, storage, key_factories)
+    return LearnedLayouts(cls, frozenset(static), storage, key_factories)
 
 
 # -- the check of a new instance's values -----------------------------------------------------

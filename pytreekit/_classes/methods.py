@@ -1,4 +1,5 @@
-"""The methods pytreekit puts on a class, and the one function that puts them there.
+"""The methods pytreekit puts on a class: which, decided by ``plan`` (one table), installed by
+``apply``.
 
 The same methods serve every class; the fields they cover are the ``compared``, ``hashed`` and
 ``shown`` names of a layout (for an annotated class, its one layout, as dataclasses chooses them;
@@ -15,8 +16,8 @@ otherwise the instance's own):
 - ``__getstate__``/``__setstate__``: copy and pickle carry the fields (and the layout they form),
   never run ``__init__`` or ``__setattr__``, and store functions pickle cannot (``jnp.tanh``) by
   name.
-- the frozen ``__setattr__``/``__delattr__`` (``frozen``) and the ``__init__`` wrapper
-  (``codegen``).
+- the frozen ``__setattr__``/``__delattr__`` (``frozen``); the ``__init__`` (generated:
+  ``dataclass``; the wrapper: ``codegen``) is made by the decorator and installed here.
 
 Each class gets its own copy of each method, named as the class's (``Model.__eq__``), as
 dataclasses writes them.
@@ -30,7 +31,7 @@ import operator
 import reprlib
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -39,21 +40,21 @@ from .._compat import (
     DATACLASS_EQ_FIELD_BY_FIELD,
     DATACLASSES_REPLACE,
     HAS_COPY_REPLACE,
-    set_annotations,
+    signature,
+    unannotate_self,
 )
 from .._messages import looks_like_array
 from .._references import picklable, restored
-from .codegen import init_wrapper
 from .fields import unhashable_error
 from .frozen import frozen_delattr, frozen_setattr
 from .layouts import Layout, LayoutTable
 from .spec import Options, own_spec
 
-# -- what install() puts on a class, and when ---------------------------------------------------
+# -- what a class gets, and when: plan() decides from the class, apply() installs ----------------
 #
 #   method                     installed when                                 as
 #   __init__                   the class has an __init__ a user wrote          the wrapper
-#                              a generated one is offered (annotated), and    generated (_dataclass)
+#                              a generated one is offered (annotated), and    generated (dataclass)
 #                                the nearest is not a pytree base's wrapped one
 #   __repr__                   repr=True, none in the class body              _repr_method
 #   __eq__                     eq=True, none in the class body                _eq_method
@@ -76,28 +77,41 @@ _HASH = {
     (True, True, True): "keep",
 }
 _PICKLING = ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
-# What __getstate__ adds to the field values: the layout's names and static flags.
 # Who wrote the __init__ a class runs (nearest_init).
 InitKind = Literal["object", "generated", "wrapped", "user"]
+# What becomes of a class's __init__: "generate" (the annotated class's own), "wrap" (a user's,
+# checked when it returns; "wrap made": a dataclass's, not classified), "keep".
+InitStep = Literal["generate", "wrap", "wrap made", "keep"]
 
 
-def install(
+class Plan(NamedTuple):
+    """What ``apply`` installs: the ``__init__`` step (``wrapped``: the ``__init__`` to wrap),
+    the methods by name, whether the class becomes unhashable, and whether it is given the
+    docstring dataclasses would write."""
+
+    init: InitStep
+    wrapped: Callable[..., Any] | None
+    methods: tuple[str, ...]
+    unhashable: bool
+    document: bool
+
+
+def plan(
     cls: type,
     options: Options,
     own: Mapping[str, Any],
     *,
-    init: Callable[[], Callable[..., None]] | None = None,
+    annotated: bool,
     dataclass_methods: bool = False,
     automatic: bool = False,
-    prove: Callable[[Callable[..., Any]], Layout | None] | None = None,
-) -> None:
-    """Put pytreekit's methods on ``cls`` by the table above. ``own``: the class body as the user
-    wrote it. ``init``: makes the generated ``__init__`` (an annotated class), called when the
-    table says so. ``dataclass_methods``: ``cls`` was a dataclass already, and keeps its
-    ``__init__``; of the rest, only what dataclasses generated is replaced (``own`` lists the
-    others). ``automatic``: a subclass made a pytree class by inheritance, which keeps the eq,
-    repr and hash it inherits from a user's class (a mixin before the pytree base), as any
-    subclass of a dataclass does; ``@pytree_class`` on it decides as ``@dataclass`` does."""
+) -> Plan:
+    """What to put on ``cls`` by the table above; nothing is changed. ``own``: the class body as
+    the user wrote it. ``annotated``: a generated ``__init__`` is offered. ``dataclass_methods``:
+    ``cls`` was a dataclass already, and keeps its ``__init__``; of the rest, only what
+    dataclasses generated is replaced (``own`` lists the others). ``automatic``: a subclass made
+    a pytree class by inheritance, which keeps the eq, repr and hash it inherits from a user's
+    class (a mixin before the pytree base), as any subclass of a dataclass does; ``@pytree_class``
+    on it decides as ``@dataclass`` does."""
     if options.frozen:
         for name in ("__setattr__", "__delattr__"):
             if name in own:
@@ -105,59 +119,84 @@ def install(
                     f"{cls.__qualname__} defines {name} and asks for frozen=True; pytreekit "
                     f"needs to own {name} to freeze instances. Remove one of the two."
                 )
-    if not dataclass_methods:
-        # The __init__ a user wrote is wrapped: the class body's, or (classes without annotations)
-        # one inherited from a class that is not a pytree class. An annotated class gets the
-        # generated one instead of such a base's (a mixin's, a typing.Protocol's), unless the
-        # nearest base __init__ is a user's that a pytree base wraps: a subclass that adds fields
-        # but no __init__ keeps it (where dataclasses would generate one).
-        user_init, kind = nearest_init(cls, own)
-        if kind == "user" and (own.get("__init__") is not None or init is None):
-            # prove: the layout every instance it builds provably has, if any (codegen.prove_init)
-            proven = None if prove is None else prove(user_init)
-            setattr(cls, "__init__", init_wrapper(cls, user_init, options.frozen, proven))
-        elif init is not None and nearest_init(cls)[1] != "wrapped":
-            setattr(cls, "__init__", init())
-    else:
+    init, wrapped = _init_step(cls, own, annotated, dataclass_methods)
+    kept = {
+        n for n in ("__repr__", "__eq__", "__hash__") if n in own or (automatic and _users(cls, n))
+    }
+    hashing = _hash_action(cls, options, own, dataclass_methods, "__hash__" in kept)
+    wanted = {
+        "__repr__": options.repr and "__repr__" not in kept,
+        "__eq__": options.eq and "__eq__" not in kept,
+        "__hash__": hashing == "by value",
+        "__setattr__": options.frozen,
+        "__delattr__": options.frozen,
+        "__getstate__": not _writes(cls, own, _PICKLING),
+        # A state of its own is read by pytreekit's __setstate__.
+        "__setstate__": not _writes(cls, own, _PICKLING[1:]),
+        "__replace__": HAS_COPY_REPLACE
+        and own.get("__replace__", DATACLASSES_REPLACE) is DATACLASSES_REPLACE,
+    }
+    methods = tuple(name for name, wanted_ in wanted.items() if wanted_)
+    document = annotated and not dataclass_methods
+    return Plan(init, wrapped, methods, hashing == "unhashable", document)
+
+
+def _init_step(
+    cls: type, own: Mapping[str, Any], annotated: bool, dataclass_methods: bool
+) -> tuple[InitStep, Callable[..., Any] | None]:
+    if dataclass_methods:
         # A dataclass's own __init__ (dataclasses', or one in its body) runs unchanged, checked
         # when it returns as a user's is: static values, bound methods, nothing but fields set.
         made = cls.__dict__.get("__init__")
         if made is not None and not getattr(made, markers.WRAPS_INIT, False):
-            setattr(cls, "__init__", init_wrapper(cls, made, options.frozen))
-    kept = {
-        n for n in ("__repr__", "__eq__", "__hash__") if n in own or (automatic and _users(cls, n))
-    }
-    methods: dict[str, Callable[..., Any]] = {}
-    if options.repr and "__repr__" not in kept:
-        methods["__repr__"] = _repr_method(cls)
-    if options.eq and "__eq__" not in kept:
-        methods["__eq__"] = _eq_method(cls)
-    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-    action = _HASH[options.eq, options.frozen, explicit_hash]
+            return "wrap made", made
+        return "keep", None
+    # The __init__ a user wrote is wrapped: the class body's, or (classes without annotations)
+    # one inherited from a class that is not a pytree class. An annotated class gets the
+    # generated one instead of such a base's (a mixin's, a typing.Protocol's), unless the
+    # nearest base __init__ is a user's that a pytree base wraps: a subclass that adds fields
+    # but no __init__ keeps it (where dataclasses would generate one).
+    user_init, kind = nearest_init(cls, own)
+    if kind == "user" and (own.get("__init__") is not None or not annotated):
+        return "wrap", user_init
+    if annotated and nearest_init(cls)[1] != "wrapped":
+        return "generate", None
+    return "keep", None
+
+
+def _hash_action(
+    cls: type, options: Options, own: Mapping[str, Any], dataclass_methods: bool, kept: bool
+) -> str:
     if dataclass_methods:  # dataclasses decided; its generated hash becomes pytreekit's
         action = "by value" if "__hash__" not in own and cls.__dict__.get("__hash__") else "keep"
-    if "__hash__" in kept and "__hash__" not in own:  # inherited from a user's class
-        action = "keep"
-    if action == "unhashable":
+    else:
+        explicit = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+        action = _HASH[options.eq, options.frozen, explicit]
+    if kept and "__hash__" not in own:  # inherited from a user's class
+        return "keep"
+    return action
+
+
+def apply(cls: type, plan: Plan, init: Callable[..., Any] | None) -> None:
+    """Install what ``plan`` says on ``cls``; ``init``: its new ``__init__`` (generated, or the
+    wrapper), if any."""
+    if init is not None:
+        setattr(cls, "__init__", init)
+    if plan.unhashable:
         setattr(cls, "__hash__", None)
-    elif action == "by value":
-        methods["__hash__"] = _hash_method(cls)
-    if options.frozen:
-        methods.update(__setattr__=_copy(frozen_setattr), __delattr__=_copy(frozen_delattr))
-    if not _writes(cls, own, _PICKLING):
-        methods["__getstate__"] = _copy(pytree_getstate)
-    if not _writes(cls, own, _PICKLING[1:]):  # a state of its own is read by pytreekit's
-        methods["__setstate__"] = _copy(pytree_setstate)
-    replace = own.get("__replace__", DATACLASSES_REPLACE)
-    if HAS_COPY_REPLACE and replace is DATACLASSES_REPLACE:  # pragma: Python 3.13+
-        methods["__replace__"] = _copy(pytree_replace)
+    methods = {name: _MAKERS[name](cls) for name in plan.methods}
+    unannotate_self(methods.values())  # as dataclasses' methods: self unannotated
     for name, method in methods.items():
-        # As dataclasses' methods: self unannotated.
-        set_annotations(method, {k: v for k, v in method.__annotations__.items() if k != "self"})
         method.__name__ = name
         method.__qualname__ = f"{cls.__qualname__}.{name}"
         method.__module__ = cls.__module__
         setattr(cls, name, method)
+    if plan.document and not cls.__doc__:  # the one dataclasses would write: name and signature
+        try:
+            text = str(signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            text = ""
+        setattr(cls, "__doc__", cls.__name__ + text)
 
 
 def nearest_init(
@@ -496,3 +535,15 @@ def pytree_replace(self: object, /, **changes: Any) -> object:  # pragma: Python
 
 setattr(pytree_getstate, markers.STATE, True)
 setattr(pytree_setstate, markers.STATE, True)
+
+# How apply() makes each method for a class.
+_MAKERS: dict[str, Callable[[type], Callable[..., Any]]] = {
+    "__repr__": _repr_method,
+    "__eq__": _eq_method,
+    "__hash__": _hash_method,
+    "__setattr__": lambda cls: _copy(frozen_setattr),
+    "__delattr__": lambda cls: _copy(frozen_delattr),
+    "__getstate__": lambda cls: _copy(pytree_getstate),
+    "__setstate__": lambda cls: _copy(pytree_setstate),
+    "__replace__": lambda cls: _copy(pytree_replace),
+}
