@@ -72,18 +72,21 @@ def dataclass_entries(cls: type, kind: type) -> DataclassEntries:
     ``dataclasses.Field`` objects, become instances of ``kind`` (a subclass adding no slot) in
     place: a copy would not be what ``dataclasses.fields`` returns."""
     table: dict[str, dataclasses.Field[Any]] = cls.__dict__["__dataclass_fields__"]
-    kinds = {name: f._field_type for name, f in table.items()}  # type: ignore[attr-defined]
-    entries = [table[name] for name, kind in kinds.items() if kind in (_FIELD, _FIELD_INITVAR)]
     inherited = {
         id(f)
         for base in cls.__mro__[1:]
         for f in base.__dict__.get("__dataclass_fields__", {}).values()
     }
-    for f in entries:
-        if type(f) is dataclasses.Field and id(f) not in inherited and kinds[f.name] is _FIELD:
+    entries, init_vars = [], []
+    for name, f in table.items():
+        if f._field_type is _FIELD_INITVAR:  # type: ignore[attr-defined]
+            init_vars.append(name)
+        elif f._field_type is not _FIELD:  # type: ignore[attr-defined]
+            continue  # a ClassVar
+        elif type(f) is dataclasses.Field and id(f) not in inherited:
             f.__class__ = kind
-    init_vars = frozenset(name for name, kind in kinds.items() if kind is _FIELD_INITVAR)
-    return DataclassEntries(entries, init_vars, inherited)
+        entries.append(f)
+    return DataclassEntries(entries, frozenset(init_vars), inherited)
 
 
 # The record dataclasses keeps of a class's options (``_DataclassParams``, undocumented) and the

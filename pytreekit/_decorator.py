@@ -358,31 +358,41 @@ def _start(
     # Annotations set after the class was made, and so after its automatic set-up (3.14's
     # make_dataclass with a pytree base): the class as written has them.
     given = annotations_given_since(cls, written) if written is not None else {}
-    if existing is None:
-        replay = None
-    else:
-        # A @dataclass under an explicit @pytree_class on a subclass runs after the automatic
-        # set-up (at class creation); it is run again on the class as written, so that its
-        # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
-        replay = later_run(cls, existing.dataclass_params)
-        same = options == existing.options and automatic >= existing.automatic
-        if same and not given and replay is None:
-            return None
+    # A @dataclass under an explicit @pytree_class on a subclass runs after the automatic
+    # set-up (at class creation); it is run again on the class as written, so that its
+    # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
+    replay = None if existing is None else later_run(cls, existing.dataclass_params)
+    if not given and replay is None and _again(options, existing, automatic):
+        return None
     before = _snapshot(cls)
-    as_written = {**(written or before), **given}
-    # Decorating a class in use again: what other threads call (its spec, its layout marker,
-    # its methods) stays in place until the new one replaces it, so they see the old class
-    # or the new, never one without either. (Not when a @dataclass is run again: it writes what
-    # it finds missing.)
-    kept: dict[str, Any] = {}
-    if existing is not None and replay is None:
-        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before}
-        # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
-        # refuses to overwrite them).
-        frozen_base = any(frozen for _, frozen in frozen_dataclasses(cls, 1))
-        if options.frozen and existing.options.frozen and not frozen_base:
-            kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
-    return _Start(before, as_written, replay, kept)
+    # (Not when a @dataclass is run again: it writes what it finds missing.)
+    kept = _kept(cls, options, existing, before) if replay is None else {}
+    return _Start(before, {**(written or before), **given}, replay, kept)
+
+
+def _again(options: Options, existing: ClassSpec | None, automatic: bool) -> bool:
+    """Whether this decoration is the one ``existing`` records (an automatic one is not the
+    explicit one)."""
+    if existing is None:
+        return False
+    return options == existing.options and automatic >= existing.automatic
+
+
+def _kept(
+    cls: type, options: Options, existing: ClassSpec | None, before: dict[str, Any]
+) -> dict[str, Any]:
+    """Decorating a class in use again: what other threads call (its spec, its layout marker, its
+    methods) stays in place until the new one replaces it, so they see the old class or the new,
+    never one without either."""
+    if existing is None:
+        return {}
+    kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before}
+    # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
+    # refuses to overwrite them).
+    frozen_base = any(frozen for _, frozen in frozen_dataclasses(cls, 1))
+    if options.frozen and existing.options.frozen and not frozen_base:
+        kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
+    return kept
 
 
 def _change(
@@ -403,12 +413,7 @@ def _change(
     spec = _build(cls, options, parent, as_written, existing, automatic)
     new = [b for b in options.backends if existing is None or b not in existing.backends]
     _backends.register_all(cls, spec.nodes, new)
-    for name, value in kept.items():  # what the new decoration did not put again
-        if name != markers.SPEC and cls.__dict__.get(name, _ABSENT) is value:
-            if name in as_written:
-                setattr(cls, name, as_written[name])
-            else:
-                delattr(cls, name)
+    _put_back(cls, kept, as_written)
     return spec
 
 
@@ -469,28 +474,35 @@ def _classify(
         return None, proof.reason
     if _takes_part(cls, options, table.storage, proof.stores):
         return None, "general: slots, __setattr__, __new__ or a descriptor take part"
-    layout: Layout | None
     if isinstance(table, LearnedLayouts):
-        storage = table.storage
-        names = tuple(
-            n
-            for n in proof.stores
-            if not n.startswith("__")
-            and not n.startswith(storage.private_prefixes)
-            and n not in storage.descriptors
-        )
-        try:
-            layout = table.for_names(names)
-        except TypeError:  # refused at construction, as before, by the general path
-            return None, "general: a refused attribute name"
-        if not table.declare(layout):
-            return None, "general: instances of another layout exist (decorated again)"
+        layout, why = _learned_layout(table, proof.stores)
+        if layout is None:
+            return None, why
     else:
         layout = table.primary
         assert layout is not None
         if set(proof.stores) != set(layout.names):
             return None, "general: does not set exactly the fields"
     return layout, f"{proof.reason}: {', '.join(proof.stores)}"
+
+
+def _learned_layout(table: LearnedLayouts, stores: tuple[str, ...]) -> tuple[Layout | None, str]:
+    """The layout of the fields among ``stores``, declared the table's primary; or why not."""
+    storage = table.storage
+    names = tuple(
+        n
+        for n in stores
+        if not n.startswith("__")
+        and not n.startswith(storage.private_prefixes)
+        and n not in storage.descriptors
+    )
+    try:
+        layout = table.for_names(names)
+    except TypeError:  # refused at construction, as before, by the general path
+        return None, "general: a refused attribute name"
+    if not table.declare(layout):
+        return None, "general: instances of another layout exist (decorated again)"
+    return layout, ""
 
 
 def _takes_part(cls: type, options: Options, storage: Storage, stores: tuple[str, ...]) -> bool:
@@ -603,6 +615,16 @@ def _restore(cls: type, namespace: Mapping[str, Any], keep: Iterable[str] = ()) 
             setattr(cls, name, copy.copy(value))  # the snapshot's copy stays as written
         elif cls.__dict__.get(name, _ABSENT) is not value:
             setattr(cls, name, value)
+
+
+def _put_back(cls: type, kept: Mapping[str, Any], as_written: Mapping[str, Any]) -> None:
+    """What a decoration kept in place and did not put again: back as written, or gone."""
+    for name, value in kept.items():
+        if name != markers.SPEC and cls.__dict__.get(name, _ABSENT) is value:
+            if name in as_written:
+                setattr(cls, name, as_written[name])
+            else:
+                delattr(cls, name)
 
 
 def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:

@@ -77,16 +77,8 @@ def prepare(
     """Make ``cls`` (its namespace as written restored) a dataclass if it is annotated
     (``annotated``: as its pytree parent is; ``None``: decided here), and check its field names."""
     was_dataclass = DATACLASS_PARAMS in as_written
-    if annotated is None:
-        annotated = was_dataclass or _has_fields(cls) or _runs_no_init_of_users(cls, as_written)
-    if not annotated:
-        for name, value in cls.__dict__.items():
-            if isinstance(value, dataclasses.Field):
-                raise TypeError(
-                    f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is "
-                    f"not a field. Annotate it: `{name}: <type> = field(...)`."
-                )
-        _refuse_properties(cls, sorted(options.static), options.static)
+    if not (_is_annotated(cls, as_written) if annotated is None else annotated):
+        _check_unannotated(cls, options)
         return Prepared(None, None, (), frozenset(), as_written, False, own_dataclass_params(cls))
     params = _check_dataclass(cls, options) if was_dataclass else _make_dataclass(cls, options)
     entries, init_vars, inherited = dataclass_entries(cls, Field)
@@ -97,6 +89,16 @@ def prepare(
         own = {k: v for k, v in own.items() if not written_by_dataclasses(cls.__dict__.get(k))}
     made = tuple(declared.made.get(f.name, f) for f in entries)
     return Prepared(declared.fields, declared, made, init_vars, own, was_dataclass, params)
+
+
+def _check_unannotated(cls: type, options: Options) -> None:
+    for name, value in cls.__dict__.items():
+        if isinstance(value, dataclasses.Field):
+            raise TypeError(
+                f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is "
+                f"not a field. Annotate it: `{name}: <type> = field(...)`."
+            )
+    _refuse_properties(cls, sorted(options.static), options.static)
 
 
 def _has_fields(cls: type) -> bool:
@@ -113,9 +115,14 @@ def _has_fields(cls: type) -> bool:
     return any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:])
 
 
-def _runs_no_init_of_users(cls: type, as_written: Mapping[str, Any]) -> bool:
-    """No ``__init__`` anywhere but ``object``'s, or one pytreekit generated: a dataclass too."""
-    return nearest_init(cls, as_written)[1] in ("object", "generated")
+def _is_annotated(cls: type, as_written: Mapping[str, Any]) -> bool:
+    """A dataclass already (fields or none), or a class with fields, or one that runs no
+    ``__init__`` but ``object``'s (or one pytreekit generated): a dataclass too."""
+    return (
+        DATACLASS_PARAMS in as_written
+        or _has_fields(cls)
+        or nearest_init(cls, as_written)[1] in ("object", "generated")
+    )
 
 
 def _make_dataclass(cls: type, options: Options) -> Any:
@@ -269,15 +276,9 @@ def generated_init(
     after_post_init: Callable[[object], None] | None = None,
 ) -> Callable[..., None]:
     """``__init__`` for the annotated ``cls``; ``layout``: its fields' layout."""
-    declared = prepared.declared
-    assert declared is not None
-    converters = declared.converters
-    for f in declared.fields:  # a bad default, named when the class is defined
-        if f.name in declared.static and f.default is not MISSING and f.name not in converters:
-            try:
-                static_hash(f.default)
-            except TypeError:
-                raise unhashable_error(cls, f.name, f.default, "static") from None
+    assert prepared.declared is not None
+    converters = prepared.declared.converters
+    _check_static_defaults(cls, prepared.declared)
     entries = prepared.entries
     this = "__pytreekit_self__" if any(f.name == "self" for f in entries) else "self"
     parameters, defaults = _parameters(cls, entries)
@@ -291,13 +292,27 @@ def generated_init(
         **checking,
     }
     init = method(cls, "__init__", ", ".join([this, *parameters]), stores + checks, helpers)
-    accepted = {name: functools.partial(_accepted, c) for name, c in converters.items()}
-    parameter_fields = [(f.name, f.type) for f in entries if f.init]
-    annotate_init(
-        init, cls, parameter_fields, {n: accepted[n] for n, _ in parameter_fields if n in accepted}
-    )
+    parameters_ = [f for f in entries if f.init]
+    accepted = {
+        f.name: functools.partial(_accepted, converters[f.name])
+        for f in parameters_
+        if f.name in converters
+    }
+    annotate_init(init, cls, [(f.name, f.type) for f in parameters_], accepted)
     setattr(init, markers.GENERATED, True)
     return init
+
+
+def _check_static_defaults(cls: type, declared: Declared) -> None:
+    """A static field's default must be hashable (a converter's input need not be): named when
+    the class is defined."""
+    for f in declared.fields:
+        if f.name not in declared.static or f.name in declared.converters or f.default is MISSING:
+            continue
+        try:
+            static_hash(f.default)
+        except TypeError:
+            raise unhashable_error(cls, f.name, f.default, "static") from None
 
 
 def _parameters(cls: type, entries: tuple[dataclasses.Field[Any], ...]) -> Lines:
@@ -338,27 +353,40 @@ def _assignments(this: str, prepared: Prepared, frozen: bool) -> Lines:
     lines: list[str] = []
     helpers: dict[str, Any] = {}
     for index, f in enumerate(prepared.entries):
-        default, converter = f"__pytreekit_default_{index}__", converters.get(f.name)
         if f.name in prepared.init_vars:
             continue
-        if f.default_factory is not MISSING:
-            helpers[default] = f.default_factory
-            value = f"{default}()"
-            if f.init:
-                value = f"{default}() if {f.name} is __pytreekit_has_factory__ else {f.name}"
-        elif f.init:
-            value = f.name
-        elif converter is not None and f.default is not MISSING:
-            helpers[default] = f.default
-            value = default
-        else:
+        value, more = _value(f, index, converters.get(f.name))
+        if value is None:
             continue
-        if converter is not None:
-            helpers[f"__pytreekit_convert_{index}__"] = converter
-            value = f"__pytreekit_convert_{index}__({value})"
+        helpers.update(more)
         store = f"__pytreekit_setattr__({this}, {f.name!r}, {value})"
         lines.append(store if frozen else f"{this}.{f.name} = {value}")
     return lines, helpers
+
+
+def _value(
+    f: dataclasses.Field[Any], index: int, converter: Callable[[Any], Any] | None
+) -> tuple[str | None, dict[str, Any]]:
+    """The expression a field is set to (``None``: left to the class attribute, or to
+    ``__post_init__``), and the helpers it calls."""
+    default = f"__pytreekit_default_{index}__"
+    helpers: dict[str, Any] = {}
+    if f.default_factory is not MISSING:
+        helpers[default] = f.default_factory
+        value = f"{default}()"
+        if f.init:
+            value = f"{default}() if {f.name} is __pytreekit_has_factory__ else {f.name}"
+    elif f.init:
+        value = f.name
+    elif converter is not None and f.default is not MISSING:
+        helpers[default] = f.default
+        value = default
+    else:
+        return None, helpers
+    if converter is not None:
+        helpers[f"__pytreekit_convert_{index}__"] = converter
+        value = f"__pytreekit_convert_{index}__({value})"
+    return value, helpers
 
 
 def _checks(
@@ -375,34 +403,48 @@ def _checks(
     wrong, and a field left unset (``init=False`` without a default) is not read."""
     helpers = {**METHOD_HELPERS, "__pytreekit_check__": check, "__pytreekit_primary__": layout}
     on_failure = [f"__pytreekit_check__({this}, __pytreekit_primary__)"]
-    if not hasattr(cls, "__post_init__"):
-        fields = {f.name: f for f in prepared.entries}
-        statics = [
-            f"{this}.{name}"
-            for name in layout.static_names
-            if fields[name].init
-            or fields[name].default is not MISSING
-            or fields[name].default_factory is not MISSING
-        ]
-        return check_lines(statics, [], METHOD_NAMES, on_failure), helpers
-    helpers.update(INITIALISING_HELPERS)
+    if hasattr(cls, "__post_init__"):
+        lines, more = _post_init(this, cls, prepared, layout, frozen, after_post_init, on_failure)
+        return lines, helpers | more
+    fields = {f.name: f for f in prepared.entries}
+    statics = [
+        f"{this}.{name}"
+        for name in layout.static_names
+        if fields[name].init or MISSING is not fields[name].default or _has_factory(fields[name])
+    ]
+    return check_lines(statics, [], METHOD_NAMES, on_failure), helpers
+
+
+def _has_factory(f: dataclasses.Field[Any]) -> bool:
+    return f.default_factory is not MISSING
+
+
+def _post_init(
+    this: str,
+    cls: type,
+    prepared: Prepared,
+    layout: Layout,
+    frozen: bool,
+    after_post_init: Callable[[object], None] | None,
+    on_failure: list[str],
+) -> Lines:
     init_vars = ", ".join(f.name for f in prepared.entries if f.name in prepared.init_vars)
     call = f"{this}.__post_init__({init_vars})"
     # The instance may assign its fields while __post_init__ runs.
     lines = while_initialising(this, call) if frozen else [call]
+    helpers: dict[str, Any] = dict(INITIALISING_HELPERS)
     statics = [f"{this}.{name}" for name in layout.static_names]
     # A __post_init__ that provably only reads and stores fields (prove_init) can set no other
     # attribute and store no method of the instance: only static values are checked.
     proof = prove_init(cls.__dict__.get("__post_init__"), layout.name_set)
     if proof.stores is not None and set(proof.stores) <= layout.name_set:
-        return [*lines, *check_lines(statics, [], METHOD_NAMES, on_failure)], helpers
+        return lines + check_lines(statics, [], METHOD_NAMES, on_failure), helpers
     values = [f"{this}.{name}" for name in layout.names]
     lines += check_lines(statics, values, METHOD_NAMES, on_failure, this)
     if after_post_init is not None:
-        helpers["__pytreekit_extras__"] = after_post_init
         extras, more = _extras_lines(this, layout)
         lines += extras
-        helpers.update(more)
+        helpers.update(more, __pytreekit_extras__=after_post_init)
     return lines, helpers
 
 

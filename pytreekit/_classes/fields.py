@@ -188,28 +188,30 @@ def as_pytree_fields(
     made: dict[str, Field] = {}
     for f in found:
         declared = static_in_metadata(f.metadata)
-        is_static = declared or f.name in static
-        new = f
-        if type(f) is not Field or (is_static != declared and id(f) in inherited):
-            # A base's field, or another library's Field subclass: copy the standard attributes.
-            new = Field.__new__(Field)
-            for slot in _FIELD_SLOTS:
-                if hasattr(f, slot):
-                    object.__setattr__(new, slot, getattr(f, slot))
-        if is_static != declared:
+        new = f if isinstance(f, Field) and type(f) is Field else _copied(f)
+        if not declared and f.name in static:
+            if new is f and id(f) in inherited:
+                new = _copied(f)
             new.metadata = types.MappingProxyType(with_pytree_metadata(new.metadata, True, None))
-        assert isinstance(new, Field)
         made[f.name] = new
-    return Declared(
-        tuple(made.values()),
-        made,
-        frozenset(name for name, f in made.items() if static_in_metadata(f.metadata)),
-        {
-            name: converter
-            for name, f in made.items()
-            if (converter := _get(f.metadata, "converter", None)) is not None
-        },
-    )
+    return _declared(made)
+
+
+def _declared(made: dict[str, Field]) -> Declared:
+    statics = frozenset(name for name, f in made.items() if static_in_metadata(f.metadata))
+    converters = {name: _get(f.metadata, "converter", None) for name, f in made.items()}
+    converters = {name: c for name, c in converters.items() if c is not None}
+    return Declared(tuple(made.values()), made, statics, converters)
+
+
+def _copied(f: dataclasses.Field[Any]) -> Field:
+    """A base's field, or another library's ``Field`` subclass, as a new ``Field``: the standard
+    attributes copied."""
+    new = Field.__new__(Field)
+    for slot in _FIELD_SLOTS:
+        if hasattr(f, slot):
+            object.__setattr__(new, slot, getattr(f, slot))
+    return new
 
 
 # The overloads tell type checkers (through dataclass_transform) the field's type and whether it

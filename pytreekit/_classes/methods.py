@@ -112,17 +112,14 @@ def plan(
     a pytree class by inheritance, which keeps the eq, repr and hash it inherits from a user's
     class (a mixin before the pytree base), as any subclass of a dataclass does; ``@pytree_class``
     on it decides as ``@dataclass`` does."""
-    if options.frozen:
-        for name in ("__setattr__", "__delattr__"):
-            if name in own:
-                raise TypeError(
-                    f"{cls.__qualname__} defines {name} and asks for frozen=True; pytreekit "
-                    f"needs to own {name} to freeze instances. Remove one of the two."
-                )
+    for name in ("__setattr__", "__delattr__") if options.frozen else ():
+        if name in own:
+            raise TypeError(
+                f"{cls.__qualname__} defines {name} and asks for frozen=True; pytreekit "
+                f"needs to own {name} to freeze instances. Remove one of the two."
+            )
     init, wrapped = _init_step(cls, own, annotated, dataclass_methods)
-    kept = {
-        n for n in ("__repr__", "__eq__", "__hash__") if n in own or (automatic and _users(cls, n))
-    }
+    kept = _kept(cls, own, automatic)
     hashing = _hash_action(cls, options, own, dataclass_methods, "__hash__" in kept)
     wanted = {
         "__repr__": options.repr and "__repr__" not in kept,
@@ -139,6 +136,12 @@ def plan(
     methods = tuple(name for name, wanted_ in wanted.items() if wanted_)
     document = annotated and not dataclass_methods
     return Plan(init, wrapped, methods, hashing == "unhashable", document)
+
+
+def _kept(cls: type, own: Mapping[str, Any], automatic: bool) -> set[str]:
+    """The eq, repr and hash the class has of its own, or inherits from a user's class."""
+    names = ("__repr__", "__eq__", "__hash__")
+    return {n for n in names if n in own or (automatic and _users(cls, n))}
 
 
 def _init_step(
@@ -270,6 +273,8 @@ def _layout(owner: type, obj: object) -> Layout:
 
 
 def _arrays_equal(a: Any, b: Any) -> Any:
+    if a is b:  # pragma: Python 3.13+ (two fields' values: equal, by pytreekit's rule)
+        return True
     if not (looks_like_array(a) and looks_like_array(b)):
         return False
     if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
@@ -282,9 +287,10 @@ def _arrays_equal(a: Any, b: Any) -> Any:
 
 
 def _truth(result: Any) -> Any:
-    """The truth of a comparison's result that is not a ``bool`` (a NumPy or JAX boolean, an
-    elementwise array, a user's truthy value): a Python bool, or a traced bool under a JAX
-    transform."""
+    """The truth of a comparison's result (a bool, a NumPy or JAX boolean, an elementwise array,
+    a user's truthy value): a Python bool, or a traced bool under a JAX transform."""
+    if result is True or result is False:
+        return result
     if not looks_like_array(result):
         return bool(result)
     try:
@@ -293,7 +299,7 @@ def _truth(result: Any) -> Any:
         return result.all()
 
 
-def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | bool | None:
+def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | Literal[False] | None:
     """The fields pytreekit's ``__eq__`` compares for ``a == b``; ``False`` when it answers
     ``False`` at once (instances holding different fields); ``None`` when it is not pytreekit's
     ``__eq__`` that decides (another class, a user's)."""
@@ -319,32 +325,7 @@ def _all_equal(a: Any, b: Any) -> Any:
         a, b, fields = stack.pop()
         if a is b and not fields:
             continue
-        if looks_like_array(a) or looks_like_array(b):
-            if a is b:  # pragma: Python 3.13+ (two fields' values: equal, by pytreekit's rule)
-                continue
-            result = _arrays_equal(a, b)
-        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            if type(a) is not type(b) or len(a) != len(b):
-                return False
-            stack.extend((x, y, False) for x, y in zip(a, b, strict=True))
-            continue
-        elif isinstance(a, dict) and isinstance(b, dict):
-            if a.keys() != b.keys():
-                return False
-            stack.extend((a[k], b[k], False) for k in a)
-            continue
-        else:
-            names = _compared_fields(a, b)
-            if names is False:
-                return False
-            if isinstance(names, tuple):
-                if a is not b:  # an instance equals itself, as a dataclass says
-                    by_field = DATACLASS_EQ_FIELD_BY_FIELD
-                    stack.extend((getattr(a, n), getattr(b, n), by_field) for n in names)
-                continue
-            result = a == b
-            if not isinstance(result, bool):
-                result = _truth(result)
+        result = _pair_equal(a, b, stack)
         if result is False:
             return False
         if result is not True:
@@ -352,6 +333,40 @@ def _all_equal(a: Any, b: Any) -> Any:
     if not traced:
         return True
     return functools.reduce(operator.and_, traced)
+
+
+def _pair_equal(a: Any, b: Any, stack: list[tuple[Any, Any, bool]]) -> Any:
+    """Whether ``a == b``; ``True`` also where the pairs that decide it went on ``stack``."""
+    if looks_like_array(a) or looks_like_array(b):
+        return _arrays_equal(a, b)
+    parts = _parts(a, b)
+    if parts is None:
+        return _truth(a == b)
+    if parts is not False:
+        stack.extend(parts)
+        return True
+    return False
+
+
+def _parts(a: Any, b: Any) -> list[tuple[Any, Any, bool]] | Literal[False] | None:
+    """The pairs that decide ``a == b``: the items of two lists or tuples, the values of two
+    dicts, the compared fields of two instances pytreekit's ``__eq__`` compares; ``False``:
+    unequal at once; ``None``: none of these, ``==`` decides."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        same = type(a) is type(b) and len(a) == len(b)
+        return [(x, y, False) for x, y in zip(a, b, strict=True)] if same else False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [(a[k], b[k], False) for k in a] if a.keys() == b.keys() else False
+    return _field_pairs(a, b)
+
+
+def _field_pairs(a: Any, b: Any) -> list[tuple[Any, Any, bool]] | Literal[False] | None:
+    names = _compared_fields(a, b)
+    if not isinstance(names, tuple):
+        return names
+    if a is b:  # an instance equals itself, as a dataclass says
+        return []
+    return [(getattr(a, n), getattr(b, n), DATACLASS_EQ_FIELD_BY_FIELD) for n in names]
 
 
 def _eq_method(owner: type) -> Callable[[object, object], Any]:
@@ -442,22 +457,19 @@ def _expand(value: Any, inside: set[int]) -> list[Any]:
     """``value`` as text and values still to summarise, in order."""
     if looks_like_array(value):
         return [_Text(f"{_dtype_name(value.dtype)}[{','.join(str(d) for d in value.shape)}]")]
-    if type(value) is list:
-        return [_Text("["), *_joined(value), _Text("]")]
-    if type(value) is tuple:
-        return [_Text("("), *_joined(value), _Text(",)" if len(value) == 1 else ")")]
-    if type(value) is dict:
-        items = [[_Text(f"{k!r}: "), v] for k, v in value.items()]
-        return [_Text("{"), *_joined(items, flat=True), _Text("}")]
-    if type(value) is functools.partial:  # its repr shows the function's memory address
-        keywords = [[_Text(f"{k}="), v] for k, v in value.keywords.items()]
-        arguments = [[item] for item in (value.func, *value.args)] + keywords
-        return [_Text("functools.partial("), *_joined(arguments, flat=True), _Text(")")]
+    container = _CONTAINERS.get(type(value))
+    if container is not None:
+        return container(value)
     if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
         return [_Text(f"<function {value.__qualname__}>")]
     owner: type | None = getattr(type(value).__repr__, markers.OWNER, None)
     if owner is None:
         return [_Text(repr(value))]
+    return _instance(value, owner, inside)
+
+
+def _instance(value: Any, owner: type, inside: set[int]) -> list[Any]:
+    """An instance whose ``__repr__`` is pytreekit's: its shown fields."""
     if id(value) in inside:
         return [_Text("...")]
     inside.add(id(value))
@@ -473,6 +485,26 @@ def _expand(value: Any, inside: set[int]) -> list[Any]:
         _Text(")"),
         _Leave(id(value)),
     ]
+
+
+def _partial(value: functools.partial[Any]) -> list[Any]:
+    # Its repr shows the function's memory address.
+    keywords = [[_Text(f"{k}="), v] for k, v in value.keywords.items()]
+    arguments = [[item] for item in (value.func, *value.args)] + keywords
+    return [_Text("functools.partial("), *_joined(arguments, flat=True), _Text(")")]
+
+
+# Containers summarised element-wise, by exact type.
+_CONTAINERS: dict[type, Callable[[Any], list[Any]]] = {
+    list: lambda value: [_Text("["), *_joined(value), _Text("]")],
+    tuple: lambda value: [_Text("("), *_joined(value), _Text(",)" if len(value) == 1 else ")")],
+    dict: lambda value: [
+        _Text("{"),
+        *_joined([[_Text(f"{k!r}: "), v] for k, v in value.items()], flat=True),
+        _Text("}"),
+    ],
+    functools.partial: _partial,
+}
 
 
 def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
