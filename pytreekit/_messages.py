@@ -43,3 +43,36 @@ def close_match(name: str, candidates: Iterable[str], cutoff: float) -> str | No
     """The candidate ``name`` is most likely a misspelling of, if any is ``cutoff`` alike."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
     return matches[0] if matches else None
+
+
+def unhashable_error(cls: type, name: str, value: Any, role: str) -> TypeError:
+    """Why ``cls.name``'s value must be hashable and is not. ``role``: ``"static"`` (the value
+    lives in the treedef) or ``"hash"`` (hashing a frozen instance hashes its fields)."""
+    owner = cls.__qualname__
+    if role == "static":
+        why = (
+            f"{owner}.{name} is a static field, so its value must be hashable (it is stored in "
+            f"the treedef that jax.jit hashes), but it holds"
+        )
+        if looks_like_array(value):
+            advice = (
+                "Arrays cannot be static: make the field non-static so it becomes a leaf, or "
+                "store a hashable Python value (a tuple, an int)."
+            )
+        else:
+            advice = (
+                "Use a hashable value (a tuple instead of a list, a frozen pytree class instead "
+                "of a mutable one), or make the field non-static so it becomes part of the "
+                "leaves."
+            )
+    else:
+        why = (
+            f"{owner} instances are hashable only when the fields they compare are, but field "
+            f"{name!r} holds"
+        )
+        advice = (
+            "To compile with an instance, pass it to the jitted function as an argument (not as "
+            "the function or a static argument); to hash by the other fields, declare this one "
+            "with field(hash=False), or define __hash__ on the class."
+        )
+    return TypeError(f"{why} {describe(value)}. {advice}")

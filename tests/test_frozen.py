@@ -82,6 +82,43 @@ def test_frozen_is_inherited_by_subclasses():
         p.z = 1
 
 
+def test_a_frozen_dataclass_hierarchy_under_a_pytree_base_imports():
+    # The subclass is set up automatically (the subclass hook) before its own @dataclass runs:
+    # that @dataclass(frozen=True) writes the frozen methods, which the set-up left to inherit.
+    import dataclasses
+
+    @pytree_class(frozen=True)
+    @dataclasses.dataclass(frozen=True)
+    class Base:
+        x: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Child(Base):
+        y: int
+
+    @pytree_class(frozen=True)
+    @dataclasses.dataclass(frozen=True)
+    class Explicit(Base):
+        y: int
+
+    class Automatic(Base):  # keeps Base's __init__, as a subclass of a user's __init__ does
+        y: int = 2
+
+    for cls in (Child, Explicit, Automatic):
+        instance = cls(1, 2) if cls is not Automatic else cls(1)
+        assert jax.tree_util.tree_leaves(instance) == [1, 2]
+        assert jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda v: v + 1, instance)) == [
+            2,
+            3,
+        ]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            instance.x = 5  # type: ignore[misc]
+    assert "__setattr__" not in vars(Automatic)  # Base's, inherited
+    assert Explicit.__setattr__.__qualname__.endswith("Explicit.__setattr__")
+    with pytest.raises(FrozenInstanceError, match=r"field 'y' of frozen .*Automatic instance"):
+        Automatic(1).y = 3  # type: ignore[misc]
+
+
 def test_frozen_with_own_setattr_is_refused():
     with pytest.raises(
         TypeError,

@@ -37,7 +37,7 @@ from .._compat import (
     static_hash,
     written_by_dataclasses,
 )
-from .._messages import SUGGEST, close_match
+from .._messages import SUGGEST, close_match, unhashable_error
 from .codegen import (
     INITIALISING_HELPERS,
     METHOD_HELPERS,
@@ -47,7 +47,7 @@ from .codegen import (
     prove_init,
     while_initialising,
 )
-from .fields import MISSING, Declared, Field, as_pytree_fields, unhashable_error
+from .fields import MISSING, Declared, Field, as_pytree_fields
 from .frozen import is_frozen_setattr
 from .layouts import Layout, all_slots, check, resolved
 from .methods import nearest_init

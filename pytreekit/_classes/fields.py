@@ -5,10 +5,6 @@ Whether a field is static, and its converter, live in the field's ``metadata`` (
 flax's and ``jax.tree_util.register_dataclass``'s convention), so ``field(static=True)``,
 ``dataclasses.field(metadata={"static": True})`` and flax's ``{"pytree_node": False}`` all say the
 same thing in the same place. ``Field`` is the standard field with two read-only views of that.
-
-The one describer of a bad value (``describe``), the one test of "is it an array" these messages
-and the dunder methods share (``looks_like_array``), and the one explanation of an unhashable
-value (``unhashable_error``) live here too.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar, overload
 
 from .._compat import FIELD_HAS_DOC, static_hash
-from .._messages import describe, looks_like_array
+from .._messages import unhashable_error
 
 T = TypeVar("T")
 V = TypeVar("V")
@@ -384,39 +380,6 @@ def field(
 
 
 # -- the values fields hold ---------------------------------------------------------------------
-
-
-def unhashable_error(cls: type, name: str, value: Any, role: str) -> TypeError:
-    """Why ``cls.name``'s value must be hashable and is not. ``role``: ``"static"`` (the value
-    lives in the treedef) or ``"hash"`` (hashing a frozen instance hashes its fields)."""
-    owner = cls.__qualname__
-    if role == "static":
-        why = (
-            f"{owner}.{name} is a static field, so its value must be hashable (it is stored in "
-            f"the treedef that jax.jit hashes), but it holds"
-        )
-        if looks_like_array(value):
-            advice = (
-                "Arrays cannot be static: make the field non-static so it becomes a leaf, or "
-                "store a hashable Python value (a tuple, an int)."
-            )
-        else:
-            advice = (
-                "Use a hashable value (a tuple instead of a list, a frozen pytree class instead "
-                "of a mutable one), or make the field non-static so it becomes part of the "
-                "leaves."
-            )
-    else:
-        why = (
-            f"{owner} instances are hashable only when the fields they compare are, but field "
-            f"{name!r} holds"
-        )
-        advice = (
-            "To compile with an instance, pass it to the jitted function as an argument (not as "
-            "the function or a static argument); to hash by the other fields, declare this one "
-            "with field(hash=False), or define __hash__ on the class."
-        )
-    return TypeError(f"{why} {describe(value)}. {advice}")
 
 
 def check_static_value(cls: type, name: str, value: Any) -> None:

@@ -43,9 +43,8 @@ from .._compat import (
     signature,
     unannotate_self,
 )
-from .._messages import looks_like_array
+from .._messages import looks_like_array, unhashable_error
 from .._references import picklable, restored
-from .fields import unhashable_error
 from .frozen import frozen_delattr, frozen_setattr
 from .layouts import Layout, LayoutTable
 from .spec import Options, own_spec
@@ -65,17 +64,9 @@ from .spec import Options, own_spec
 #   __replace__                Python 3.13+ (copy.replace), none in the       pytree_replace
 #                                class body but dataclasses'
 #
-# __hash__, as dataclasses decides it (eq, frozen, explicitly defined in the body) -> action.
-_HASH = {
-    (False, False, False): "keep",
-    (False, False, True): "keep",
-    (False, True, False): "keep",
-    (False, True, True): "keep",
-    (True, False, False): "unhashable",
-    (True, False, True): "keep",
-    (True, True, False): "by value",
-    (True, True, True): "keep",
-}
+# __hash__, as dataclasses decides it (eq, frozen, explicitly defined in the body) -> action;
+# every other combination keeps what the class has.
+_HASH = {(True, False, False): "unhashable", (True, True, False): "by value"}
 _PICKLING = ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
 # Who wrote the __init__ a class runs (nearest_init).
 InitKind = Literal["object", "generated", "wrapped", "user"]
@@ -86,14 +77,15 @@ InitStep = Literal["generate", "wrap", "wrap made", "keep"]
 
 class Plan(NamedTuple):
     """What ``apply`` installs: the ``__init__`` step (``wrapped``: the ``__init__`` to wrap),
-    the methods by name, whether the class becomes unhashable, and whether it is given the
-    docstring dataclasses would write."""
+    the methods by name, whether the class becomes unhashable, whether it is given the
+    docstring dataclasses would write, and the methods it inherits instead of its own."""
 
     init: InitStep
     wrapped: Callable[..., Any] | None
     methods: tuple[str, ...]
     unhashable: bool
     document: bool
+    inherited: tuple[str, ...] = ()
 
 
 def plan(
@@ -121,12 +113,15 @@ def plan(
     init, wrapped = _init_step(cls, own, annotated, dataclass_methods)
     kept = _kept(cls, own, automatic)
     hashing = _hash_action(cls, options, own, dataclass_methods, "__hash__" in kept)
+    # An automatic subclass inherits the frozen methods, and leaves its namespace free for a
+    # @dataclass(frozen=True) of its own still to run (which refuses to overwrite them).
+    inherited = _FROZEN if automatic and options.frozen and _inherits_frozen(cls) else ()
     wanted = {
         "__repr__": options.repr and "__repr__" not in kept,
         "__eq__": options.eq and "__eq__" not in kept,
         "__hash__": hashing == "by value",
-        "__setattr__": options.frozen,
-        "__delattr__": options.frozen,
+        "__setattr__": options.frozen and not inherited,
+        "__delattr__": options.frozen and not inherited,
         "__getstate__": not _writes(cls, own, _PICKLING),
         # A state of its own is read by pytreekit's __setstate__.
         "__setstate__": not _writes(cls, own, _PICKLING[1:]),
@@ -135,7 +130,20 @@ def plan(
     }
     methods = tuple(name for name, wanted_ in wanted.items() if wanted_)
     document = annotated and not dataclass_methods
-    return Plan(init, wrapped, methods, hashing == "unhashable", document)
+    return Plan(init, wrapped, methods, hashing == "unhashable", document, inherited)
+
+
+_FROZEN = ("__setattr__", "__delattr__")
+
+
+def _inherits_frozen(cls: type) -> bool:
+    """Whether the bases' nearest ``__setattr__`` and ``__delattr__`` are pytreekit's frozen
+    ones."""
+    for name, code in zip(_FROZEN, (frozen_setattr.__code__, frozen_delattr.__code__), strict=True):
+        method = next((vars(k)[name] for k in cls.__mro__[1:] if name in vars(k)), None)
+        if getattr(method, "__code__", None) is not code:
+            return False
+    return True
 
 
 def _kept(cls: type, own: Mapping[str, Any], automatic: bool) -> set[str]:
@@ -174,7 +182,7 @@ def _hash_action(
         action = "by value" if "__hash__" not in own and cls.__dict__.get("__hash__") else "keep"
     else:
         explicit = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-        action = _HASH[options.eq, options.frozen, explicit]
+        action = _HASH.get((options.eq, options.frozen, explicit), "keep")
     if kept and "__hash__" not in own:  # inherited from a user's class
         return "keep"
     return action
@@ -187,6 +195,9 @@ def apply(cls: type, plan: Plan, init: Callable[..., Any] | None) -> None:
         setattr(cls, "__init__", init)
     if plan.unhashable:
         setattr(cls, "__hash__", None)
+    for name in plan.inherited:  # dataclasses wrote its own (frozen dataclass bases)
+        if name in cls.__dict__:
+            delattr(cls, name)
     methods = {name: _MAKERS[name](cls) for name in plan.methods}
     unannotate_self(methods.values())  # as dataclasses' methods: self unannotated
     for name, method in methods.items():
