@@ -3,10 +3,9 @@
 A class walks down through the layers once, when it is decorated:
 
 1. check the options and refuse classes pytreekit cannot support (nothing changed yet);
-2. make it a dataclass (annotated classes, ``_classes.dataclass``) and install the methods
-   (``_classes.methods``);
-3. build its layout table and node functions (``_classes.layouts``, ``_classes.nodes``: nothing
-   is compiled);
+2. make it a dataclass (annotated classes: ``prepare``, which returns what it made), build its
+   layout table, plan its methods and apply the plan (``_classes.methods``);
+3. build its node functions (``_classes.nodes``: nothing is compiled);
 4. register it with every backend, all or nothing (``_backends``);
 5. put the ``ClassSpec`` on the class: the commit point, last (optree's rule).
 
