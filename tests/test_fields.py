@@ -163,3 +163,18 @@ def test_field_made_directly_has_dataclasses_defaults_and_is_a_leaf():
     assert jax.tree_util.tree_leaves(a) == [1.0]
     assert a != b and a == Direct(1.0)  # the leaf is compared
     assert repr(a).endswith("<locals>.Direct(weights=1.0, size=2)")
+
+
+def test_a_subclass_making_an_inherited_field_static_leaves_the_bases_field_alone():
+    @pytree_class
+    class Base:
+        x: int
+        y: int = 0
+
+    @pytree_class(static=("x",))
+    class Sub(Base):
+        pass
+
+    assert [f.static for f in pytreekit.fields(Sub)] == [True, False]
+    assert [f.static for f in pytreekit.fields(Base)] == [False, False]
+    assert jax.tree_util.tree_leaves(Sub(1, 2)) == [2]

@@ -119,6 +119,19 @@ def test_a_frozen_dataclass_hierarchy_under_a_pytree_base_imports():
         Automatic(1).y = 3  # type: ignore[misc]
 
 
+def test_an_automatic_subclass_owns_the_frozen_methods_when_a_mixin_defines_its_own():
+    class Loud:
+        def __setattr__(self, name, value):  # nearer than the pytree base's frozen one
+            raise AssertionError("never called on a frozen pytree instance")
+
+    class Child(Loud, Point):
+        pass
+
+    assert "__setattr__" in vars(Child) and "__delattr__" in vars(Child)
+    with pytest.raises(FrozenInstanceError):
+        Child(jnp.ones(1)).x = 1  # type: ignore[misc]
+
+
 def test_frozen_with_own_setattr_is_refused():
     with pytest.raises(
         TypeError,

@@ -407,16 +407,13 @@ def _checks(
         lines, more = _post_init(this, cls, prepared, layout, frozen, after_post_init, on_failure)
         return lines, helpers | more
     fields = {f.name: f for f in prepared.entries}
-    statics = [
-        f"{this}.{name}"
-        for name in layout.static_names
-        if fields[name].init or MISSING is not fields[name].default or _has_factory(fields[name])
-    ]
+    statics = [f"{this}.{name}" for name in layout.static_names if _stored(fields[name])]
     return check_lines(statics, [], METHOD_NAMES, on_failure), helpers
 
 
-def _has_factory(f: dataclasses.Field[Any]) -> bool:
-    return f.default_factory is not MISSING
+def _stored(f: dataclasses.Field[Any]) -> bool:
+    """Whether ``__init__`` stores the field: from an argument, a default or a factory."""
+    return f.init or f.default is not MISSING or f.default_factory is not MISSING
 
 
 def _post_init(

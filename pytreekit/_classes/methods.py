@@ -375,7 +375,7 @@ def _field_pairs(a: Any, b: Any) -> list[tuple[Any, Any, bool]] | Literal[False]
     names = _compared_fields(a, b)
     if not isinstance(names, tuple):
         return names
-    if a is b:  # an instance equals itself, as a dataclass says
+    if a is b:  # pragma: Python 3.13+ (an instance equals itself, as a dataclass says)
         return []
     return [(getattr(a, n), getattr(b, n), DATACLASS_EQ_FIELD_BY_FIELD) for n in names]
 
