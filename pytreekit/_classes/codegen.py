@@ -381,6 +381,8 @@ def node_functions_source(
     aux = f"({PRIMARY}, {_reads(layout.static_names)})"
     if layout.bare is not None:
         aux = BARE  # the one aux data of the class, which prints as None
+    elif layout.plain:
+        aux = f"({_reads(layout.static_names)})"  # the static values alone
     children = f"({_reads(layout.child_names)}), {aux}"
     sources = [_flatten("flatten", "obj", children, "_flatten_generic(obj)", exact, varied)]
     for backend in keyed:  # the default of backend is set on each function object
@@ -451,12 +453,16 @@ def _build(target: str, names: tuple[str, ...], values: list[str], storage: Stor
 
 def _unflatten(layout: Layout, storage: Storage) -> str:
     children = iter(range(len(layout.names)))
-    statics = iter(range(1, len(layout.names) + 1))
+    # Plain aux data is the static values alone (a Layout first: the aux data of another layout).
+    statics = iter(range(0 if layout.plain else 1, len(layout.names) + 1))
+    test = "aux[0].__class__ is not _Layout" if layout.plain else f"aux[0] is {PRIMARY}"
     values = [
         f"aux[{next(statics)}]" if s else f"children[{next(children)}]" for s in layout.static
     ]
     build = [*_build("obj", layout.names, values, storage), "return obj"]
-    body = [f"if aux[0] is {PRIMARY}:", *indent(build), "return _unflatten_generic(aux, children)"]
+    if layout.plain:  # too few static values: not this layout's (the generic path says so)
+        build = ["try:", *indent(build), "except IndexError:", "    pass"]
+    body = [f"if {test}:", *indent(build), "return _unflatten_generic(aux, children)"]
     return function("unflatten", "aux, children", body)
 
 
