@@ -310,15 +310,23 @@ class CheckNames(NamedTuple):
     inside: str  # _layouts.bound_inside
 
 
-NODE_NAMES = CheckNames("_hash", "_Method", "_check", PRIMARY, "_nested", "_inside", "_partial")
+NODE_NAMES = CheckNames(
+    hash="_hash",
+    method="_Method",
+    check="_check",
+    layout=PRIMARY,
+    nested="_nested",
+    partial="_partial",
+    inside="_inside",
+)
 METHOD_NAMES = CheckNames(
-    "__pytreekit_hash__",
-    "__pytreekit_method__",
-    "__pytreekit_check__",
-    "__pytreekit_primary__",
-    "__pytreekit_nested__",
-    "__pytreekit_inside__",
-    "__pytreekit_partial__",
+    hash="__pytreekit_hash__",
+    method="__pytreekit_method__",
+    check="__pytreekit_check__",
+    layout="__pytreekit_primary__",
+    nested="__pytreekit_nested__",
+    partial="__pytreekit_partial__",
+    inside="__pytreekit_inside__",
 )
 METHOD_HELPERS = {
     "__pytreekit_hash__": static_hash,
@@ -479,12 +487,20 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
         # garbage collector's referents come in the order the class's instances first used).
         if not names or not storage.has_dict or storage.slots:
             return function("observe", "obj", slow)
-        reads = [f"obj.{n}" for n in names]
-        statics = [f"obj.{n}" for n in layout.static_names]
-        checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
-        body = [f"if tuple(obj.__dict__) == {names!r}:", *indent([*checked, "else:", "    return"])]
-        if not checked:
-            body = [f"if tuple(obj.__dict__) == {names!r}:", "    return"]
+        # The values read first: once its __dict__ is made, reading an instance's attributes
+        # is slower (CPython keeps them inline until then).
+        values = [f"_v{i}" for i in range(len(names))]
+        statics = [v for v, s in zip(values, layout.static, strict=True) if s]
+        checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj")
+        body = [
+            "try:",
+            f"    {', '.join(values)}, = {_reads(names).rstrip(', ')},",
+            "except AttributeError:",
+            "    pass",
+            "else:",
+            f"    if (*obj.__dict__,) == {names!r}:",
+            *indent([*checked, "else:", "    return"], 2),
+        ]
         return function("observe", "obj", [*body, *slow])
     if (
         not names
