@@ -150,9 +150,13 @@ def test_a_tuple_static_value_is_checked_inline_not_by_the_general_path():
     # instance; an instance that passes never reaches the general path.
     @pytree_class(static=("shape",))
     class Unproven:
-        def __init__(self, w, shape=None):
+        def __init__(self, w, shape):
             self.w = w
-            self.shape = shape if shape is not None else (1,)  # a branch: not proven
+            self.shape = self.checked(shape)  # a method of self: not proven
+
+        @staticmethod
+        def checked(shape):
+            return shape
 
     @pytree_class(static=("shape",))
     class Proven:
@@ -160,6 +164,7 @@ def test_a_tuple_static_value_is_checked_inline_not_by_the_general_path():
             self.w = w
             self.shape = shape
 
+    assert Unproven.__pytreekit_spec__.init_proof.startswith("general")
     for cls in (Unproven, Proven):
         cls(1.0, (2, 3))  # the class learns its layout
         failed = []

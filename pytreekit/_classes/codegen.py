@@ -141,9 +141,10 @@ def while_initialising(this: str, call: str) -> list[str]:
 
 class InitProof(NamedTuple):
     """What decoration proved about a user's ``__init__`` from its bytecode: ``stores``, the
-    attributes of ``self`` it sets, in order, when it only stores them (straight-line code, no
-    other use of ``self``, no ``super()``, no frame access), else ``None``; ``reason`` says why
-    (shown in the class spec's repr)."""
+    attributes of ``self`` it sets, in order, when it only stores them (each on every path:
+    branches may choose values, not what is stored; no loops, no other use of ``self``, no
+    ``super()``, no frame access), else ``None``; ``reason`` says why (shown in the class spec's
+    repr)."""
 
     stores: tuple[str, ...] | None
     reason: str
@@ -180,34 +181,61 @@ def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
         return InitProof(None, f"general: {this} is captured by a closure or super() is used")
     if code.co_exceptiontable:
         return InitProof(None, "general: try/with blocks")
-    stores: list[str] = []
     instructions = list(dis.get_instructions(code))
+    conditional = _conditional(instructions)
+    if conditional is None:
+        return InitProof(None, "general: loops")
+    # Where the first path may end: a store after it is not made on every path.
+    end = min((i.offset for i in instructions if i.opname.startswith("RETURN")), default=-1)
+    stores: list[str] = []
     for index, ins in enumerate(instructions):
-        name = ins.opname
+        refusal = _refusal(ins, this)
+        if refusal is not None:
+            return InitProof(None, refusal)
+        names = _names_of(ins.argval) if ins.opname.startswith("LOAD_FAST") else ()
+        if this not in names:
+            continue
         following = instructions[index + 1] if index + 1 < len(instructions) else None
-        if "JUMP" in name or name in ("FOR_ITER", "SEND", "YIELD_VALUE"):
-            return InitProof(None, f"general: branches or loops (line {_line(ins)})")
-        if name in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _REACHING:
-            return InitProof(None, f"general: uses {ins.argval}")
-        if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
-            return InitProof(None, f"general: imports, or reaches frames ({ins.argval})")
-        if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
-            return InitProof(None, f"general: rebinds {this}")
-        if name.startswith("LOAD_FAST") and this in _names_of(ins.argval):
-            last = _names_of(ins.argval)[-1] == this and _names_of(ins.argval).count(this) == 1
-            if (
-                last
-                and following is not None
-                and following.opname in ("LOAD_ATTR", "LOAD_METHOD")
-                and following.argval in fields.union(stores)
-            ):
-                continue  # a field's value read (a plain value, stored already)
-            if not (last and following is not None and following.opname == "STORE_ATTR"):
-                return InitProof(
-                    None, f"general: uses {this} other than to store (line {_line(ins)})"
-                )
-            stores.append(following.argval)
+        alone = names[-1] == this and names.count(this) == 1
+        if (
+            alone
+            and following is not None
+            and following.opname in ("LOAD_ATTR", "LOAD_METHOD")
+            and following.argval in fields.union(stores)
+        ):
+            continue  # a field's value read (a plain value, stored already)
+        if not (alone and following is not None and following.opname == "STORE_ATTR"):
+            return InitProof(None, f"general: uses {this} other than to store (line {_line(ins)})")
+        if ins.offset > end or any(start < ins.offset < stop for start, stop in conditional):
+            return InitProof(None, f"general: a store on some branches only (line {_line(ins)})")
+        stores.append(following.argval)
     return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
+
+
+def _conditional(instructions: list[dis.Instruction]) -> list[tuple[int, int]] | None:
+    """The stretches of code (between offsets) a forward jump skips, so that some paths run
+    them and others do not; ``None`` where a jump goes back (a loop) or code yields."""
+    stretches = []
+    for ins in instructions:
+        if ins.opname in ("FOR_ITER", "SEND", "YIELD_VALUE") or (
+            "JUMP" in ins.opname and not ins.argval > ins.offset
+        ):
+            return None
+        if "JUMP" in ins.opname:
+            stretches.append((ins.offset, ins.argval))
+    return stretches
+
+
+def _refusal(ins: dis.Instruction, this: str) -> str | None:
+    """Why ``ins`` may reach the instance other than through ``this``, if it may."""
+    name = ins.opname
+    if name in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _REACHING:
+        return f"general: uses {ins.argval}"
+    if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
+        return f"general: imports, or reaches frames ({ins.argval})"
+    if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
+        return f"general: rebinds {this}"
+    return None
 
 
 def _line(ins: dis.Instruction) -> int | None:
