@@ -188,28 +188,38 @@ def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
     # Where the first path may end: a store after it is not made on every path.
     end = min((i.offset for i in instructions if i.opname.startswith("RETURN")), default=-1)
     stores: list[str] = []
-    for index, ins in enumerate(instructions):
+    for ins, following in zip(instructions, [*instructions[1:], None], strict=True):
         refusal = _refusal(ins, this)
         if refusal is not None:
             return InitProof(None, refusal)
-        names = _names_of(ins.argval) if ins.opname.startswith("LOAD_FAST") else ()
-        if this not in names:
+        use = _use_of_self(ins, following, this, fields.union(stores))
+        if use is None or use == _READ:
             continue
-        following = instructions[index + 1] if index + 1 < len(instructions) else None
-        alone = names[-1] == this and names.count(this) == 1
-        if (
-            alone
-            and following is not None
-            and following.opname in ("LOAD_ATTR", "LOAD_METHOD")
-            and following.argval in fields.union(stores)
-        ):
-            continue  # a field's value read (a plain value, stored already)
-        if not (alone and following is not None and following.opname == "STORE_ATTR"):
+        if use == _OTHER:
             return InitProof(None, f"general: uses {this} other than to store (line {_line(ins)})")
         if ins.offset > end or any(start < ins.offset < stop for start, stop in conditional):
             return InitProof(None, f"general: a store on some branches only (line {_line(ins)})")
-        stores.append(following.argval)
+        stores.append(use)
     return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
+
+
+# What _use_of_self returns besides an attribute's name (neither is an identifier).
+_READ, _OTHER = "<read>", "<other>"
+
+
+def _use_of_self(
+    ins: dis.Instruction, following: dis.Instruction | None, this: str, readable: frozenset[str]
+) -> str | None:
+    """How ``ins`` uses ``this``: not at all (``None``), to read a field of ``readable``
+    (``_READ``), to store an attribute (its name), or otherwise (``_OTHER``)."""
+    names = _names_of(ins.argval) if ins.opname.startswith("LOAD_FAST") else ()
+    if this not in names:
+        return None
+    if names[-1] != this or names.count(this) != 1 or following is None:
+        return _OTHER  # loaded with another name after it (3.13's LOAD_FAST_LOAD_FAST)
+    if following.opname in ("LOAD_ATTR", "LOAD_METHOD") and following.argval in readable:
+        return _READ  # a field's value read (a plain value, stored already)
+    return str(following.argval) if following.opname == "STORE_ATTR" else _OTHER
 
 
 def _conditional(instructions: list[dis.Instruction]) -> list[tuple[int, int]] | None:
@@ -510,33 +520,12 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     their count says whether ``__init__`` set other attributes. Elsewhere the general path runs."""
     names = layout.names
     slow = ["_observe_slow(obj)"]
+    if not names or not storage.has_dict or storage.slots:
+        return function("observe", "obj", slow)  # a slot could stand in for an attribute
     if ordered:
-        # Fields in the order the instance assigned them: only its dict knows that order (the
-        # garbage collector's referents come in the order the class's instances first used).
-        if not names or not storage.has_dict or storage.slots:
-            return function("observe", "obj", slow)
-        # The values read first: once its __dict__ is made, reading an instance's attributes
-        # is slower (CPython keeps them inline until then).
-        values = [f"_v{i}" for i in range(len(names))]
-        statics = [v for v, s in zip(values, layout.static, strict=True) if s]
-        checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj")
-        body = [
-            "try:",
-            f"    {', '.join(values)}, = {_reads(names).rstrip(', ')},",
-            "except AttributeError:",
-            "    pass",
-            "else:",
-            f"    if (*obj.__dict__,) == {names!r}:",
-            *indent([*checked, "else:", "    return"], 2),
-        ]
-        return function("observe", "obj", [*body, *slow])
-    if (
-        not names
-        or not storage.has_dict
-        or storage.slots
-        or any(hasattr(layout.cls, n) for n in (*names, "__getattr__"))
-    ):
-        return function("observe", "obj", slow)  # a slot or class attribute could stand in
+        return function("observe", "obj", [*_observe_in_order(layout), *slow])
+    if any(hasattr(layout.cls, n) for n in (*names, "__getattr__")):
+        return function("observe", "obj", slow)  # a class attribute could stand in
     count = f"if len(refs) == {len(names) + 1}:"
     if len(names) == 1:  # [dict, class] is also what a materialised __dict__ gives
         count = "if len(refs) == 2 and refs[0].__class__ is not dict:"
@@ -553,6 +542,26 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     ]
     refs = ["refs = _referents(obj)", count, *indent([*checked, "else:", "    return"])]
     return function("observe", "obj", [*guard, *refs, *slow])
+
+
+def _observe_in_order(layout: Layout) -> list[str]:
+    """``observe``'s fast path where an instance's fields are in the order it assigned them:
+    only its dict knows that order (the garbage collector's referents come in the order the
+    class's instances first used). The values are read first: once its ``__dict__`` is made,
+    reading an instance's attributes is slower (CPython keeps them inline until then)."""
+    names = layout.names
+    values = [f"_v{i}" for i in range(len(names))]
+    statics = [v for v, s in zip(values, layout.static, strict=True) if s]
+    checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj")
+    return [
+        "try:",
+        f"    {', '.join(values)}, = {_reads(names).rstrip(', ')},",
+        "except AttributeError:",
+        "    pass",
+        "else:",
+        f"    if (*obj.__dict__,) == {names!r}:",
+        *indent([*checked, "else:", "    return"], 2),
+    ]
 
 
 def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str:
