@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from .. import _markers as markers
 from .._compat import copy_annotations, signature, static_hash
 from .frozen import begin_init, end_init
-from .layouts import NESTED_HASHES, Layout, Storage, bound_inside
+from .layouts import FLAT, NESTED_HASHES, Layout, Storage, bound_inside
 from .layouts import check as _check
 
 _serial = itertools.count()
@@ -344,6 +344,7 @@ class CheckNames(NamedTuple):
     check: str  # _layouts.check(obj, layout), which names the culprit
     layout: str
     nested: str  # _layouts.NESTED_HASHES
+    flat: str  # _layouts.FLAT
     partial: str  # functools.partial
     inside: str  # _layouts.bound_inside
 
@@ -354,6 +355,7 @@ NODE_NAMES = CheckNames(
     check="_check",
     layout=PRIMARY,
     nested="_nested",
+    flat="_flat",
     partial="_partial",
     inside="_inside",
 )
@@ -363,6 +365,7 @@ METHOD_NAMES = CheckNames(
     check="__pytreekit_check__",
     layout="__pytreekit_primary__",
     nested="__pytreekit_nested__",
+    flat="__pytreekit_flat__",
     partial="__pytreekit_partial__",
     inside="__pytreekit_inside__",
 )
@@ -370,6 +373,7 @@ METHOD_HELPERS = {
     "__pytreekit_hash__": static_hash,
     "__pytreekit_method__": types.MethodType,
     "__pytreekit_nested__": NESTED_HASHES,
+    "__pytreekit_flat__": FLAT,
     "__pytreekit_partial__": functools.partial,
     "__pytreekit_inside__": bound_inside,
 }
@@ -393,8 +397,9 @@ def check_lines(
         body += [f"if {bound}:", "    raise TypeError"]
     if this is not None and statics:
         inside = " or ".join(
-            f"(({value}.__class__.__hash__ in {names.nested} or {value}.__class__ is "
-            f"{names.partial}) and {names.inside}({value}, {this}))"
+            f"({value}.__class__ not in {names.flat} and ({value}.__class__.__hash__ in "
+            f"{names.nested} or {value}.__class__ is {names.partial}) and "
+            f"{names.inside}({value}, {this}))"
             for value in statics
         )
         body += [f"if {inside}:", "    raise TypeError"]

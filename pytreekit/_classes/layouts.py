@@ -620,6 +620,9 @@ NESTED = (tuple, list, set, frozenset, dict, functools.partial)
 # How generated code tells the hashable ones (a static value is hashable) in two comparisons:
 # by their __hash__ (tuples and NamedTuples share tuple's), and functools.partial by its class.
 NESTED_HASHES = (tuple.__hash__, frozenset.__hash__)
+# The classes whose values hold no other value, tested first: one set lookup for the usual
+# static values, where reading a class's __hash__ and comparing it costs several times more.
+FLAT = frozenset({int, float, complex, str, bytes, bool, type(None)})
 
 
 def bound_inside(value: Any, obj: object) -> types.MethodType | None:

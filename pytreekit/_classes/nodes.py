@@ -24,7 +24,7 @@ from typing import Any
 
 from .._compat import static_hash
 from .codegen import BARE, PRIMARY, compile_source, key_name, node_functions_source
-from .layouts import NESTED_HASHES, Layout, LayoutTable, bound_inside, check
+from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, bound_inside, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.
@@ -64,6 +64,7 @@ class NodeFunctions:
             "_check": check,
             "_Layout": Layout,
             "_nested": NESTED_HASHES,
+            "_flat": FLAT,
             "_partial": functools.partial,
             "_inside": bound_inside,
             "_referents": gc.get_referents,
