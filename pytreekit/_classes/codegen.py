@@ -212,7 +212,9 @@ def _use_of_self(
 ) -> str | None:
     """How ``ins`` uses ``this``: not at all (``None``), to read a field of ``readable``
     (``_READ``), to store an attribute (its name), or otherwise (``_OTHER``)."""
-    names = _names_of(ins.argval) if ins.opname.startswith("LOAD_FAST") else ()
+    if not ins.opname.startswith("LOAD_FAST"):
+        return None
+    names = _names_of(ins.argval)
     if this not in names:
         return None
     if names[-1] != this or names.count(this) != 1 or following is None:
