@@ -8,8 +8,10 @@ and ``hash`` of a class without annotations against an annotated one.
 Which path each class with its own ``__init__`` takes (``Cls.__pytreekit_spec__.init_proof``):
 ``KitExistingLinear``, ``FrozenKitExistingLinear`` and ``KitAnnotatedOwnInit`` are proven at
 decoration (their ``__init__`` only stores attributes of ``self``: only static values are
-checked per instance); ``KitUnprovenLinear``'s branch keeps it on the general path (the instance
-is observed when ``__init__`` returns); ``KitPostInit``'s ``__post_init__`` is proven.
+checked per instance); ``KitUnprovenLinear`` calls a method of ``self``, which keeps it on the
+general path (the instance is observed when ``__init__`` returns: its ``__dict__`` is read, for
+the order the fields were assigned in); ``KitPostInit``'s ``__post_init__`` is proven. Branches
+that choose values, not what is stored (``b if b is not None else w``), are proven.
 """
 
 from __future__ import annotations
@@ -73,18 +75,26 @@ class KitExistingLinear:
 class UnprovenLinear:
     def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
         self.weights = weights
-        self.biases = biases if biases is not None else weights
-        self.features = features
+        self.biases = biases
+        self.features = self.checked(features)
+
+    @staticmethod
+    def checked(features: int) -> int:
+        return features
 
 
 @pytree_class(static=("features",))
 class KitUnprovenLinear:
-    """As ``UnprovenLinear``: a conditional expression is a branch, so no proof."""
+    """As ``UnprovenLinear``: calling a method of ``self`` may do anything to it, so no proof."""
 
     def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
         self.weights = weights
-        self.biases = biases if biases is not None else weights
-        self.features = features
+        self.biases = biases
+        self.features = self.checked(features)
+
+    @staticmethod
+    def checked(features: int) -> int:
+        return features
 
 
 @pytree_class(frozen=True, static=("features",))

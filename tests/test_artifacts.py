@@ -63,9 +63,15 @@ def _fresh(script: str, *args: object, marker: object = "") -> list[str]:
     return result.stdout.splitlines()
 
 
+def _carrying(instance: object) -> tuple[object, ...]:
+    """``(layout, *static_values)`` of ``instance``'s node of a treedef: what ``dump_aux`` takes."""
+    nodes = type(instance).__pytreekit_spec__.nodes  # type: ignore[attr-defined]
+    return nodes.carrying(jax.tree_util.tree_structure(instance).node_data()[1])
+
+
 def _aux_bytes(instance: object) -> bytes:
     """What pytreekit writes for ``instance``'s node of a treedef."""
-    return dump_aux(jax.tree_util.tree_structure(instance).node_data()[1], "test")
+    return dump_aux(_carrying(instance), "test")
 
 
 # -- every kind of static value, through both exports, read in a fresh process ------------------
@@ -302,7 +308,7 @@ def _padded_artifact(tree: list[object]) -> tuple[bytes, list[tuple[int, int]]]:
         data = export.export(jax.jit(lambda t: t))(tree).serialize()
         regions = []
         for node in tree:
-            written = padded(jax.tree.structure(node).node_data()[1], "test")
+            written = padded(_carrying(node), "test")
             start = data.find(written)
             assert start >= 0
             regions.append((start, start + len(written)))

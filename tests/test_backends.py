@@ -189,10 +189,11 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
         import pytreekit
 
         @pytreekit.pytree_class
-        class Pair:  # annotated, its own __init__ unproven (a branch): observe counts referents
+        class Pair:  # annotated, its own __init__ unproven (super()): observe counts referents
             a: float
             def __init__(self, a):
-                self.a = a if a is not None else 0.0
+                super().__init__()
+                self.a = a
 
         @pytreekit.pytree_class
         class Plain:  # no annotations: observe reads the instance dict, which dynamo traces

@@ -143,3 +143,41 @@ def test_generated_source_is_freed_with_its_class():
     # (Before the fix: 7.6 MB; with only the linecache entries left behind, 1.2 MB. After it, tens
     # of KB, but up to ~300 KB in CI's wheel cell on Python 3.12, not attributed yet.)
     assert grown < 640 * 1024, f"{grown} bytes kept by 1,000 freed classes"
+
+
+def test_a_tuple_static_value_is_checked_inline_not_by_the_general_path():
+    # The inline check looks inside tuples (and NamedTuples, partials) for a method bound to the
+    # instance; an instance that passes never reaches the general path.
+    @pytree_class(static=("shape",))
+    class Unproven:
+        def __init__(self, w, shape):
+            self.w = w
+            self.shape = self.checked(shape)  # a method of self: not proven
+
+        @staticmethod
+        def checked(shape):
+            return shape
+
+    @pytree_class(static=("shape",))
+    class Proven:
+        def __init__(self, w, shape):
+            self.w = w
+            self.shape = shape
+
+    assert Unproven.__pytreekit_spec__.init_proof.startswith("general")
+    for cls in (Unproven, Proven):
+        cls(1.0, (2, 3))  # the class learns its layout
+        failed = []
+        namespace = cls.__pytreekit_spec__.nodes.namespace
+        observe_slow = namespace["_observe_slow"]
+        namespace["_observe_slow"] = lambda obj, failed=failed: failed.append(obj)
+        try:
+            assert cls(1.0, (2, 3)).shape == (2, 3)
+            assert failed == []
+        finally:
+            namespace["_observe_slow"] = observe_slow
+        other = cls(1.0, (2,))
+        assert cls(1.0, (2, other.__init__)).shape[1] == other.__init__  # another's method
+        bound = cls(1.0, (1,))
+        with pytest.raises(TypeError, match=r"\.shape holds, inside its value"):
+            pytreekit.replace(bound, shape=(bound.__init__,))

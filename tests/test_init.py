@@ -334,14 +334,26 @@ def test_an_init_that_only_stores_attributes_of_self_is_proven():
         ("super(type(self), self).__init__()\n    self.w = w", "super"),
         ("self.w = w\n    self.v = self.__class__", "other than to store"),
         ("self.w = w\n    _helper(self)", "other than to store"),
-        ("self.w = w if w is not None else 0", "branches"),
-        ("for i in range(2):\n        setattr(self, 'w', w)", "branches"),
+        ("if w is not None:\n        self.w = w", "some branches only"),
+        ("if w is None:\n        return\n    self.w = w", "some branches only"),
+        ("for i in range(2):\n        setattr(self, 'w', w)", "loops"),
         ("self.w = w\n    (lambda: self)()", "closure"),
         ("import sys\n    self.w = sys.getrecursionlimit()", "imports"),
         ("self.w = _system._getframe(0).f_code.co_name", "frames"),
         ("try:\n        self.w = w\n    finally:\n        pass", "try"),
     ],
-    ids=["super", "reads", "passes", "branch", "loop", "closure", "imports", "frames", "try"],
+    ids=[
+        "super",
+        "reads",
+        "passes",
+        "branch",
+        "return",
+        "loop",
+        "closure",
+        "imports",
+        "frames",
+        "try",
+    ],
 )
 def test_an_init_that_may_reach_self_otherwise_is_checked_per_instance(body, why):
     namespace = {"_helper": _helper, "_system": sys}
@@ -350,6 +362,27 @@ def test_an_init_that_may_reach_self_otherwise_is_checked_per_instance(body, why
     assert verdict.startswith("general") and why in verdict, verdict
     obj = cls(1.0)
     assert jax.tree_util.tree_leaves(obj)  # and it still works
+
+
+def test_an_init_whose_branches_choose_values_but_not_what_is_stored_is_proven():
+    def init(self, w, b=None, scale=None, n=3):
+        self.w = w
+        self.b = b if b is not None else w  # a conditional expression
+        if scale is None:  # a branch that stores nothing of self
+            scale = 1.0
+        assert n != 0, "n must not be 0"
+        self.scale = scale or 2.0
+        self.n = n
+
+    cls, verdict = _verdict(init, static=("n",))
+    assert verdict == "proven: only stores attributes of self: w, b, scale, n", verdict
+    obj = cls(jnp.ones(2), scale=3.0)
+    assert [f.name for f in pytreekit.fields(obj)] == ["w", "b", "scale", "n"]
+    assert (obj.b == obj.w).all() and obj.scale == 3.0
+    with pytest.raises(AssertionError, match="must not be 0"):
+        cls(jnp.ones(2), n=0)
+    with pytest.raises(TypeError, match=r"Proved\.n\b"):
+        cls(jnp.ones(2), n=[1])  # the static value is still checked
 
 
 def test_a_proven_annotated_init_must_set_exactly_the_fields():

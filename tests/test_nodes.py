@@ -1,5 +1,6 @@
 """Generated flatten/unflatten: round trips (hypothesis), layouts of unannotated classes, slots."""
 
+import dataclasses
 import pickle
 import sys
 import threading
@@ -9,7 +10,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optree
 import pytest
+from _versions import needs_from_node_data_and_children
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.tree_util import GetAttrKey
@@ -349,21 +352,115 @@ class Bare:  # module level, so that pickle finds it
     x: Any
 
 
-def test_a_treedef_shows_static_values_after_a_short_layout():
-    @pytree_class
-    class Tagged:
-        x: Any
-        tag: str = field(static=True)
+def _dataclass_twin(name: str, fields: dict[str, bool]) -> type:
+    """A dataclass named ``name`` with ``fields`` (name: static), registered by hand with
+    ``jax.tree_util.register_dataclass`` (and with optree, its aux data the static values)."""
+    cls = dataclasses.make_dataclass(name, list(fields))
+    data = [n for n, s in fields.items() if not s]
+    meta = [n for n, s in fields.items() if s]
+    jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
+    optree.register_pytree_node(
+        cls,
+        lambda o: ([getattr(o, n) for n in data], tuple(getattr(o, n) for n in meta), data),
+        lambda aux, children: cls(
+            **dict(zip(data, children, strict=True)), **dict(zip(meta, aux, strict=True))
+        ),
+        namespace="twins",
+    )
+    return cls
 
+
+@pytree_class(backends=("jax", "optree"))
+class Tagged:  # module level, so that pickle finds it
+    a: Any
+    tag: str = field(static=True)
+    b: Any = None
+    n: int = field(static=True, default=2)
+
+
+def test_an_annotated_class_with_static_fields_prints_as_its_register_dataclass_twin():
+    Twin = _dataclass_twin("Tagged", {"a": False, "tag": True, "b": False, "n": True})
+    for make in (
+        lambda cls: cls(1, "treedef", 2, 3),
+        lambda cls: [cls(1, "x", 2, 3), (cls(2, ("y", 1), None, 4), None)],
+        lambda cls: {"a": cls(cls(1, "in", 2, 3), "out", 2, 3), "b": [cls(2, "z", 3, 4)]},
+    ):
+        ours, theirs = (
+            jax.tree_util.tree_structure(make(Tagged)),
+            jax.tree_util.tree_structure(make(Twin)),
+        )
+        assert str(ours) == str(theirs)
+        assert str(optree.tree_structure(make(Tagged), namespace="pytreekit")) == str(
+            optree.tree_structure(make(Twin), namespace="twins")
+        ).replace("'twins'", "'pytreekit'")
+    treedef = jax.tree_util.tree_structure(Tagged(1, "treedef", 2, 3))
+    assert str(treedef) == "PyTreeDef(CustomNode(Tagged[('treedef', 3)], [*, *]))"
+    assert treedef.node_data() == (Tagged, ("treedef", 3))  # the static values, in field order
+    # Equal exactly when the static values are, as register_dataclass's
+    same, other = (jax.tree_util.tree_structure(Tagged(5, "treedef", 6, n)) for n in (3, 4))
+    assert same == treedef and hash(same) == hash(treedef) and other != treedef
+    assert pickle.loads(pickle.dumps(treedef)) == treedef
+    leaves = [jnp.ones(1), jnp.zeros(2)]
+    rebuilt = jax.tree_util.tree_unflatten(pickle.loads(pickle.dumps(treedef)), leaves)
+    assert (rebuilt.a, rebuilt.tag, rebuilt.b, rebuilt.n) == (leaves[0], "treedef", leaves[1], 3)
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(rebuilt)]
+    assert paths == [".a", ".b"]
+    assert optree.tree_paths(rebuilt, namespace="pytreekit") == [("a",), ("b",)]
+
+
+@needs_from_node_data_and_children
+def test_treedefs_written_with_the_layout_in_their_aux_data_still_unflatten():
+    # Up to 0.4.0, the aux data of an annotated class with static fields was (layout, *statics):
+    # a treedef pickled then still loads and unflattens (its layout interned now).
+    leaves, treedef = jax.tree_util.tree_flatten(Tagged(1.0, "old", 2.0, 3))
+    layout = Tagged.__pytreekit_spec__.table.primary
+    old = jax.tree_util.PyTreeDef.from_node_data_and_children(
+        jax.tree_util.default_registry, (Tagged, (layout, "old", 3)), treedef.children()
+    )
+    loaded = pickle.loads(pickle.dumps(old))
+    assert (
+        str(loaded) == "PyTreeDef(CustomNode(Tagged[(Layout(a, tag*, b, n*), 'old', 3)], [*, *]))"
+    )
+    rebuilt = jax.tree_util.tree_unflatten(loaded, leaves)
+    assert (rebuilt.a, rebuilt.tag, rebuilt.b, rebuilt.n) == (1.0, "old", 2.0, 3)
+    assert jax.tree_util.tree_structure(rebuilt) == treedef  # flattened as declared now
+    with pytest.raises(TypeError, match=r"cannot unflatten .*Tagged from aux data \('old',\)"):
+        forged = jax.tree_util.PyTreeDef.from_node_data_and_children(
+            jax.tree_util.default_registry, (Tagged, ("old",)), treedef.children()
+        )
+        jax.tree_util.tree_unflatten(forged, leaves)
+
+
+def test_a_class_decorated_again_with_other_fields_carries_its_layout():
+    # Aux data that is static values alone means the layout the class first declared, for as long
+    # as the class lives; a later decoration with other static flags carries its layout (short).
+    @pytree_class
+    class Again:
+        w: Any
+        n: int = field(static=True, default=2)
+        k: int = 5
+
+    leaves, first = jax.tree_util.tree_flatten(Again(1.0))
+    assert str(first) == "PyTreeDef(CustomNode(Again[(2,)], [*, *]))"
+    pytree_class(Again, static=("k",))
+    leaves_now, now = jax.tree_util.tree_flatten(Again(1.0))
+    assert str(now) == "PyTreeDef(CustomNode(Again[(Layout(w, n*, k*), 2, 5)], [*]))"
+    old = jax.tree_util.tree_unflatten(first, leaves)  # still the first declaration's meaning
+    assert (old.w, old.n, old.k) == (1.0, 2, 5)
+    assert jax.tree_util.tree_structure(old) == now
+    pytree_class(Again, static=())  # back to the first declaration: static values alone again
+    assert jax.tree_util.tree_structure(Again(1.0)) == first
+    again = jax.tree_util.tree_unflatten(now, leaves_now)
+    assert (again.w, again.n, again.k) == (1.0, 2, 5)
+
+
+def test_a_class_without_annotations_shows_its_short_layout_before_its_static_values():
     @pytree_class(static=("n",))
     class Learned:
         def __init__(self, w, n):
             self.w = w
             self.n = n
 
-    assert str(jax.tree_util.tree_structure(Tagged(1, "treedef"))) == (
-        "PyTreeDef(CustomNode(Tagged[(Layout(x, tag*), 'treedef')], [*]))"
-    )
     treedef = jax.tree_util.tree_structure(Learned(1, 2))
     assert str(treedef) == "PyTreeDef(CustomNode(Learned[(Layout(w, n*), 2)], [*]))"
     cls, aux = treedef.node_data()  # (layout, *static values)

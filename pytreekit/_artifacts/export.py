@@ -82,8 +82,8 @@ def export_name(cls: type) -> str:
 
 
 def dump_aux(aux: Any, what: str) -> bytes:
-    """``aux`` (``(layout, *static_values)``) as bytes. ``what`` names the consumer in the error
-    for a value that cannot be stored."""
+    """``aux`` (``(layout, *static_values)``: ``NodeFunctions.carrying``) as bytes. ``what``
+    names the consumer in the error for a value that cannot be stored."""
     layout, statics = aux[0], tuple(aux[1:])
     cls = layout.cls
     if opted_in(cls):
@@ -125,7 +125,8 @@ def _unencodable(
 
 
 def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "jax.export") -> Any:
-    """The aux data ``dump_aux`` wrote, its layout interned in the class as it is now. Any
+    """The aux data ``dump_aux`` wrote, in the form flatten gives, its layout interned in the
+    class as it is now (``NodeFunctions.aux_data``). Any
     refusal is a ``StaticDataError`` (a ``ValueError``) naming the class; every check is made
     before the class's table learns a layout."""
     cls = nodes.cls
@@ -155,7 +156,7 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "j
             f"has fields {layout.names} (static: {layout.static_names}). Export the function "
             f"again with the class as it is now."
         )
-    return (layout, *statics)
+    return nodes.aux_data(layout, statics)
 
 
 def _data_state(nodes: NodeFunctions, raw: bytes | str) -> tuple[Any, Any, Any, tuple[Any, ...]]:
@@ -445,7 +446,7 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
     name = export_name(cls)
 
     def serialize_auxdata(aux: Any) -> bytes:
-        return dump_aux(aux, "jax.export")
+        return dump_aux(nodes.carrying(aux), "jax.export")
 
     def deserialize_auxdata(data: bytes) -> Any:
         return load_aux(nodes, data)
@@ -487,7 +488,7 @@ def torch_dumpable(nodes: NodeFunctions) -> tuple[Any, Any]:
     what = "torch treespec_loads"
 
     def to_dumpable_context(context: Any) -> str:
-        data = dump_aux(context, "torch treespec_dumps")
+        data = dump_aux(nodes.carrying(context), "torch treespec_dumps")
         if data.startswith(MAGIC):
             return data.decode("ascii")
         return base64.b64encode(data).decode("ascii")

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from .. import _markers as markers
 from .._compat import copy_annotations, signature, static_hash
 from .frozen import begin_init, end_init
-from .layouts import NESTED_HASHES, Layout, Storage, bound_inside
+from .layouts import FLAT, NESTED_HASHES, Layout, Storage, bound_inside
 from .layouts import check as _check
 
 _serial = itertools.count()
@@ -141,9 +141,10 @@ def while_initialising(this: str, call: str) -> list[str]:
 
 class InitProof(NamedTuple):
     """What decoration proved about a user's ``__init__`` from its bytecode: ``stores``, the
-    attributes of ``self`` it sets, in order, when it only stores them (straight-line code, no
-    other use of ``self``, no ``super()``, no frame access), else ``None``; ``reason`` says why
-    (shown in the class spec's repr)."""
+    attributes of ``self`` it sets, in order, when it only stores them (each on every path:
+    branches may choose values, not what is stored; no loops, no other use of ``self``, no
+    ``super()``, no frame access), else ``None``; ``reason`` says why (shown in the class spec's
+    repr)."""
 
     stores: tuple[str, ...] | None
     reason: str
@@ -180,34 +181,73 @@ def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
         return InitProof(None, f"general: {this} is captured by a closure or super() is used")
     if code.co_exceptiontable:
         return InitProof(None, "general: try/with blocks")
-    stores: list[str] = []
     instructions = list(dis.get_instructions(code))
-    for index, ins in enumerate(instructions):
-        name = ins.opname
-        following = instructions[index + 1] if index + 1 < len(instructions) else None
-        if "JUMP" in name or name in ("FOR_ITER", "SEND", "YIELD_VALUE"):
-            return InitProof(None, f"general: branches or loops (line {_line(ins)})")
-        if name in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _REACHING:
-            return InitProof(None, f"general: uses {ins.argval}")
-        if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
-            return InitProof(None, f"general: imports, or reaches frames ({ins.argval})")
-        if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
-            return InitProof(None, f"general: rebinds {this}")
-        if name.startswith("LOAD_FAST") and this in _names_of(ins.argval):
-            last = _names_of(ins.argval)[-1] == this and _names_of(ins.argval).count(this) == 1
-            if (
-                last
-                and following is not None
-                and following.opname in ("LOAD_ATTR", "LOAD_METHOD")
-                and following.argval in fields.union(stores)
-            ):
-                continue  # a field's value read (a plain value, stored already)
-            if not (last and following is not None and following.opname == "STORE_ATTR"):
-                return InitProof(
-                    None, f"general: uses {this} other than to store (line {_line(ins)})"
-                )
-            stores.append(following.argval)
+    conditional = _conditional(instructions)
+    if conditional is None:
+        return InitProof(None, "general: loops")
+    # Where the first path may end: a store after it is not made on every path.
+    end = min((i.offset for i in instructions if i.opname.startswith("RETURN")), default=-1)
+    stores: list[str] = []
+    for ins, following in zip(instructions, [*instructions[1:], None], strict=True):
+        refusal = _refusal(ins, this)
+        if refusal is not None:
+            return InitProof(None, refusal)
+        use = _use_of_self(ins, following, this, fields.union(stores))
+        if use is None or use == _READ:
+            continue
+        if use == _OTHER:
+            return InitProof(None, f"general: uses {this} other than to store (line {_line(ins)})")
+        if ins.offset > end or any(start < ins.offset < stop for start, stop in conditional):
+            return InitProof(None, f"general: a store on some branches only (line {_line(ins)})")
+        stores.append(use)
     return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
+
+
+# What _use_of_self returns besides an attribute's name (neither is an identifier).
+_READ, _OTHER = "<read>", "<other>"
+
+
+def _use_of_self(
+    ins: dis.Instruction, following: dis.Instruction | None, this: str, readable: frozenset[str]
+) -> str | None:
+    """How ``ins`` uses ``this``: not at all (``None``), to read a field of ``readable``
+    (``_READ``), to store an attribute (its name), or otherwise (``_OTHER``)."""
+    if not ins.opname.startswith("LOAD_FAST"):
+        return None
+    names = _names_of(ins.argval)
+    if this not in names:
+        return None
+    if names[-1] != this or names.count(this) != 1 or following is None:
+        return _OTHER  # loaded with another name after it (3.13's LOAD_FAST_LOAD_FAST)
+    if following.opname in ("LOAD_ATTR", "LOAD_METHOD") and following.argval in readable:
+        return _READ  # a field's value read (a plain value, stored already)
+    return str(following.argval) if following.opname == "STORE_ATTR" else _OTHER
+
+
+def _conditional(instructions: list[dis.Instruction]) -> list[tuple[int, int]] | None:
+    """The stretches of code (between offsets) a forward jump skips, so that some paths run
+    them and others do not; ``None`` where a jump goes back (a loop) or code yields."""
+    stretches = []
+    for ins in instructions:
+        if ins.opname in ("FOR_ITER", "SEND", "YIELD_VALUE") or (
+            "JUMP" in ins.opname and not ins.argval > ins.offset
+        ):
+            return None
+        if "JUMP" in ins.opname:
+            stretches.append((ins.offset, ins.argval))
+    return stretches
+
+
+def _refusal(ins: dis.Instruction, this: str) -> str | None:
+    """Why ``ins`` may reach the instance other than through ``this``, if it may."""
+    name = ins.opname
+    if name in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _REACHING:
+        return f"general: uses {ins.argval}"
+    if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
+        return f"general: imports, or reaches frames ({ins.argval})"
+    if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
+        return f"general: rebinds {this}"
+    return None
 
 
 def _line(ins: dis.Instruction) -> int | None:
@@ -306,24 +346,36 @@ class CheckNames(NamedTuple):
     check: str  # _layouts.check(obj, layout), which names the culprit
     layout: str
     nested: str  # _layouts.NESTED_HASHES
+    flat: str  # _layouts.FLAT
     partial: str  # functools.partial
     inside: str  # _layouts.bound_inside
 
 
-NODE_NAMES = CheckNames("_hash", "_Method", "_check", PRIMARY, "_nested", "_inside", "_partial")
+NODE_NAMES = CheckNames(
+    hash="_hash",
+    method="_Method",
+    check="_check",
+    layout=PRIMARY,
+    nested="_nested",
+    flat="_flat",
+    partial="_partial",
+    inside="_inside",
+)
 METHOD_NAMES = CheckNames(
-    "__pytreekit_hash__",
-    "__pytreekit_method__",
-    "__pytreekit_check__",
-    "__pytreekit_primary__",
-    "__pytreekit_nested__",
-    "__pytreekit_inside__",
-    "__pytreekit_partial__",
+    hash="__pytreekit_hash__",
+    method="__pytreekit_method__",
+    check="__pytreekit_check__",
+    layout="__pytreekit_primary__",
+    nested="__pytreekit_nested__",
+    flat="__pytreekit_flat__",
+    partial="__pytreekit_partial__",
+    inside="__pytreekit_inside__",
 )
 METHOD_HELPERS = {
     "__pytreekit_hash__": static_hash,
     "__pytreekit_method__": types.MethodType,
     "__pytreekit_nested__": NESTED_HASHES,
+    "__pytreekit_flat__": FLAT,
     "__pytreekit_partial__": functools.partial,
     "__pytreekit_inside__": bound_inside,
 }
@@ -347,8 +399,9 @@ def check_lines(
         body += [f"if {bound}:", "    raise TypeError"]
     if this is not None and statics:
         inside = " or ".join(
-            f"(({value}.__class__.__hash__ in {names.nested} or {value}.__class__ is "
-            f"{names.partial}) and {names.inside}({value}, {this}))"
+            f"({value}.__class__ not in {names.flat} and ({value}.__class__.__hash__ in "
+            f"{names.nested} or {value}.__class__ is {names.partial}) and "
+            f"{names.inside}({value}, {this}))"
             for value in statics
         )
         body += [f"if {inside}:", "    raise TypeError"]
@@ -381,6 +434,8 @@ def node_functions_source(
     aux = f"({PRIMARY}, {_reads(layout.static_names)})"
     if layout.bare is not None:
         aux = BARE  # the one aux data of the class, which prints as None
+    elif layout.plain:
+        aux = f"({_reads(layout.static_names)})"  # the static values alone
     children = f"({_reads(layout.child_names)}), {aux}"
     sources = [_flatten("flatten", "obj", children, "_flatten_generic(obj)", exact, varied)]
     for backend in keyed:  # the default of backend is set on each function object
@@ -451,12 +506,16 @@ def _build(target: str, names: tuple[str, ...], values: list[str], storage: Stor
 
 def _unflatten(layout: Layout, storage: Storage) -> str:
     children = iter(range(len(layout.names)))
-    statics = iter(range(1, len(layout.names) + 1))
+    # Plain aux data is the static values alone (a Layout first: the aux data of another layout).
+    statics = iter(range(0 if layout.plain else 1, len(layout.names) + 1))
+    test = "aux[0].__class__ is not _Layout" if layout.plain else f"aux[0] is {PRIMARY}"
     values = [
         f"aux[{next(statics)}]" if s else f"children[{next(children)}]" for s in layout.static
     ]
     build = [*_build("obj", layout.names, values, storage), "return obj"]
-    body = [f"if aux[0] is {PRIMARY}:", *indent(build), "return _unflatten_generic(aux, children)"]
+    if layout.plain:  # too few static values: not this layout's (the generic path says so)
+        build = ["try:", *indent(build), "except IndexError:", "    pass"]
+    body = [f"if {test}:", *indent(build), "return _unflatten_generic(aux, children)"]
     return function("unflatten", "aux, children", body)
 
 
@@ -468,25 +527,12 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     their count says whether ``__init__`` set other attributes. Elsewhere the general path runs."""
     names = layout.names
     slow = ["_observe_slow(obj)"]
+    if not names or not storage.has_dict or storage.slots:
+        return function("observe", "obj", slow)  # a slot could stand in for an attribute
     if ordered:
-        # Fields in the order the instance assigned them: only its dict knows that order (the
-        # garbage collector's referents come in the order the class's instances first used).
-        if not names or not storage.has_dict or storage.slots:
-            return function("observe", "obj", slow)
-        reads = [f"obj.{n}" for n in names]
-        statics = [f"obj.{n}" for n in layout.static_names]
-        checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
-        body = [f"if tuple(obj.__dict__) == {names!r}:", *indent([*checked, "else:", "    return"])]
-        if not checked:
-            body = [f"if tuple(obj.__dict__) == {names!r}:", "    return"]
-        return function("observe", "obj", [*body, *slow])
-    if (
-        not names
-        or not storage.has_dict
-        or storage.slots
-        or any(hasattr(layout.cls, n) for n in (*names, "__getattr__"))
-    ):
-        return function("observe", "obj", slow)  # a slot or class attribute could stand in
+        return function("observe", "obj", [*_observe_in_order(layout), *slow])
+    if any(hasattr(layout.cls, n) for n in (*names, "__getattr__")):
+        return function("observe", "obj", slow)  # a class attribute could stand in
     count = f"if len(refs) == {len(names) + 1}:"
     if len(names) == 1:  # [dict, class] is also what a materialised __dict__ gives
         count = "if len(refs) == 2 and refs[0].__class__ is not dict:"
@@ -503,6 +549,26 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     ]
     refs = ["refs = _referents(obj)", count, *indent([*checked, "else:", "    return"])]
     return function("observe", "obj", [*guard, *refs, *slow])
+
+
+def _observe_in_order(layout: Layout) -> list[str]:
+    """``observe``'s fast path where an instance's fields are in the order it assigned them:
+    only its dict knows that order (the garbage collector's referents come in the order the
+    class's instances first used). The values are read first: once its ``__dict__`` is made,
+    reading an instance's attributes is slower (CPython keeps them inline until then)."""
+    names = layout.names
+    values = [f"_v{i}" for i in range(len(names))]
+    statics = [v for v, s in zip(values, layout.static, strict=True) if s]
+    checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj")
+    return [
+        "try:",
+        f"    {', '.join(values)}, = {_reads(names).rstrip(', ')},",
+        "except AttributeError:",
+        "    pass",
+        "else:",
+        f"    if (*obj.__dict__,) == {names!r}:",
+        *indent([*checked, "else:", "    return"], 2),
+    ]
 
 
 def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str:

@@ -42,8 +42,9 @@ _RAW_CACHE_SIZE = 256
 class Layout:
     """One kind of instance: its fields (``Field`` records, in order), the names each method
     covers, and each child's key in each registry (``keys[backend]``). Interned per class, so
-    treedefs compare layouts by identity; aux data carries the layout, so a process that never
-    built an instance can rebuild one."""
+    treedefs compare layouts by identity; aux data carries the layout (but for the layout a class
+    declares, see ``bare`` and ``plain``), so a process that never built an instance can rebuild
+    one."""
 
     __slots__ = (
         "bare",
@@ -56,6 +57,7 @@ class Layout:
         "keys",
         "name_set",
         "names",
+        "plain",
         "read",
         "shown",
         "static",
@@ -84,9 +86,11 @@ class Layout:
         self.read = _getter(self.names)
         self.hashed_values = _getter(self.hashed)
         self.keys: dict[str, tuple[Any, ...]] = {}
-        # The aux data of an instance of a layout without static fields, where the class declares
-        # its one layout (FixedLayouts): NodeData((self,)).
+        # Where the class declares its one layout (FixedLayouts), aux data reads as
+        # register_dataclass's: without static fields, ``bare`` (NodeData((self,)), shown as
+        # None); with them, ``plain``: the tuple of static values alone (see ``declared``).
         self.bare: tuple[Any, ...] | None = None
+        self.plain = False
 
     def __reduce__(self) -> tuple[Callable[..., Layout], tuple[Any, ...]]:
         # Unpickled into the interned layout of the receiving process: identity stays equality.
@@ -133,7 +137,19 @@ def records(names: Iterable[str], static: Iterable[bool]) -> tuple[Field, ...]:
 _published: weakref.WeakKeyDictionary[type, weakref.ref[LayoutTable]] = weakref.WeakKeyDictionary()
 
 
+# Per class, the layout (names, static flags) whose aux data is its static values alone: the
+# first annotated layout with static fields the class committed to (``publish``). Such aux data
+# names no layout, so what it means must stay the same for as long as the class lives; a class
+# decorated again with other fields carries its layout in its aux data instead.
+_declared: weakref.WeakKeyDictionary[type, tuple[tuple[str, ...], tuple[bool, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def publish(table: LayoutTable) -> None:
+    primary = table.primary
+    if primary is not None and primary.plain:
+        _declared.setdefault(table.cls, (primary.names, primary.static))
     _published[table.cls] = weakref.ref(table)
 
 
@@ -252,6 +268,11 @@ class LayoutTable:
                     f"field."
                 )
 
+    def declared(self) -> Layout | None:
+        """The layout whose aux data is its static values alone, if the class has one."""
+        key = _declared.get(self.cls)
+        return None if key is None else self.intern(*key)
+
     # -- what each kind of table decides -------------------------------------------------------
 
     def layout_of(self, obj: object) -> Layout:
@@ -300,9 +321,12 @@ class FixedLayouts(LayoutTable):
         key_factories: dict[str, KeyFactory],
     ) -> None:
         super().__init__(cls, storage, key_factories)
-        self.primary = self._add(Layout(cls, fields))
-        if not self.primary.static_names:
-            self.primary.bare = NodeData((self.primary,))
+        primary = self.primary = self._add(Layout(cls, fields))
+        key = (primary.names, primary.static)
+        if not primary.static_names:
+            primary.bare = NodeData((primary,))
+        elif _declared.get(cls, key) == key:  # published, it becomes the class's declared one
+            primary.plain = True
 
     def layout_of(self, obj: object) -> Layout:
         assert self.primary is not None
@@ -616,6 +640,9 @@ NESTED = (tuple, list, set, frozenset, dict, functools.partial)
 # How generated code tells the hashable ones (a static value is hashable) in two comparisons:
 # by their __hash__ (tuples and NamedTuples share tuple's), and functools.partial by its class.
 NESTED_HASHES = (tuple.__hash__, frozenset.__hash__)
+# The classes whose values hold no other value, tested first: one set lookup for the usual
+# static values, where reading a class's __hash__ and comparing it costs several times more.
+FLAT = frozenset({int, float, complex, str, bytes, bool, type(None)})
 
 
 def bound_inside(value: Any, obj: object) -> types.MethodType | None:

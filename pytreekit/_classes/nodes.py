@@ -2,9 +2,12 @@
 once per class), ``observe`` and ``replace``, the code they run as the class's layout table learns,
 and the generic paths behind them.
 
-Aux data is ``(layout, *static_values)`` for every class: the layout says which fields the
-children and the static values are, so any treedef can be unflattened, also after the class was
-decorated again and in a process that never built an instance.
+Aux data is ``(layout, *static_values)``: the layout says which fields the children and the static
+values are, so any treedef can be unflattened, also after the class was decorated again and in a
+process that never built an instance. The layout an annotated class declares is the exception,
+whose aux data reads as ``register_dataclass``'s: its static values alone (``Layout.plain``), or,
+without static fields, one object per class that prints as ``None`` (``Layout.bare``).
+``carrying`` reads every form, ``aux_data`` writes the one flatten gives.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from .._compat import static_hash
 from .codegen import BARE, PRIMARY, compile_source, key_name, node_functions_source
-from .layouts import NESTED_HASHES, Layout, LayoutTable, bound_inside, check
+from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, bound_inside, check
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.
@@ -59,7 +62,9 @@ class NodeFunctions:
             "_hash": static_hash,
             "_Method": types.MethodType,
             "_check": check,
+            "_Layout": Layout,
             "_nested": NESTED_HASHES,
+            "_flat": FLAT,
             "_partial": functools.partial,
             "_inside": bound_inside,
             "_referents": gc.get_referents,
@@ -190,31 +195,44 @@ class NodeFunctions:
         except AttributeError:
             self._missing_field(obj, layout)
             raise
-        if layout.bare is not None:
-            return children, layout.bare
-        return children, (layout, *statics)
+        return children, self.aux_data(layout, statics)
 
     def flatten_with_keys_generic(self, obj: object, backend: str) -> tuple[Any, Any]:
         children, aux = self.flatten(obj)
-        return tuple(zip(aux[0].keys[backend], children, strict=True)), aux
+        keys = self.carrying(aux)[0].keys[backend]
+        return tuple(zip(keys, children, strict=True)), aux
 
-    def layout_in(self, aux: Any) -> Layout:
-        """The layout of the instance ``aux`` data was flattened from; refused if the data is
+    @staticmethod
+    def aux_data(layout: Layout, statics: Sequence[Any]) -> Any:
+        """The aux data flatten gives an instance of ``layout`` holding ``statics``."""
+        if layout.bare is not None:
+            return layout.bare
+        return tuple(statics) if layout.plain else (layout, *statics)
+
+    def carrying(self, aux: Any) -> tuple[Any, ...]:
+        """``aux`` data, in any form flatten gave it (now or before), as ``(layout,
+        *static_values)``, the layout interned in the class as it is now; refused if the data is
         not this class's."""
-        layout = aux[0] if isinstance(aux, tuple) and aux else None
-        if not isinstance(layout, Layout) or layout.cls is not self.cls:
-            raise TypeError(
-                f"cannot unflatten {self.cls.__qualname__} from aux data {aux!r}: it was not "
-                f"made by flattening an instance of this class."
-            )
-        return self.table.intern(layout.names, layout.static)
+        if isinstance(aux, tuple) and aux:
+            first = aux[0]
+            if isinstance(first, Layout):
+                if first.cls is self.cls:
+                    return (self.table.intern(first.names, first.static), *aux[1:])
+            else:
+                declared = self.table.declared()  # aux data that is static values alone
+                if declared is not None and len(aux) == len(declared.static_names):
+                    return (declared, *aux)
+        raise TypeError(
+            f"cannot unflatten {self.cls.__qualname__} from aux data {aux!r}: it was not "
+            f"made by flattening an instance of this class."
+        )
 
     def unflatten_generic(self, aux: Any, children: Sequence[Any]) -> object:
         table = self.table
         table.first_use()
-        layout = self.layout_in(aux)
+        layout, *static_values = self.carrying(aux)
         obj: Any = object.__new__(self.cls)
-        statics = iter(aux[1:])
+        statics = iter(static_values)
         child_iter = iter(children)
         for name, static in zip(layout.names, layout.static, strict=True):
             object.__setattr__(obj, name, next(statics) if static else next(child_iter))
