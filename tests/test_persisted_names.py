@@ -15,9 +15,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import pytest
 
 import pytreekit
@@ -51,16 +52,33 @@ class WithStatic:
     n: int = pytreekit.field(static=True, default=1)
 
 
+class Pair(NamedTuple):
+    activation: Any
+    scale: float
+
+
+def _modules_named(value):
+    return {
+        arg
+        for op, arg, _ in pickletools.genops(pickle.dumps(value))
+        if isinstance(arg, str) and arg.startswith("pytreekit")
+    }
+
+
 def test_a_layout_and_node_data_pickled_now_name_only_the_persisted_paths():
     # An annotated class without statics (node data printed as None) and one with: their
     # treedefs pickle naming no module but the ones listed above.
     for value in (jax.tree.structure(Bare(1.0)), jax.tree.structure(WithStatic(1.0)), Bare(1.0)):
-        named = {
-            arg
-            for op, arg, _ in pickletools.genops(pickle.dumps(value))
-            if isinstance(arg, str) and arg.startswith("pytreekit")
-        }
+        named = _modules_named(value)
         assert named <= {module for module, _ in PERSISTED}, named
+
+
+def test_stand_ins_pickled_now_name_the_paths_0_3_0_wrote():
+    # jnp.tanh is stored by name (import_by_name), the NamedTuple rebuilt around it (new_object):
+    # both under pytreekit._references, where they were defined in 0.3.0.
+    named = _modules_named(Bare((jnp.tanh, Pair(jnp.tanh, 2.0))))
+    assert "pytreekit._references" in named
+    assert named <= {module for module, _ in PERSISTED}, named
 
 
 def _run_fresh(script):

@@ -25,6 +25,7 @@ from .layouts import (
 )
 from .methods import install, nearest_init
 from .nodes import NodeFunctions
+from .pickling import StandIn, new_object, restored
 from .replace import replace
 from .spec import ClassSpec, Options, decoration_lock, fields, is_pytree_class, own_spec, spec_of
 
@@ -40,6 +41,7 @@ __all__ = [
     "LearnedLayouts",
     "NodeFunctions",
     "Options",
+    "StandIn",
     "Storage",
     "dataclass",
     "decoration_lock",
@@ -50,10 +52,12 @@ __all__ = [
     "is_pytree_class",
     "layout_for",
     "nearest_init",
+    "new_object",
     "own_spec",
     "prove_init",
     "publish",
     "replace",
     "resolved",
+    "restored",
     "spec_of",
 ]

@@ -42,11 +42,11 @@ from .._compat import (
     set_annotations,
 )
 from .._messages import looks_like_array
-from .._references import picklable, restored
 from .codegen import init_wrapper
 from .fields import unhashable_error
 from .frozen import frozen_delattr, frozen_setattr
 from .layouts import Layout, LayoutTable
+from .pickling import picklable, restored
 from .spec import Options, own_spec
 
 # -- what install() puts on a class, and when ---------------------------------------------------
