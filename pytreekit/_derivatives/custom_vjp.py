@@ -10,16 +10,7 @@ from typing import Any, Concatenate, TypeVar, cast, overload
 import jax
 
 from .filters import is_array
-from .method import (
-    CustomMethod,
-    P,
-    R,
-    S,
-    build_or_decorate,
-    describe_non_pair,
-    is_pair,
-    named_after,
-)
+from .method import CustomMethod, P, R, S, build_or_decorate, named_after, non_pair
 from .split import PyTreeDef, Split, leaves_by_position, split
 
 # The residuals ``fwd`` returns, which ``bwd`` takes: checkers match the two rules' types.
@@ -27,7 +18,8 @@ Res = TypeVar("Res")
 
 
 class CustomVJPMethod(CustomMethod[S, P, R]):
-    """A method with custom forward and backward rules; see ``custom_vjp_method``.
+    """A method with custom forward and backward rules (``fwd``, ``bwd``: ``None`` until
+    ``defvjp``); see ``custom_vjp_method``.
 
     >>> from pytreekit import CustomVJPMethod, custom_vjp_method, pytree_class
     >>> @pytree_class
@@ -40,25 +32,21 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     """
 
     kind = "custom_vjp_method"
+    jax_custom = jax.custom_vjp
     keeps_shapes = True
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
         self.fwd: Callable[..., tuple[Any, Any]] | None = None
         self.bwd: Callable[[Any, Any], Any] | None = None
-        self._custom = jax.custom_vjp(self._named_primal(), nondiff_argnums=(0,))
         self._custom.defvjp(self._fwd, self._bwd)
 
     def defvjp(
         self, fwd: Callable[Concatenate[S, P], tuple[R, Res]], bwd: Callable[[Res, Any], Any]
     ) -> None:
         """Register ``fwd(self, *args) -> (out, residuals)`` and
-        ``bwd(residuals, g) -> (self_cotangent, *arg_cotangents)``.
-
-        Residuals may hold anything (arrays are saved, everything else is kept aside). A
-        cotangent of ``None`` means zero, for ``self`` or any argument; non-array arguments need
-        none (``None``). For ``self`` a cotangent is most easily ``pytreekit.replace(self, ...)``.
-        """
+        ``bwd(residuals, g) -> (self_cotangent, *arg_cotangents)`` (as described at
+        ``custom_vjp_method``)."""
         for role, rule, shape in (
             ("fwd", fwd, "fwd(self, *args) -> (out, residuals)"),
             ("bwd", bwd, "bwd(residuals, g) -> (self_cotangent, *arg_cotangents)"),
@@ -83,10 +71,11 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
                 f"derivative. Define them with {self.name}.defvjp(fwd, bwd)."
             )
         result = self.fwd(*arguments_split.rebuild(dynamic))
-        if not is_pair(result):
+        got = non_pair(result)
+        if got is not None:
             raise TypeError(
                 f"{self.name}: the fwd rule {getattr(self.fwd, '__qualname__', self.fwd)} must "
-                f"return a pair (out, residuals), but it returned {describe_non_pair(result)}."
+                f"return a pair (out, residuals), but it returned {got}."
             )
         out, residuals = result
         saved, residuals_split = split(residuals, is_array)
@@ -189,27 +178,23 @@ def custom_vjp_method(
     Rules are registered with ``defvjp(fwd, bwd)``: ``fwd(self, *args)`` returns
     ``(out, residuals)`` and ``bwd(residuals, g)`` returns one cotangent per parameter,
     ``(self_cotangent, *arg_cotangents)``. Residuals may hold anything (arrays are saved,
-    everything else kept aside). A cotangent of ``None`` means zero; for ``self`` a cotangent is
-    most easily ``pytreekit.replace(self, ...)``. Keyword arguments are moved to their positions.
-    Reverse mode only, as with ``jax.custom_vjp``: ``jax.jvp`` and ``jax.linearize`` of the method
-    raise; use ``custom_jvp_method`` where forward mode is needed.
+    everything else kept aside). A cotangent of ``None`` means zero; for ``self`` one is most
+    easily ``pytreekit.replace(self, ...)``. Reverse mode only, as with ``jax.custom_vjp``:
+    ``jax.jvp`` of the method raises (use ``custom_jvp_method`` for forward mode).
 
     Args:
-        fn: The method; its first parameter is the instance. It may be ``__call__``. Positional
-            or keyword parameters only (JAX's custom derivatives are positional).
-        nondiff_self: No cotangent flows to ``self``: whatever ``bwd`` returns for it is
-            dropped, and ``self``'s gradient is zero.
+        fn: The method (``__call__`` too); its first parameter is the instance. Positional or
+            keyword parameters only (JAX's custom derivatives are positional).
+        nondiff_self: No cotangent flows to ``self``: what ``bwd`` returns for it is dropped.
 
     Returns:
-        A ``CustomVJPMethod``, a descriptor that binds like a method
-        (``Class.method.defvjp(fwd, bwd)`` registers the rules); with only ``nondiff_self``
-        given, a decorator making one.
+        A ``CustomVJPMethod`` (``Class.method.defvjp(fwd, bwd)`` registers the rules); with only
+        ``nondiff_self`` given, a decorator making one.
 
     Raises:
-        TypeError: At decoration, as ``custom_jvp_method``. When differentiating, for a method
-            without rules, a ``fwd`` that does not return a pair, or a ``bwd`` whose result is
-            not one cotangent per parameter or whose cotangents do not match the arguments'
-            structures and shapes.
+        TypeError: At decoration, as ``custom_jvp_method``. When differentiating, for missing
+            rules, a ``fwd`` not returning a pair, or ``bwd`` cotangents that are not one per
+            parameter or do not match the arguments' structures and shapes.
 
     >>> import jax
     >>> import jax.numpy as jnp

@@ -49,10 +49,9 @@ def partition(
     """Split ``tree`` into ``(kept, rest)``, each with ``None`` where the other has the leaf.
 
     Both halves have ``tree``'s structure (its pytree classes and static fields included), so
-    ``combine(kept, rest)`` rebuilds ``tree``. The usual use: differentiate, optimise or
-    ``jit`` only the arrays of a model that also holds functions, ints or strings. Under
-    ``jax.jit``, pass ``kept`` and close over ``rest`` (or mark it static): passed as an
-    argument, ``rest``'s functions and strings are leaves that ``jit`` refuses.
+    ``combine(kept, rest)`` rebuilds ``tree``: differentiate, optimise or ``jit`` only the
+    arrays of a model that also holds functions, ints or strings. Under ``jax.jit``, pass
+    ``kept`` and close over ``rest``, whose functions and strings ``jit`` refuses as arguments.
 
     Args:
         tree: Any pytree.
@@ -61,27 +60,17 @@ def partition(
             leaves are predicates or bools, each applied to the subtree it covers.
         is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
 
-    Returns:
-        ``(kept, rest)``: two trees of ``tree``'s structure with ``None`` in place of the leaves
-        that went to the other one.
-
     Raises:
         TypeError: A leaf of ``filter_spec`` is neither a bool nor callable, or ``is_leaf`` is
-            not callable. The message gives the leaf's key path.
-        ValueError: ``filter_spec`` is a tree that is not a prefix of ``tree``. The message gives
-            the first key path where the two differ.
+            not callable.
+        ValueError: ``filter_spec`` is a tree that is not a prefix of ``tree``.
 
-    >>> import jax.numpy as jnp
+    >>> import jax, jax.numpy as jnp
     >>> from pytreekit import combine, is_inexact_array, partition
     >>> tree = {"weights": jnp.ones(2), "steps": 3, "activation": jnp.tanh}
     >>> params, rest = partition(tree, is_inexact_array)
-    >>> params
-    {'activation': None, 'steps': None, 'weights': Array([1., 1.], dtype=float32)}
-    >>> rest["steps"], rest["weights"]
-    (3, None)
-    >>> combine(params, rest)["weights"]
-    Array([1., 1.], dtype=float32)
-    >>> import jax
+    >>> params, rest["steps"]
+    ({'activation': None, 'steps': None, 'weights': Array([1., 1.], dtype=float32)}, 3)
     >>> step = jax.jit(lambda params: combine(params, rest)["activation"](params["weights"]))
     >>> step(params)  # rest is closed over, not passed
     Array([0.7615942, 0.7615942], dtype=float32)
@@ -95,20 +84,15 @@ def partition(
 
 
 def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
-    """Merge trees of one structure leaf-wise, taking the first leaf that is not ``None``.
-
-    The inverse of ``partition``: ``combine(*partition(tree, spec))`` has ``tree``'s leaves.
+    """Merge trees of one structure leaf-wise, taking the first leaf that is not ``None``
+    (``None`` where every tree has ``None``): the inverse of ``partition``.
 
     Args:
         *trees: Pytrees of one structure, with ``None`` for missing leaves.
         is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
 
-    Returns:
-        A tree of that structure; ``None`` where every tree has ``None``.
-
     Raises:
-        ValueError: A tree does not have the first one's structure. The message gives the first
-            key path where the two differ.
+        ValueError: A tree does not have the first one's structure (the message says where).
         TypeError: No tree is given, or ``is_leaf`` is not callable.
 
     >>> from pytreekit import combine
@@ -163,10 +147,8 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
         ) from None
     masks = []
     for index, (spec, subtree) in enumerate(zip(specs, subtrees, strict=True)):
-        if isinstance(spec, bool):
-            masks.append(jax.tree_util.tree_map(_constant(spec), subtree, is_leaf=is_leaf))
-        elif callable(spec):
-            masks.append(jax.tree_util.tree_map(_as_bool(spec), subtree, is_leaf=is_leaf))
+        if isinstance(spec, bool) or callable(spec):
+            masks.append(jax.tree_util.tree_map(_as_mask(spec), subtree, is_leaf=is_leaf))
         else:
             path = jax.tree_util.tree_flatten_with_path(filter_spec, is_leaf=_is_none)[0][index][0]
             advice = (
@@ -183,12 +165,10 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
     return spec_def.unflatten(masks)
 
 
-def _constant(value: bool) -> Callable[[Any], bool]:
-    return lambda _: value
-
-
-def _as_bool(predicate: Callable[[Any], Any]) -> Callable[[Any], bool]:
-    return lambda leaf: bool(predicate(leaf))
+def _as_mask(spec: bool | Callable[[Any], Any]) -> Callable[[Any], bool]:
+    if isinstance(spec, bool):
+        return lambda _: spec
+    return lambda leaf: bool(spec(leaf))
 
 
 def _is_none(x: Any) -> bool:

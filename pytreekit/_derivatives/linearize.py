@@ -32,10 +32,9 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     """Like ``jax.linearize``, but ``primals`` may hold functions, ints, strings and so on.
 
     Only floating-point (and complex) arrays are linearized, the leaves ``is_inexact_array``
-    accepts; every other leaf is held fixed, Python floats included (``jax.linearize`` would
-    linearize a Python float; pass ``jnp.asarray(x)`` for that). ``fn`` runs once, when
-    ``linearize`` is called; ``jvp_fn`` evaluates the linear map without calling it again, so
-    linearizing once and calling ``jvp_fn`` many times is cheaper than as many ``jax.jvp``.
+    accepts; every other leaf is held fixed, Python floats included (pass ``jnp.asarray(x)`` to
+    linearize one). ``fn`` runs once; ``jvp_fn`` evaluates the linear map without calling it
+    again, which is cheaper than as many ``jax.jvp``.
 
     Args:
         fn: The function to linearize, called as ``fn(*primals)``.
@@ -43,24 +42,14 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
 
     Returns:
         ``(out, jvp_fn)``: ``out`` is ``fn(*primals)``; ``jvp_fn(*tangents)`` takes one tangent per
-        primal, each of that primal's structure, with ``None`` (or any value, which is ignored) at
-        held leaves, or ``None`` for a whole argument held fixed (zeros like the primal there,
-        keeping its sharding and, under ``shard_map``, its varying mesh axes). It returns the
-        tangent of ``out``: ``out``'s structure, with ``None`` at its leaves that are not
-        floating-point arrays.
+        primal, of that primal's structure, with ``None`` (or anything) at held leaves, or
+        ``None`` for a whole argument held fixed. It returns the tangent of ``out``, with
+        ``None`` at its leaves that are not floating-point arrays.
 
     Raises:
-        TypeError: ``fn`` is not callable. From ``jvp_fn``: the number of tangents is not the
-            number of primals, a tangent does not have its primal's structure (the message gives
-            both structures), or a tangent leaf is not an array.
-        ValueError: From ``jvp_fn``: a tangent leaf does not have its primal leaf's shape and
-            dtype (as with ``jax.linearize``); the message gives the leaf's key path.
-
-    Type checkers check ``primals`` against ``fn``'s parameters and give ``out`` the type ``fn``
-    returns (floating-point NumPy arrays in it come back as JAX arrays, as from
-    ``jax.linearize``). ``jvp_fn``'s tangents and result are ``Any``: they have the primals' and
-    ``out``'s structures but ``None`` at leaves that are not floating-point arrays, which those
-    types cannot say.
+        TypeError: ``fn`` is not callable; from ``jvp_fn``, the tangents do not match the
+            primals in number or structure, or a tangent leaf is not an array.
+        ValueError: From ``jvp_fn``: a tangent leaf does not have its primal's shape and dtype.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import linearize
