@@ -9,23 +9,14 @@ from typing import Any, Concatenate, overload
 import jax
 import jax.numpy as jnp
 
-from .custom_vjp import CustomVJPMethod, Res
+from .custom_vjp import CustomVJPMethod
 from .method import P, R, S, build_or_decorate, non_pair
 from .split import Split
 
 
 class CustomGradientMethod(CustomVJPMethod[S, P, R]):
-    """A method that returns its own gradient function; see ``custom_gradient_method``.
-
-    >>> from pytreekit import CustomGradientMethod, custom_gradient_method, pytree_class
-    >>> @pytree_class
-    ... class Square:
-    ...     @custom_gradient_method
-    ...     def __call__(self, x):
-    ...         return x * x, lambda g: (None, 2 * x * g)
-    >>> isinstance(Square.__call__, CustomGradientMethod), Square()(3.0)
-    (True, 9.0)
-    """
+    """What ``custom_gradient_method`` makes: a descriptor that binds like a method, around a
+    method that returns its own gradient function."""
 
     kind = "custom_gradient_method"
 
@@ -35,9 +26,7 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
         fwd: Any = self._gradient_fwd
         super().defvjp(fwd, self._gradient_bwd)
 
-    def defvjp(
-        self, fwd: Callable[Concatenate[S, P], tuple[R, Res]], bwd: Callable[[Res, Any], Any]
-    ) -> None:
+    def defvjp(self, fwd: Any, bwd: Any) -> None:
         raise TypeError(
             f"{self.name} is a custom_gradient_method: the method itself returns "
             f"(out, vjp_fn), so it takes no defvjp. Use custom_vjp_method for separate fwd and "
@@ -97,20 +86,14 @@ def custom_gradient_method(
 ) -> Any:
     """The method form of ``jax.custom_gradient``: the method returns ``(out, vjp_fn)``.
 
-    ``vjp_fn(g)`` returns one cotangent per parameter, ``self`` first, with ``None`` for zero (and
-    for non-array arguments). Calling the method gives ``out`` alone. The arrays ``vjp_fn``
-    closes over are what the backward pass keeps. Reverse mode only, as JAX's.
+    Returns a ``CustomGradientMethod``. ``vjp_fn(g)`` returns one cotangent per parameter,
+    ``self`` first, ``None`` meaning zero. Calling the method gives ``out`` alone; the arrays
+    ``vjp_fn`` closes over are what the backward pass keeps. Reverse mode only, as JAX's.
 
     Args:
         fn: The method, returning ``(out, vjp_fn)``; its first parameter is the instance.
+            Without it, ``custom_gradient_method(nondiff_self=...)`` is a decorator.
         nondiff_self: No cotangent flows to ``self`` (what ``vjp_fn`` returns for it is dropped).
-
-    Returns:
-        A ``CustomGradientMethod``; with only ``nondiff_self`` given, a decorator making one.
-
-    Raises:
-        TypeError: At decoration, as ``custom_jvp_method``; when called, if the method does not
-            return ``(out, vjp_fn)``; when differentiating, as ``custom_vjp_method``'s ``bwd``.
 
     >>> import jax, jax.numpy as jnp
     >>> from pytreekit import custom_gradient_method, pytree_class

@@ -24,18 +24,8 @@ JVPRule: TypeAlias = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[R, T]]
 
 
 class CustomJVPMethod(CustomMethod[S, P, R]):
-    """A method with a custom JVP rule (``rule``: ``None`` until ``defjvp``); see
-    ``custom_jvp_method``.
-
-    >>> from pytreekit import CustomJVPMethod, custom_jvp_method, pytree_class
-    >>> @pytree_class
-    ... class Square:
-    ...     @custom_jvp_method
-    ...     def __call__(self, x):
-    ...         return x * x
-    >>> isinstance(Square.__call__, CustomJVPMethod), Square.__call__.rule is None
-    (True, True)
-    """
+    """What ``custom_jvp_method`` makes: a descriptor that binds like a method. ``rule`` is the
+    JVP rule ``defjvp`` registered (``None`` before)."""
 
     kind = "custom_jvp_method"
     jax_custom = jax.custom_jvp
@@ -43,7 +33,7 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
         self.rule: Callable[..., Any] | None = None
-        self._custom.defjvp(self._named_rule(None))
+        self._custom.defjvp(named_after(None, self._jvp))
 
     def defjvp(self, rule: JVPRule[R, T]) -> JVPRule[R, T]:
         """Register ``rule(primals, tangents) -> (primal_out, tangent_out)`` (as described at
@@ -54,11 +44,8 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
                 f"(primals, tangents) -> (primal_out, tangent_out); got {rule!r}."
             )
         self.rule = rule
-        self._custom.defjvp(self._named_rule(rule))
+        self._custom.defjvp(named_after(rule, self._jvp))
         return rule
-
-    def _named_rule(self, rule: Callable[..., Any] | None) -> Callable[..., Any]:
-        return named_after(rule, self._jvp)
 
     def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         if self.rule is not None:
@@ -191,40 +178,27 @@ def custom_jvp_method(
 ) -> Callable[[Callable[Concatenate[S, P], R]], CustomJVPMethod[S, P, R]]: ...
 def custom_jvp_method(
     fn: Callable[Concatenate[S, P], R] | None = None, /, *, nondiff_self: bool = False
-) -> (
-    CustomJVPMethod[S, P, R] | Callable[[Callable[Concatenate[S, P], R]], CustomJVPMethod[S, P, R]]
-):
+) -> Any:
     """Give a method a custom JVP rule (``jax.custom_jvp`` for methods): ``self`` is a primal.
 
-    The rule, registered with ``defjvp``, is called as ``rule(primals, tangents)`` with
-    ``primals == (self, *args)`` (keyword arguments moved to their positions, defaults filled
-    in) and ``tangents`` of the same structure: ``self``'s tangent is an instance whose array
-    fields hold tangents, and what has no tangent (non-arrays, integer arrays) is ``None``. It
-    returns ``(primal_out, tangent_out)``, with ``None`` for zero anywhere in ``tangent_out``.
-    ``jax.jvp``, ``jax.grad`` and what is built on them use it, under ``jit``, ``vmap``, ``scan``
-    and ``checkpoint``.
+    Returns a ``CustomJVPMethod``; ``Class.method.defjvp`` registers ``rule(primals, tangents)``,
+    called with ``primals == (self, *args)`` (keyword arguments moved to their positions,
+    defaults filled in) and ``tangents`` of the same structure, ``None`` where there is no
+    tangent (non-arrays, integer arrays). It returns ``(primal_out, tangent_out)``, ``None``
+    anywhere in ``tangent_out`` meaning zero. ``jax.jvp``, ``jax.grad`` and what is built on
+    them use it, under ``jit``, ``vmap``, ``scan`` and ``checkpoint``.
 
     Args:
         fn: The method (``__call__`` too); its first parameter is the instance. Positional or
-            keyword parameters only (JAX's custom derivatives are positional).
+            keyword parameters only. Without it, ``custom_jvp_method(nondiff_self=...)`` is a
+            decorator.
         nondiff_self: Hold ``self``'s arrays fixed: the rule gets ``None`` as ``self``'s tangent.
 
-    Returns:
-        A ``CustomJVPMethod`` (``Class.method.defjvp`` registers the rule); with only
-        ``nondiff_self`` given, a decorator making one.
-
-    Raises:
-        TypeError: At decoration, for what cannot be wrapped (a ``staticmethod``, keyword-only
-            parameters, ...). When differentiating, for a missing rule, or a result that is not
-            a pair or whose tangent does not match ``primal_out``.
-
-    >>> import jax
-    >>> import jax.numpy as jnp
+    >>> import jax, jax.numpy as jnp
     >>> from pytreekit import custom_jvp_method, field, pytree_class
     >>> @pytree_class
     ... class Quantize:
     ...     step: float = field(static=True)
-    ...
     ...     @custom_jvp_method
     ...     def __call__(self, x):
     ...         return jnp.round(x / self.step) * self.step
@@ -236,4 +210,4 @@ def custom_jvp_method(
     >>> float(quantize(jnp.array(0.7))), float(jax.grad(quantize)(jnp.array(0.7)))
     (0.5, 1.0)
     """
-    return build_or_decorate(CustomJVPMethod, fn, nondiff_self)  # type: ignore[no-any-return]
+    return build_or_decorate(CustomJVPMethod, fn, nondiff_self)

@@ -16,9 +16,8 @@ _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
 
 
 def is_array(x: Any) -> bool:
-    """Whether ``x`` is a JAX array (tracers included) or a NumPy array or scalar.
-
-    Python numbers are not arrays. A predicate for ``partition``; never raises.
+    """Whether ``x`` is a JAX array (tracers included) or a NumPy array or scalar; Python
+    numbers are not. A predicate for ``partition``; never raises.
 
     >>> import jax.numpy as jnp
     >>> import numpy as np
@@ -30,10 +29,8 @@ def is_array(x: Any) -> bool:
 
 
 def is_inexact_array(x: Any) -> bool:
-    """Whether ``x`` is an array of floating-point or complex dtype: what can be differentiated.
-
-    An array as ``is_array`` defines it; Python floats are not arrays, so they are ``False``.
-    A predicate for ``partition``; never raises.
+    """Whether ``x`` is an array (as ``is_array`` says) of floating-point or complex dtype: what
+    can be differentiated. A predicate for ``partition``; never raises.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import is_inexact_array
@@ -48,10 +45,10 @@ def partition(
 ) -> tuple[Any, Any]:
     """Split ``tree`` into ``(kept, rest)``, each with ``None`` where the other has the leaf.
 
-    Both halves have ``tree``'s structure (its pytree classes and static fields included), so
-    ``combine(kept, rest)`` rebuilds ``tree``: differentiate, optimise or ``jit`` only the
-    arrays of a model that also holds functions, ints or strings. Under ``jax.jit``, pass
-    ``kept`` and close over ``rest``, whose functions and strings ``jit`` refuses as arguments.
+    Both halves have ``tree``'s structure (its pytree classes and static fields included), and
+    ``combine(kept, rest)`` rebuilds it: differentiate, optimise or ``jit`` only the arrays of a
+    model that also holds functions, ints or strings (pass ``kept`` to a jitted function and
+    close over ``rest``).
 
     Args:
         tree: Any pytree.
@@ -63,7 +60,7 @@ def partition(
     Raises:
         TypeError: A leaf of ``filter_spec`` is neither a bool nor callable, or ``is_leaf`` is
             not callable.
-        ValueError: ``filter_spec`` is a tree that is not a prefix of ``tree``.
+        ValueError: ``filter_spec`` is not a prefix of ``tree``.
 
     >>> import jax, jax.numpy as jnp
     >>> from pytreekit import combine, is_inexact_array, partition
@@ -92,8 +89,8 @@ def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
         is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
 
     Raises:
-        ValueError: A tree does not have the first one's structure (the message says where).
         TypeError: No tree is given, or ``is_leaf`` is not callable.
+        ValueError: A tree does not have the first one's structure.
 
     >>> from pytreekit import combine
     >>> combine({"a": 1, "b": None}, {"a": None, "b": 2})
@@ -124,11 +121,9 @@ def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
                 f"combine(): every tree must have the structure of the first (None in the first "
                 f"may stand for any subtree); {where}"
             ) from None
+    columns = zip(*all_leaves, strict=True)
     return treedef.unflatten(
-        [
-            next((leaf for leaf in column if leaf is not None), None)
-            for column in zip(*all_leaves, strict=True)
-        ]
+        [next((x for x in column if x is not None), None) for column in columns]
     )
 
 

@@ -32,24 +32,19 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     """Like ``jax.linearize``, but ``primals`` may hold functions, ints, strings and so on.
 
     Only floating-point (and complex) arrays are linearized, the leaves ``is_inexact_array``
-    accepts; every other leaf is held fixed, Python floats included (pass ``jnp.asarray(x)`` to
-    linearize one). ``fn`` runs once; ``jvp_fn`` evaluates the linear map without calling it
-    again, which is cheaper than as many ``jax.jvp``.
+    accepts; every other leaf is held fixed, Python floats included. ``fn`` runs once. Returns
+    ``(out, jvp_fn)``: ``jvp_fn(*tangents)`` takes one tangent per primal, of its structure,
+    ``None`` (or anything) at held leaves or for a whole argument held fixed, and returns the
+    tangent of ``out``, ``None`` at its leaves that are not floating-point arrays.
 
     Args:
         fn: The function to linearize, called as ``fn(*primals)``.
         *primals: Its arguments: pytrees whose leaves may be of any type.
 
-    Returns:
-        ``(out, jvp_fn)``: ``out`` is ``fn(*primals)``; ``jvp_fn(*tangents)`` takes one tangent per
-        primal, of that primal's structure, with ``None`` (or anything) at held leaves, or
-        ``None`` for a whole argument held fixed. It returns the tangent of ``out``, with
-        ``None`` at its leaves that are not floating-point arrays.
-
     Raises:
-        TypeError: ``fn`` is not callable; from ``jvp_fn``, the tangents do not match the
-            primals in number or structure, or a tangent leaf is not an array.
-        ValueError: From ``jvp_fn``: a tangent leaf does not have its primal's shape and dtype.
+        TypeError: ``fn`` is not callable; from ``jvp_fn``, tangents that do not match the
+            primals in number or structure, or a tangent leaf that is not an array.
+        ValueError: From ``jvp_fn``: a tangent leaf without its primal's shape and dtype.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import linearize
@@ -57,8 +52,6 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     ...     return params["scale"] * x + params["shift"]
     >>> params = {"scale": jnp.asarray(2.0), "shift": jnp.asarray(1.0), "name": "affine"}
     >>> out, jvp_fn = linearize(affine, params, jnp.ones(3))
-    >>> out
-    Array([3., 3., 3.], dtype=float32)
     >>> d_params = {"scale": jnp.asarray(1.0), "shift": jnp.asarray(0.0), "name": None}
     >>> jvp_fn(d_params, None)  # the derivative along d_params, with x held fixed
     Array([1., 1., 1.], dtype=float32)
@@ -122,10 +115,8 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
 def _wrong_tangent(
     primals: tuple[Any, ...], dynamic: tuple[int, ...], tangents: list[Any]
 ) -> str | None:
-    """Explain the first tangent leaf that does not match its primal leaf, if one does not.
-
-    Runs only after the linear map refused its tangents: JAX decides what it accepts.
-    """
+    """Explain the first tangent leaf that does not match its primal leaf, if one does not (run
+    only after the linear map refused its tangents: JAX decides what it accepts)."""
     paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(primals)[0]]
     leaves = jax.tree_util.tree_leaves(primals)
     for position, tangent in zip(dynamic, tangents, strict=True):

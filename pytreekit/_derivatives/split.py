@@ -1,25 +1,17 @@
-"""Splitting arguments into the array leaves JAX transforms see and everything else, and back.
-
-JAX's differentiation APIs take arrays only; pytreekit's take any tree. Non-array leaves (Python
-ints, strings, callables, the static-looking parts of a model) are held aside in a ``Split`` and
-put back around the arrays, so the user never lists ``nondiff_argnums``.
-"""
+"""Splitting arguments into the array leaves JAX transforms see and everything else, and back:
+JAX's differentiation APIs take arrays only, pytreekit's any tree, so the user never lists
+``nondiff_argnums``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 import jax
 
-if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    # jaxlib's PyTreeDef is a compiled class without stubs: mypy reads it as Any, pyright as a
-    # variable it refuses in annotations. pytreekit annotates with this alias (Any to checkers).
-    PyTreeDef: TypeAlias = Any
-else:
-    from jax.tree_util import PyTreeDef
+# jaxlib's PyTreeDef is a compiled class without stubs: mypy reads it as Any, pyright as a
+# variable it refuses in annotations. pytreekit annotates treedefs with this alias.
+PyTreeDef: TypeAlias = Any
 
 
 class Split:
