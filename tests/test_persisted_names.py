@@ -8,22 +8,16 @@ plain ones.
 
 import importlib
 import json
-import os
 import pickle
 import pickletools
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import pytest
+from conftest import ROOT, run_fresh
 
 import pytreekit
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # (module, name): what pickled data refers to, and what writes it.
 PERSISTED = [
@@ -81,28 +75,11 @@ def test_stand_ins_pickled_now_name_the_paths_0_3_0_wrote():
     assert named <= {module for module, _ in PERSISTED}, named
 
 
-def _run_fresh(script):
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "JAX_PLATFORMS": "cpu",
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        },
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
 def test_instances_and_layouts_pickled_by_pytreekit_030_load_in_a_fresh_process():
     # What pickled_by_030._write() pickled, loaded by this version in a process that has built
     # no instance: values, static functions, leaves, and layouts (as treedefs hold them) that
     # load as the classes' own.
-    printed = _run_fresh(
+    printed = run_fresh(
         """
         import pickle
         import jax
@@ -119,7 +96,8 @@ def test_instances_and_layouts_pickled_by_pytreekit_030_load_in_a_fresh_process(
             repr(shifting_layout), repr(frozen_layout),
             pickle.loads(pickle.dumps(frozen_layout)) is frozen_layout,
         )))
-        """
+        """,
+        inherit_env=True,
     )
     assert eval(printed) == (
         [1.0],
@@ -149,14 +127,7 @@ def test_every_persisted_name_imports_in_a_fresh_process():
         "    found.append(callable(obj))\n"
         "print(json.dumps(found))\n"
     )
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(PERSISTED)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = run_fresh(script, json.dumps(PERSISTED), pythonpath=[ROOT], inherit_env=True, cwd=None)
     assert json.loads(out) == [True] * len(PERSISTED)
 
 
