@@ -114,9 +114,8 @@ def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
         try:
             all_leaves.append(treedef.flatten_up_to(tree))
         except (ValueError, TypeError) as error:
-            where = _where_not_prefix(
-                trees[0], "trees[0]", tree, f"trees[{index}]", none_or_leaf, error
-            )
+            names = ("trees[0]", f"trees[{index}]")
+            where = _where_not_prefix(trees[0], tree, names, none_or_leaf, error)
             raise ValueError(
                 f"combine(): every tree must have the structure of the first (None in the first "
                 f"may stand for any subtree); {where}"
@@ -138,7 +137,7 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
         raise ValueError(
             f"partition(): filter_spec must be a bool, a predicate, or a tree prefix of tree "
             f"(tree's structure down to some depth, with bools or predicates as leaves); "
-            f"{_where_not_prefix(filter_spec, 'filter_spec', tree, 'tree', _is_none, error)}"
+            f"{_where_not_prefix(filter_spec, tree, ('filter_spec', 'tree'), _is_none, error)}"
         ) from None
     masks = []
     for index, (spec, subtree) in enumerate(zip(specs, subtrees, strict=True)):
@@ -179,19 +178,16 @@ def _check_is_leaf(caller: str, is_leaf: Any) -> None:
 
 
 def _where_not_prefix(
-    prefix: Any,
-    prefix_name: str,
-    tree: Any,
-    tree_name: str,
-    is_prefix_leaf: Callable[[Any], bool],
-    error: Exception,
+    prefix: Any, tree: Any, names: tuple[str, str], stop: Callable[[Any], bool], error: Exception
 ) -> str:
-    """Where ``prefix`` stops being a prefix of ``tree``: the first key path at which their nodes
-    differ, both nodes described. Only runs to explain a failed ``flatten_up_to``."""
+    """Where ``prefix`` stops being a prefix of ``tree`` (``names``: how the message calls the
+    two): the first key path at which their nodes differ, both nodes described. Only runs to
+    explain a failed ``flatten_up_to``; ``stop`` tells the prefix's leaves."""
+    prefix_name, tree_name = names
     stack: list[tuple[tuple[Any, ...], Any, Any]] = [((), prefix, tree)]
     while stack:
         path, prefix_node, tree_node = stack.pop()
-        if is_prefix_leaf(prefix_node) or _is_leaf_node(prefix_node):
+        if stop(prefix_node) or _is_leaf_node(prefix_node):
             continue
         prefix_children, prefix_def = _one_level(prefix_node)
         tree_children, tree_def = _one_level(tree_node)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, TypeVarTuple, cast
+from typing import Any, TypeVar, TypeVarTuple
 
 import jax
 import jax.numpy as jnp
@@ -15,17 +15,6 @@ from .split import Split, leaves_by_position, split
 
 Primals = TypeVarTuple("Primals")
 Out = TypeVar("Out")
-
-# JAX annotates these with a bare Callable and a PyTreeDef that jaxlib ships no stub for, which
-# pyright's strict mode reports as partly unknown: bound once here, under the types JAX documents.
-_jax_linearize = cast(
-    "Callable[..., tuple[Any, Callable[..., Any]]]",
-    jax.linearize,  # pyright: ignore[reportUnknownMemberType]
-)
-_tree_structure = cast(
-    "Callable[[Any], object]",
-    jax.tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
-)
 
 
 def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, Callable[..., Any]]:
@@ -74,7 +63,7 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
         outputs.append(out_split)
         return out_dynamic
 
-    out_dynamic, linear_fn = _jax_linearize(dynamic_fn, *dynamic)
+    out_dynamic, linear_fn = jax.linearize(dynamic_fn, *dynamic)
     out_split = outputs[-1]
 
     def jvp_fn(*tangents: Any) -> Any:
@@ -87,7 +76,7 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
         def mismatch(index: int, expected: object, given: Any) -> TypeError:
             return TypeError(
                 f"linearize(): the tangent for primal {index} does not have its structure: "
-                f"expected {expected}, got {_tree_structure(given)}. Use None for "
+                f"expected {expected}, got {jax.tree_util.tree_structure(given)}. Use None for "
                 f"leaves (or whole arguments) that are held fixed."
             )
 

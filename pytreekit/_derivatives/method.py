@@ -183,13 +183,13 @@ def non_pair(result: Any) -> str | None:
 
 def _check_wrappable(kind: str, fn: Any) -> None:
     """Refuse at decoration what a descriptor around a plain function cannot wrap."""
-    wrappers = {staticmethod: "staticmethod", classmethod: "classmethod", property: "property"}
-    for wrapper, name in wrappers.items():
+    for wrapper in (staticmethod, classmethod, property):
         if isinstance(fn, wrapper):
             raise TypeError(
-                f"{kind} cannot wrap a {name}: the decorated function's first parameter must be "
-                f"the instance (self), a primal of the rule. Put @{kind} on a plain method (for a "
-                f"function without self, use jax.custom_jvp / jax.custom_vjp directly)."
+                f"{kind} cannot wrap a {wrapper.__name__}: the decorated function's first "
+                f"parameter must be the instance (self), a primal of the rule. Put @{kind} on a "
+                f"plain method (for a function without self, use jax.custom_jvp / jax.custom_vjp "
+                f"directly)."
             )
     if isinstance(fn, CustomMethod):
         raise TypeError(f"{kind}: {fn.name} is already a {fn.kind}; decorate it once.")

@@ -62,12 +62,9 @@ def leaves_by_position(
     per_argument: Sequence[Any],
     mismatch: Callable[[int, PyTreeDef, Any], Exception],
 ) -> dict[int, Any]:
-    """Lay trees given per argument (tangents, cotangents) onto the split's leaf positions.
-
-    ``None`` for a whole argument gives it nothing; otherwise a tree must have the argument's
-    structure, with anything (``None`` included) at its leaves. ``mismatch(index, expected,
-    given)`` makes the error for a tree that does not fit.
-    """
+    """Lay trees given per argument (tangents, cotangents) onto the split's leaf positions: each
+    ``None`` or of its argument's structure, with anything at its leaves (``mismatch(index,
+    expected, given)`` makes the error for one that is not)."""
     by_position: dict[int, Any] = {}
     start = 0  # the leaf position where the argument's leaves begin
     for index, (tree, treedef) in enumerate(
