@@ -16,10 +16,8 @@ from .split import PyTreeDef, Split
 
 T = TypeVar("T")
 
-# A JVP rule as type checkers see it: ``rule(primals, tangents)`` with ``primals == (self, *args)``,
-# returning ``(primal_out, tangent_out)`` whose first element has the method's return type ``R``.
-# Primals and tangents stay ``tuple[Any, ...]``: a ParamSpec cannot be turned into a tuple type,
-# and a rule may annotate them more precisely (``tuple[Model, jax.Array]``) all the same.
+# A JVP rule as type checkers see it, ``primal_out`` of the method's return type. Primals and
+# tangents stay ``tuple[Any, ...]``: a ParamSpec cannot be turned into a tuple type.
 JVPRule: TypeAlias = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[R, T]]
 
 
@@ -156,8 +154,7 @@ def _described(primal: Any) -> str:
 
 
 def _cut(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text := repr(value)) <= 60 else text[:57] + "..."
 
 
 def _dtype_name(dtype: Any) -> str:

@@ -89,12 +89,9 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         count = len(arguments_split.treedef.children())
         names = list(self.parameter_names[:count])
         names += [f"argument {i}" for i in range(len(names), count)]  # through *args
-        if not isinstance(cotangents, (tuple, list)) or len(cotangents) != count:
-            got = (
-                f"{len(cotangents)} values"
-                if isinstance(cotangents, (tuple, list))
-                else (f"a {type(cotangents).__name__}")
-            )
+        sequence = isinstance(cotangents, (tuple, list))
+        if not sequence or len(cotangents) != count:
+            got = f"{len(cotangents)} values" if sequence else f"a {type(cotangents).__name__}"
             raise TypeError(
                 f"{self.name}: {self._bwd_rule()} must return a tuple of {count} "
                 f"cotangents, one for each of ({', '.join(names)}), with None for zero; it "
