@@ -26,7 +26,6 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
     JVP rule ``defjvp`` registered (``None`` before)."""
 
     kind = "custom_jvp_method"
-    jax_custom = jax.custom_jvp
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
@@ -44,6 +43,9 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         self.rule = rule
         self._custom.defjvp(named_after(rule, self._jvp))
         return rule
+
+    def _jax_custom(self) -> Any:
+        return jax.custom_jvp
 
     def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         if self.rule is not None:

@@ -22,7 +22,6 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     ``bwd`` are the rules ``defvjp`` registered (``None`` before)."""
 
     kind = "custom_vjp_method"
-    jax_custom = jax.custom_vjp
     keeps_shapes = True
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
@@ -49,6 +48,9 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         self.fwd = fwd
         self.bwd = bwd
         self._custom.defvjp(named_after(fwd, self._fwd), named_after(bwd, self._bwd))
+
+    def _jax_custom(self) -> Any:
+        return jax.custom_vjp
 
     def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         if self.fwd is not None and self.bwd is not None:

@@ -36,7 +36,6 @@ class CustomMethod(Generic[S, P, R]):
     """Descriptor around a function whose first parameter (``self``) is a pytree primal."""
 
     kind: ClassVar[str]  # the decorator's name, set by each subclass (for messages)
-    jax_custom: ClassVar[Any]  # jax.custom_jvp or jax.custom_vjp, set by each subclass
     # Whether the rules need the shapes and dtypes of the array arguments (to check cotangents).
     keeps_shapes = False
 
@@ -76,7 +75,7 @@ class CustomMethod(Generic[S, P, R]):
             else len(parameters)
         )
         # Any: JAX's ParamSpec typing cannot express its opaque first argument (the Split).
-        self._custom: Any = self.jax_custom(named_after(fn, self._primal), nondiff_argnums=(0,))
+        self._custom: Any = self._jax_custom()(named_after(fn, self._primal), nondiff_argnums=(0,))
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = f"{owner.__qualname__}.{name}"
@@ -105,6 +104,10 @@ class CustomMethod(Generic[S, P, R]):
         kept = type(self)(fn, nondiff_self=self.nondiff_self)
         self._copy_rules(kept)
         return kept
+
+    def _jax_custom(self) -> Any:
+        """``jax.custom_jvp`` or ``jax.custom_vjp``: each kind says which it wraps."""
+        raise NotImplementedError
 
     def _copy_rules(self, other: Any) -> None:
         """Give ``other``, a new method of the same kind, this one's rules (each kind says how)."""
