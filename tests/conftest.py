@@ -1,10 +1,13 @@
 import os
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
 # The quickstart's classes are the seed classes the tests exercise: import them, don't copy them.
 sys.path.insert(0, str(ROOT / "examples"))
 
@@ -23,3 +26,28 @@ def require(module_name):
 
         return importlib.import_module(module_name)
     return pytest.importorskip(module_name)
+
+
+def run_fresh(
+    script, *args, pythonpath=(TESTS, ROOT), env=None, inherit_env=False, cwd=ROOT, timeout=120
+):
+    """What ``script`` prints in a new interpreter, which imports nothing of this process
+    (``args``: its ``sys.argv[1:]``), with JAX on the CPU and ``pythonpath`` on ``PYTHONPATH``, and
+    ``env`` added to an environment of its own (this process's with ``inherit_env``). A script
+    that fails fails the test, with the end of what it wrote to stderr."""
+    environment = {
+        **(os.environ if inherit_env else {}),
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": os.pathsep.join(str(folder) for folder in pythonpath),
+        **(env or {}),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout

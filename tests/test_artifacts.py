@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import pickle
-import subprocess
 import sys
 import textwrap
 import threading
@@ -28,7 +27,7 @@ import codec_fixtures as fx
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import ROOT, require
+from conftest import ROOT, TESTS, require, run_fresh
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from jax import export
@@ -40,27 +39,14 @@ from pytreekit import field, pytree_class
 from pytreekit._artifacts.export import dump_aux, load_aux
 from pytreekit._artifacts.static_data import MAGIC, MAX_DEPTH, StaticDataError, dumps
 
-TESTS = ROOT / "tests"
-
 
 def _fresh(script: str, *args: object, marker: object = "") -> list[str]:
     """The lines ``script`` prints in a new interpreter that imports nothing of this process
     (importing ``codec_unimported`` there writes ``marker``)."""
-    env = {
-        **os.environ,
-        "JAX_PLATFORMS": "cpu",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
-        "PYTREEKIT_CODEC_MARKER": str(marker),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
+    env = {"PYTREEKIT_CODEC_MARKER": str(marker)}
+    return run_fresh(
+        script, *args, pythonpath=[ROOT, TESTS], env=env, inherit_env=True, cwd=None, timeout=300
+    ).splitlines()
 
 
 def _carrying(instance: object) -> tuple[object, ...]:

@@ -44,7 +44,7 @@ from pytreekit._artifacts.static_data import (
     is_safe_reference,
     loads,
 )
-from pytreekit._references import public_name
+from pytreekit._names import public_name
 
 
 def _raw(tree: object) -> bytes:

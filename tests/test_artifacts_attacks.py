@@ -8,17 +8,12 @@ declared-type and plain-data checks): what it writes is what any bytes could say
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, require
-
-TESTS = ROOT / "tests"
+from conftest import ROOT, TESTS, require, run_fresh
 
 # The attacker: every check of its own writer off, and whatever it names allowed in its process.
 ATTACKER = """
@@ -64,20 +59,10 @@ else:
 
 
 def _run(script: str, *args: object) -> list[str]:
-    env = {
-        **os.environ,
-        "JAX_PLATFORMS": "cpu",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    lines = run_fresh(
+        script, *args, pythonpath=[ROOT, TESTS], inherit_env=True, cwd=None, timeout=300
     )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
+    return lines.splitlines()
 
 
 def _attack(tmp_path: Path, build: str, victim: str = VICTIM) -> str:

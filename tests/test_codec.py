@@ -45,8 +45,8 @@ from pytreekit._artifacts.static_data import (
     is_pickle,
     loads,
 )
+from pytreekit._classes.pickling import StandIn, restored
 from pytreekit._markers import FIELDS as STATE_LAYOUT
-from pytreekit._references import StandIn, restored
 
 TESTS = Path(__file__).resolve().parent
 # References ROUND_TRIPS names beyond the default list and the fixtures' own (issue 33: loading

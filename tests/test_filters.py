@@ -71,7 +71,7 @@ def test_mismatch_explanation_falls_back_to_jaxs_error():
     from pytreekit._derivatives.filters import _is_none, _where_not_prefix
 
     where = _where_not_prefix(
-        {"a": True}, "filter_spec", {"a": 1}, "tree", _is_none, ValueError("JAX's reason")
+        {"a": True}, {"a": 1}, ("filter_spec", "tree"), _is_none, ValueError("JAX's reason")
     )
     assert where == "filter_spec is not a prefix of tree (JAX's reason)."
 

@@ -3,19 +3,16 @@
 instance is compared with a twin registered by hand (tests/history_twins.py), in jax and optree.
 """
 
-import subprocess
 import sys
 import textwrap
 import threading
-from pathlib import Path
 
 import jax
 import pytest
+from conftest import ROOT, TESTS, run_fresh
 from history_twins import assert_twins, define, register_twin
 
 from pytreekit import pytree_class
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # The script each fresh process starts with: Layer(w, n) and its twin, with the static names the
 # process is given (argv[1]: "n" or "-" for none), and a path to write to or read from.
@@ -36,16 +33,9 @@ Layer, Twin = define(init, STATIC)
 
 
 def _fresh(script: str, *args: object) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", PRELUDE + textwrap.dedent(script), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"JAX_PLATFORMS": "cpu", "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"},
-        timeout=180,
+    return run_fresh(
+        PRELUDE + textwrap.dedent(script), *args, pythonpath=[ROOT, TESTS], timeout=180
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
 
 
 WRITE_INSTANCE = """

@@ -16,29 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ROOT, require
+from conftest import TESTS, require, run_fresh
 from export_fixtures import Model, Unannotated, make_model
 from jax import export
 
 import pytreekit
 from pytreekit import field, pytree_class
-
-TESTS = ROOT / "tests"
-
-
-def _run_fresh(script: str, *args: object) -> str:
-    """Run ``script`` in a new interpreter that imports nothing of this process."""
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"JAX_PLATFORMS": "cpu", "PYTHONPATH": f"{TESTS}:{ROOT}"},
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
 
 # -- jax.export ---------------------------------------------------------------------------------
 
@@ -54,7 +37,7 @@ def test_exported_function_of_models_is_called_in_a_fresh_process(tmp_path):
     unannotated = export.export(jax.jit(_step))(Unannotated(3, bias=True), jnp.ones(3))
     (tmp_path / "annotated.bin").write_bytes(annotated.serialize())
     (tmp_path / "unannotated.bin").write_bytes(unannotated.serialize())
-    out = _run_fresh(
+    out = run_fresh(
         """
         import sys
         import jax.numpy as jnp

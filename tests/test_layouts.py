@@ -4,9 +4,7 @@ import copy
 import functools
 import inspect
 import pickle
-import subprocess
 import sys
-import textwrap
 import threading
 
 import jax
@@ -14,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _versions import needs_from_node_data_and_children
-from conftest import ROOT, require
+from conftest import ROOT, require, run_fresh
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.tree_util import GetAttrKey
@@ -26,19 +24,7 @@ from pytreekit import pytree_class
 
 def _run_fresh(script, *args):
     """Run ``script`` in a new interpreter that has built no instance of anything."""
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={
-            "JAX_PLATFORMS": "cpu",
-            "PYTHONPATH": ":".join([*_FIXTURE_PATH, str(ROOT), str(ROOT / "examples")]),
-        },
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return run_fresh(script, *args, pythonpath=[*_FIXTURE_PATH, ROOT, ROOT / "examples"])
 
 
 def test_pickled_treedef_unflattens_in_a_fresh_process(tmp_path):

@@ -8,21 +8,16 @@ plain ones.
 
 import importlib
 import json
-import os
 import pickle
 import pickletools
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import pytest
+from conftest import ROOT, run_fresh
 
 import pytreekit
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # (module, name): what pickled data refers to, and what writes it.
 PERSISTED = [
@@ -51,40 +46,40 @@ class WithStatic:
     n: int = pytreekit.field(static=True, default=1)
 
 
+class Pair(NamedTuple):
+    activation: Any
+    scale: float
+
+
+def _modules_named(value):
+    return {
+        arg
+        for op, arg, _ in pickletools.genops(pickle.dumps(value))
+        if isinstance(arg, str) and arg.startswith("pytreekit")
+    }
+
+
 def test_a_layout_and_node_data_pickled_now_name_only_the_persisted_paths():
     # An annotated class without statics (node data printed as None) and one with: their
     # treedefs pickle naming no module but the ones listed above.
     for value in (jax.tree.structure(Bare(1.0)), jax.tree.structure(WithStatic(1.0)), Bare(1.0)):
-        named = {
-            arg
-            for op, arg, _ in pickletools.genops(pickle.dumps(value))
-            if isinstance(arg, str) and arg.startswith("pytreekit")
-        }
+        named = _modules_named(value)
         assert named <= {module for module, _ in PERSISTED}, named
 
 
-def _run_fresh(script):
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "JAX_PLATFORMS": "cpu",
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        },
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+def test_stand_ins_pickled_now_name_the_paths_0_3_0_wrote():
+    # jnp.tanh is stored by name (import_by_name), the NamedTuple rebuilt around it (new_object):
+    # both under pytreekit._references, where they were defined in 0.3.0.
+    named = _modules_named(Bare((jnp.tanh, Pair(jnp.tanh, 2.0))))
+    assert "pytreekit._references" in named
+    assert named <= {module for module, _ in PERSISTED}, named
 
 
 def test_instances_and_layouts_pickled_by_pytreekit_030_load_in_a_fresh_process():
     # What pickled_by_030._write() pickled, loaded by this version in a process that has built
     # no instance: values, static functions, leaves, and layouts (as treedefs hold them) that
     # load as the classes' own.
-    printed = _run_fresh(
+    printed = run_fresh(
         """
         import pickle
         import jax
@@ -101,7 +96,8 @@ def test_instances_and_layouts_pickled_by_pytreekit_030_load_in_a_fresh_process(
             repr(shifting_layout), repr(frozen_layout),
             pickle.loads(pickle.dumps(frozen_layout)) is frozen_layout,
         )))
-        """
+        """,
+        inherit_env=True,
     )
     assert eval(printed) == (
         [1.0],
@@ -131,14 +127,7 @@ def test_every_persisted_name_imports_in_a_fresh_process():
         "    found.append(callable(obj))\n"
         "print(json.dumps(found))\n"
     )
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(PERSISTED)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = run_fresh(script, json.dumps(PERSISTED), pythonpath=[ROOT], inherit_env=True, cwd=None)
     assert json.loads(out) == [True] * len(PERSISTED)
 
 

@@ -10,16 +10,13 @@ import copy
 import dataclasses
 import functools
 import json
-import os
 import pickle
-import subprocess
-import sys
 
 import artifact_fixtures as af
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import ROOT
+from conftest import ROOT, TESTS, run_fresh
 
 VALUES = {
     "partial": functools.partial(jax.nn.leaky_relu, negative_slope=0.2),
@@ -42,19 +39,10 @@ def _unpickled_in_a_fresh_process(data: bytes, tmp_path) -> list[object]:
         "holders = pickle.loads(open(sys.argv[1], 'rb').read())\n"
         "print(json.dumps([describe(holder.value) for holder in holders]))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(path)],
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "JAX_PLATFORMS": "cpu",
-            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
-        },
-        timeout=300,
+    printed = run_fresh(
+        script, path, pythonpath=[ROOT, TESTS], inherit_env=True, cwd=None, timeout=300
     )
-    assert result.returncode == 0, result.stderr
-    described: list[object] = json.loads(result.stdout)
+    described: list[object] = json.loads(printed)
     return described
 
 

@@ -135,7 +135,16 @@ SELECTIONS = {
         "tests/test_replace.py",
         "tests/test_user_traps.py",  # torch.compile tracing __init__
     ],
-    "_references": ["tests/test_pickling.py", "tests/test_codec.py", "tests/test_catalogue.py"],
+    "_classes.pickling": [
+        "tests/test_pickling.py",
+        "tests/test_codec.py",
+        "tests/test_catalogue.py",
+    ],
+    "_names": [
+        "tests/test_pickling.py",
+        "tests/test_codec.py",
+        "tests/test_artifacts_allowlist.py",
+    ],
     "_classes.replace": ["tests/test_replace.py", "tests/test_frozen.py"],
     "_classes.spec": ["tests/test_spec.py", "tests/test_fields.py", "tests/test_decorator.py"],
     "_derivatives.split": [

@@ -38,7 +38,7 @@ from .. import _markers as markers
 from .._classes import NodeFunctions
 from .._compat import export_lock, export_registries, jax_from_children
 from .._messages import type_name
-from .._references import MISSING, find_in, is_class, lookup
+from .._names import MISSING, find_in, is_class, lookup
 from .legacy import opted_in, pickled, unpickled
 from .schema import FORMAT, MAGIC, MAX_DEPTH
 from .static_data import (

@@ -18,7 +18,7 @@ import weakref
 from typing import Any, TypeVar
 
 from .._classes import spec_of
-from .._references import by_reference, import_by_name
+from .._names import by_reference, import_by_name
 from .schema import FORMAT
 from .static_data import StaticDataError
 

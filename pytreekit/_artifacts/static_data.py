@@ -42,11 +42,11 @@ import ml_dtypes
 import numpy as np
 
 from .. import _markers as markers
+from .._classes import StandIn, restored
 from .._compat import DATACLASS_PARAMS, dataclass_frozen, enum_members, is_field
 from .._messages import looks_like_array, type_name
-from .._references import (
+from .._names import (
     MISSING,
-    StandIn,
     class_bound,
     find_in,
     is_class,
@@ -55,7 +55,6 @@ from .._references import (
     mro,
     own_dict,
     public_name,
-    restored,
 )
 from .schema import MAGIC, MAX_DEPTH, TAGS
 

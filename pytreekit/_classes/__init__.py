@@ -27,6 +27,7 @@ from .layouts import (
 from .methods import apply as apply_methods
 from .methods import plan as plan_methods
 from .nodes import NodeFunctions
+from .pickling import StandIn, new_object, restored
 from .replace import replace
 from .spec import ClassSpec, Options, decoration_lock, fields, is_pytree_class, own_spec, spec_of
 
@@ -42,6 +43,7 @@ __all__ = [
     "LearnedLayouts",
     "NodeFunctions",
     "Options",
+    "StandIn",
     "Storage",
     "apply_methods",
     "decoration_lock",
@@ -53,6 +55,7 @@ __all__ = [
     "is_pytree_class",
     "later_run",
     "layout_for",
+    "new_object",
     "own_spec",
     "plan_methods",
     "prepare",
@@ -60,6 +63,7 @@ __all__ = [
     "publish",
     "replace",
     "resolved",
+    "restored",
     "spec_of",
     "table_for",
 ]

@@ -44,9 +44,9 @@ from .._compat import (
     unannotate_self,
 )
 from .._messages import looks_like_array, unhashable_error
-from .._references import picklable, restored
 from .frozen import frozen_delattr, frozen_setattr
 from .layouts import Layout, LayoutTable
+from .pickling import picklable, restored
 from .spec import Options, own_spec
 
 # -- what a class gets, and when: plan() decides from the class, apply() installs ----------------

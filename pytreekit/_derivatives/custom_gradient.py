@@ -1,10 +1,5 @@
-"""``custom_gradient_method``: the method form of ``jax.custom_gradient``.
-
-The method returns ``(out, vjp_fn)``; ``vjp_fn(g)`` returns the cotangents of ``(self, *args)``.
-As ``jax.custom_gradient`` does, the forward pass closure-converts ``vjp_fn``: the arrays it
-closes over become the saved residuals, so what the backward pass keeps is exactly what the
-user's function refers to (and it may recompute the rest instead of storing it).
-"""
+"""``custom_gradient_method``: the method form of ``jax.custom_gradient``. As JAX's does, the
+forward pass closure-converts ``vjp_fn``: the arrays it closes over are the saved residuals."""
 
 from __future__ import annotations
 
@@ -14,23 +9,14 @@ from typing import Any, Concatenate, overload
 import jax
 import jax.numpy as jnp
 
-from .custom_vjp import CustomVJPMethod, Res
-from .method import P, R, S, build_or_decorate, describe_non_pair, is_pair
+from .custom_vjp import CustomVJPMethod
+from .method import P, R, S, build_or_decorate, non_pair
 from .split import Split
 
 
 class CustomGradientMethod(CustomVJPMethod[S, P, R]):
-    """A method that returns its own gradient function; see ``custom_gradient_method``.
-
-    >>> from pytreekit import CustomGradientMethod, custom_gradient_method, pytree_class
-    >>> @pytree_class
-    ... class Square:
-    ...     @custom_gradient_method
-    ...     def __call__(self, x):
-    ...         return x * x, lambda g: (None, 2 * x * g)
-    >>> isinstance(Square.__call__, CustomGradientMethod), Square()(3.0)
-    (True, 9.0)
-    """
+    """What ``custom_gradient_method`` makes: a descriptor that binds like a method, around a
+    method that returns its own gradient function."""
 
     kind = "custom_gradient_method"
 
@@ -40,9 +26,7 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
         fwd: Any = self._gradient_fwd
         super().defvjp(fwd, self._gradient_bwd)
 
-    def defvjp(
-        self, fwd: Callable[Concatenate[S, P], tuple[R, Res]], bwd: Callable[[Res, Any], Any]
-    ) -> None:
+    def defvjp(self, fwd: Any, bwd: Any) -> None:
         raise TypeError(
             f"{self.name} is a custom_gradient_method: the method itself returns "
             f"(out, vjp_fn), so it takes no defvjp. Use custom_vjp_method for separate fwd and "
@@ -61,9 +45,10 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
     def _out_and_vjp(self, arguments: Any) -> tuple[Any, Callable[[Any], Any]]:
         function: Callable[..., Any] = self.fn
         result = function(*arguments)
-        if not is_pair(result) or not callable(result[1]):
-            got = describe_non_pair(result) if not is_pair(result) else "a pair whose second "
-            got += "" if not is_pair(result) else "item is not callable"
+        got = non_pair(result) or (
+            None if callable(result[1]) else "a pair whose second item is not callable"
+        )
+        if got is not None:
             raise TypeError(
                 f"{self.name}: a custom_gradient_method returns a pair (out, vjp_fn), with "
                 f"vjp_fn(g) giving the cotangents of (self, *args); it returned {got}."
@@ -101,24 +86,14 @@ def custom_gradient_method(
 ) -> Any:
     """The method form of ``jax.custom_gradient``: the method returns ``(out, vjp_fn)``.
 
-    ``vjp_fn(g)`` returns one cotangent per parameter, ``self`` first, with ``None`` for zero (and
-    for non-array arguments). Calling the method gives ``out`` alone. As with
-    ``jax.custom_gradient``, the arrays ``vjp_fn`` closes over are what the backward pass keeps.
-    Reverse mode only: ``jax.jvp`` and ``jax.linearize`` of the method raise, as JAX's do.
+    Returns a ``CustomGradientMethod``. ``vjp_fn(g)`` returns one cotangent per parameter,
+    ``self`` first, ``None`` meaning zero. Calling the method gives ``out`` alone; the arrays
+    ``vjp_fn`` closes over are what the backward pass keeps. Reverse mode only, as JAX's.
 
     Args:
         fn: The method, returning ``(out, vjp_fn)``; its first parameter is the instance.
+            Without it, ``custom_gradient_method(nondiff_self=...)`` is a decorator.
         nondiff_self: No cotangent flows to ``self`` (what ``vjp_fn`` returns for it is dropped).
-
-    Returns:
-        A ``CustomGradientMethod``, a descriptor that binds like a method; with only
-        ``nondiff_self`` given, a decorator making one.
-
-    Raises:
-        TypeError: At decoration, as ``custom_jvp_method``; when called, if the method does not
-            return a pair whose second item is callable; when differentiating, if ``vjp_fn``'s
-            cotangents are not one per parameter or do not match the arguments. ``defvjp`` on it
-            raises (the method is its own rule).
 
     >>> import jax, jax.numpy as jnp
     >>> from pytreekit import custom_gradient_method, pytree_class

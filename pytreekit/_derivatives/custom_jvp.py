@@ -11,66 +11,41 @@ import numpy as np
 from jax.tree_util import keystr, tree_flatten_with_path
 
 from .._compat import zeros_like
-from .method import (
-    CustomMethod,
-    P,
-    R,
-    S,
-    build_or_decorate,
-    describe_non_pair,
-    is_pair,
-    named_after,
-)
+from .method import CustomMethod, P, R, S, build_or_decorate, named_after, non_pair
 from .split import PyTreeDef, Split
 
 T = TypeVar("T")
 
-# A JVP rule as type checkers see it: ``rule(primals, tangents)`` with ``primals == (self, *args)``,
-# returning ``(primal_out, tangent_out)`` whose first element has the method's return type ``R``.
-# Primals and tangents stay ``tuple[Any, ...]``: a ParamSpec cannot be turned into a tuple type,
-# and a rule may annotate them more precisely (``tuple[Model, jax.Array]``) all the same.
+# A JVP rule as type checkers see it, ``primal_out`` of the method's return type. Primals and
+# tangents stay ``tuple[Any, ...]``: a ParamSpec cannot be turned into a tuple type.
 JVPRule: TypeAlias = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[R, T]]
 
 
 class CustomJVPMethod(CustomMethod[S, P, R]):
-    """A method with a custom JVP rule; see ``custom_jvp_method``.
-
-    >>> from pytreekit import CustomJVPMethod, custom_jvp_method, pytree_class
-    >>> @pytree_class
-    ... class Square:
-    ...     @custom_jvp_method
-    ...     def __call__(self, x):
-    ...         return x * x
-    >>> isinstance(Square.__call__, CustomJVPMethod), Square.__call__.rule is None
-    (True, True)
-    """
+    """What ``custom_jvp_method`` makes: a descriptor that binds like a method. ``rule`` is the
+    JVP rule ``defjvp`` registered (``None`` before)."""
 
     kind = "custom_jvp_method"
 
     def __init__(self, fn: Callable[Concatenate[S, P], R], *, nondiff_self: bool = False) -> None:
         super().__init__(fn, nondiff_self=nondiff_self)
         self.rule: Callable[..., Any] | None = None
-        self._custom = jax.custom_jvp(self._named_primal(), nondiff_argnums=(0,))
-        self._custom.defjvp(self._named_rule(None))
+        self._custom.defjvp(named_after(None, self._jvp))
 
     def defjvp(self, rule: JVPRule[R, T]) -> JVPRule[R, T]:
-        """Register ``rule(primals, tangents) -> (primal_out, tangent_out)``.
-
-        ``primals`` is ``(self, *args)``; ``tangents`` has the same structure, with ``None`` for
-        everything that is not an array (and for integer arrays). Returns ``rule``, so it can
-        decorate.
-        """
+        """Register ``rule(primals, tangents) -> (primal_out, tangent_out)`` (as described at
+        ``custom_jvp_method``). Returns ``rule``, so it can decorate."""
         if not callable(rule):
             raise TypeError(
                 f"{self.name}.defjvp() takes the JVP rule, a function "
                 f"(primals, tangents) -> (primal_out, tangent_out); got {rule!r}."
             )
         self.rule = rule
-        self._custom.defjvp(self._named_rule(rule))
+        self._custom.defjvp(named_after(rule, self._jvp))
         return rule
 
-    def _named_rule(self, rule: Callable[..., Any] | None) -> Callable[..., Any]:
-        return named_after(rule, self._jvp)
+    def _jax_custom(self) -> Any:
+        return jax.custom_jvp
 
     def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         if self.rule is not None:
@@ -96,13 +71,12 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
             tangent_arguments = (None, *tangent_arguments[1:])
         result = self.rule(arguments_split.rebuild(primals[0]), tangent_arguments)
         rule_name = getattr(self.rule, "__qualname__", repr(self.rule))
-        if not is_pair(result):
-            got = describe_non_pair(result)
-            if hasattr(result, "shape"):
-                got += " (only the tangent?)"
+        got = non_pair(result)
+        if got is not None:
             raise TypeError(
                 f"{self.name}: the JVP rule {rule_name} must return a pair "
-                f"(primal_out, tangent_out), but it returned {got}. Return both, e.g. "
+                f"(primal_out, tangent_out), but it returned {got}"
+                f"{' (only the tangent?)' if hasattr(result, 'shape') else ''}. Return both, e.g. "
                 f"`return self.method(x), tangent`."
             )
         out, tangent_out = result
@@ -114,59 +88,64 @@ def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> 
     included, then shapes and dtypes), ``None`` made zeros of the right tangent dtype."""
     primal_leaves, treedef = tree_flatten_with_path(out)
     treedef = cast(PyTreeDef, treedef)
-    if tangent_out is None:
-        tangent_leaves: list[Any] = [None] * len(primal_leaves)
-    else:
-        try:
-            tangent_leaves = treedef.flatten_up_to(tangent_out)
-        except (ValueError, TypeError):
-            got = jax.tree_util.tree_structure(tangent_out, is_leaf=lambda x: x is None)
-            raise TypeError(
-                f"{name}: the JVP rule {rule_name} returned a tangent whose structure does not "
-                f"match the primal output: expected {treedef}, got {got}. The tangent must have "
-                f"the primal output's structure (same containers, same static parts), with "
-                f"None allowed for zero at any leaf."
-            ) from None
+    try:
+        tangent_leaves = (
+            [None] * len(primal_leaves)
+            if tangent_out is None
+            else treedef.flatten_up_to(tangent_out)
+        )
+    except (ValueError, TypeError):
+        got = jax.tree_util.tree_structure(tangent_out, is_leaf=lambda x: x is None)
+        raise TypeError(
+            f"{name}: the JVP rule {rule_name} returned a tangent whose structure does not "
+            f"match the primal output: expected {treedef}, got {got}. The tangent must have "
+            f"the primal output's structure (same containers, same static parts), with "
+            f"None allowed for zero at any leaf."
+        ) from None
     filled = []
     for (path, primal), tangent in zip(primal_leaves, tangent_leaves, strict=True):
         expected_dtype = _tangent_dtype(primal)
-        if tangent is None:  # zeros like the primal: its sharding and varying manual axes too
-            tangent = zeros_like(primal, expected_dtype)
-        elif isinstance(tangent, int) and expected_dtype != jax.dtypes.float0:
-            raise _mismatch(
-                name,
-                rule_name,
-                path,
-                f"has the Python {type(tangent).__name__} {tangent!r} as its tangent, but the "
-                f"primal output there is {_dtype_name(expected_dtype)}: write a float "
-                f"({float(tangent)!r}) or an array",
+        problem = _tangent_problem(primal, tangent, expected_dtype)
+        if problem is not None:
+            where = f"output{keystr(path)}" if path else "the output"
+            raise TypeError(
+                f"{name}: the JVP rule {rule_name}'s tangent output does not match the primal "
+                f"output: {where} {problem}. The tangent must have the primal output's "
+                f"structure, shapes and dtypes (None is read as zero)."
             )
-        else:
-            # Compared as JAX compares them: Python scalars and NumPy float64 as JAX types them,
-            # and a Python float output (which has no shape attribute) too.
-            try:
-                shape, dtype = np.shape(tangent), jnp.result_type(tangent)
-            except TypeError:
-                raise _mismatch(
-                    name,
-                    rule_name,
-                    path,
-                    f"has {_cut(tangent)} ({type(tangent).__name__}) as its tangent, which is not "
-                    f"an array",
-                ) from None
-            if shape != np.shape(primal) or dtype != expected_dtype:
-                integer = expected_dtype == jax.dtypes.float0
-                raise _mismatch(
-                    name,
-                    rule_name,
-                    path,
-                    f"has a tangent of shape {shape} and dtype {_dtype_name(dtype)}, but the "
-                    f"primal output there ({_described(primal)}) needs shape "
-                    f"{np.shape(primal)} and dtype {_dtype_name(expected_dtype)}"
-                    + (" (an integer output has no tangent: use None)" if integer else ""),
-                )
-        filled.append(tangent)
+        # None: zeros like the primal, its sharding and varying manual axes too.
+        filled.append(zeros_like(primal, expected_dtype) if tangent is None else tangent)
     return jax.tree_util.tree_unflatten(treedef, filled)
+
+
+def _tangent_problem(primal: Any, tangent: Any, expected_dtype: Any) -> str | None:
+    """What is wrong with ``tangent`` as the tangent of the output leaf ``primal``, if anything
+    (``None`` is zero: nothing)."""
+    if tangent is None:
+        return None
+    if isinstance(tangent, int) and expected_dtype != jax.dtypes.float0:
+        return (
+            f"has the Python {type(tangent).__name__} {tangent!r} as its tangent, but the "
+            f"primal output there is {_dtype_name(expected_dtype)}: write a float "
+            f"({float(tangent)!r}) or an array"
+        )
+    # Compared as JAX compares them: Python scalars and NumPy float64 as JAX types them, and a
+    # Python float output (which has no shape attribute) too.
+    try:
+        shape, dtype = np.shape(tangent), jnp.result_type(tangent)
+    except TypeError:
+        return (
+            f"has {_cut(tangent)} ({type(tangent).__name__}) as its tangent, which is not an array"
+        )
+    if shape == np.shape(primal) and dtype == expected_dtype:
+        return None
+    integer = expected_dtype == jax.dtypes.float0
+    return (
+        f"has a tangent of shape {shape} and dtype {_dtype_name(dtype)}, but the primal output "
+        f"there ({_described(primal)}) needs shape {np.shape(primal)} and dtype "
+        f"{_dtype_name(expected_dtype)}"
+        + (" (an integer output has no tangent: use None)" if integer else "")
+    )
 
 
 def _described(primal: Any) -> str:
@@ -177,8 +156,7 @@ def _described(primal: Any) -> str:
 
 
 def _cut(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text := repr(value)) <= 60 else text[:57] + "..."
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -191,15 +169,6 @@ def _tangent_dtype(primal: Any) -> Any:
     return dtype if jnp.issubdtype(dtype, jnp.inexact) else jax.dtypes.float0
 
 
-def _mismatch(name: str, rule_name: str, path: tuple[Any, ...], what: str) -> TypeError:
-    where = f"output{keystr(path)}" if path else "the output"
-    return TypeError(
-        f"{name}: the JVP rule {rule_name}'s tangent output does not match the primal output: "
-        f"{where} {what}. The tangent must have the primal output's structure, shapes and "
-        f"dtypes (None is read as zero)."
-    )
-
-
 @overload
 def custom_jvp_method(fn: Callable[Concatenate[S, P], R], /) -> CustomJVPMethod[S, P, R]: ...
 @overload
@@ -208,45 +177,27 @@ def custom_jvp_method(
 ) -> Callable[[Callable[Concatenate[S, P], R]], CustomJVPMethod[S, P, R]]: ...
 def custom_jvp_method(
     fn: Callable[Concatenate[S, P], R] | None = None, /, *, nondiff_self: bool = False
-) -> (
-    CustomJVPMethod[S, P, R] | Callable[[Callable[Concatenate[S, P], R]], CustomJVPMethod[S, P, R]]
-):
+) -> Any:
     """Give a method a custom JVP rule (``jax.custom_jvp`` for methods): ``self`` is a primal.
 
-    The rule is registered with ``defjvp`` and called as ``rule(primals, tangents)`` with
-    ``primals == (self, *args)`` (keyword arguments moved to their positions, defaults filled
-    in) and ``tangents`` of the same structure: ``self``'s tangent is an instance of the class
-    whose array fields hold tangents, and everything without a tangent (non-arrays, integer
-    arrays) is ``None``. The rule returns ``(primal_out, tangent_out)``; ``None`` anywhere in
-    ``tangent_out`` means zero (zeros like ``primal_out`` there: its sharding, and under
-    ``shard_map`` the mesh axes it varies over). It is used by ``jax.jvp``, ``jax.grad`` and
-    everything built on them, under ``jit``, ``vmap``, ``scan`` and ``checkpoint``.
+    Returns a ``CustomJVPMethod``; ``Class.method.defjvp`` registers ``rule(primals, tangents)``,
+    called with ``primals == (self, *args)`` (keyword arguments moved to their positions,
+    defaults filled in) and ``tangents`` of the same structure, ``None`` where there is no
+    tangent (non-arrays, integer arrays). It returns ``(primal_out, tangent_out)``, ``None``
+    anywhere in ``tangent_out`` meaning zero. ``jax.jvp``, ``jax.grad`` and what is built on
+    them use it, under ``jit``, ``vmap``, ``scan`` and ``checkpoint``.
 
     Args:
-        fn: The method; its first parameter is the instance. It may be ``__call__``. Positional
-            or keyword parameters only (JAX's custom derivatives are positional).
-        nondiff_self: Hold ``self``'s arrays fixed: the rule gets ``None`` as ``self``'s tangent
-            and no derivative flows to ``self``.
+        fn: The method (``__call__`` too); its first parameter is the instance. Positional or
+            keyword parameters only. Without it, ``custom_jvp_method(nondiff_self=...)`` is a
+            decorator.
+        nondiff_self: Hold ``self``'s arrays fixed: the rule gets ``None`` as ``self``'s tangent.
 
-    Returns:
-        A ``CustomJVPMethod``, a descriptor that binds like a method
-        (``Class.method.defjvp`` registers the rule); with only ``nondiff_self`` given, a
-        decorator making one.
-
-    Raises:
-        TypeError: At decoration, for a ``staticmethod``, ``classmethod`` or ``property``, a
-            function without parameters or with keyword-only ones, an already decorated one, or
-            ``nondiff_self`` not a bool. When differentiating, for a method without a rule, or
-            a rule whose result is not a pair or whose tangent does not match ``primal_out``'s
-            structure, shapes or dtypes.
-
-    >>> import jax
-    >>> import jax.numpy as jnp
+    >>> import jax, jax.numpy as jnp
     >>> from pytreekit import custom_jvp_method, field, pytree_class
     >>> @pytree_class
     ... class Quantize:
     ...     step: float = field(static=True)
-    ...
     ...     @custom_jvp_method
     ...     def __call__(self, x):
     ...         return jnp.round(x / self.step) * self.step
@@ -258,4 +209,4 @@ def custom_jvp_method(
     >>> float(quantize(jnp.array(0.7))), float(jax.grad(quantize)(jnp.array(0.7)))
     (0.5, 1.0)
     """
-    return build_or_decorate(CustomJVPMethod, fn, nondiff_self)  # type: ignore[no-any-return]
+    return build_or_decorate(CustomJVPMethod, fn, nondiff_self)

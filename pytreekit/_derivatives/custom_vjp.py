@@ -10,16 +10,7 @@ from typing import Any, Concatenate, TypeVar, cast, overload
 import jax
 
 from .filters import is_array
-from .method import (
-    CustomMethod,
-    P,
-    R,
-    S,
-    build_or_decorate,
-    describe_non_pair,
-    is_pair,
-    named_after,
-)
+from .method import CustomMethod, P, R, S, build_or_decorate, named_after, non_pair
 from .split import PyTreeDef, Split, leaves_by_position, split
 
 # The residuals ``fwd`` returns, which ``bwd`` takes: checkers match the two rules' types.
@@ -27,17 +18,8 @@ Res = TypeVar("Res")
 
 
 class CustomVJPMethod(CustomMethod[S, P, R]):
-    """A method with custom forward and backward rules; see ``custom_vjp_method``.
-
-    >>> from pytreekit import CustomVJPMethod, custom_vjp_method, pytree_class
-    >>> @pytree_class
-    ... class Square:
-    ...     @custom_vjp_method
-    ...     def __call__(self, x):
-    ...         return x * x
-    >>> isinstance(Square.__call__, CustomVJPMethod), Square.__call__.fwd is None
-    (True, True)
-    """
+    """What ``custom_vjp_method`` makes: a descriptor that binds like a method. ``fwd`` and
+    ``bwd`` are the rules ``defvjp`` registered (``None`` before)."""
 
     kind = "custom_vjp_method"
     keeps_shapes = True
@@ -46,19 +28,14 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         super().__init__(fn, nondiff_self=nondiff_self)
         self.fwd: Callable[..., tuple[Any, Any]] | None = None
         self.bwd: Callable[[Any, Any], Any] | None = None
-        self._custom = jax.custom_vjp(self._named_primal(), nondiff_argnums=(0,))
         self._custom.defvjp(self._fwd, self._bwd)
 
     def defvjp(
         self, fwd: Callable[Concatenate[S, P], tuple[R, Res]], bwd: Callable[[Res, Any], Any]
     ) -> None:
         """Register ``fwd(self, *args) -> (out, residuals)`` and
-        ``bwd(residuals, g) -> (self_cotangent, *arg_cotangents)``.
-
-        Residuals may hold anything (arrays are saved, everything else is kept aside). A
-        cotangent of ``None`` means zero, for ``self`` or any argument; non-array arguments need
-        none (``None``). For ``self`` a cotangent is most easily ``pytreekit.replace(self, ...)``.
-        """
+        ``bwd(residuals, g) -> (self_cotangent, *arg_cotangents)`` (as described at
+        ``custom_vjp_method``)."""
         for role, rule, shape in (
             ("fwd", fwd, "fwd(self, *args) -> (out, residuals)"),
             ("bwd", bwd, "bwd(residuals, g) -> (self_cotangent, *arg_cotangents)"),
@@ -72,6 +49,9 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         self.bwd = bwd
         self._custom.defvjp(named_after(fwd, self._fwd), named_after(bwd, self._bwd))
 
+    def _jax_custom(self) -> Any:
+        return jax.custom_vjp
+
     def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
         if self.fwd is not None and self.bwd is not None:
             other.defvjp(self.fwd, self.bwd)
@@ -83,10 +63,11 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
                 f"derivative. Define them with {self.name}.defvjp(fwd, bwd)."
             )
         result = self.fwd(*arguments_split.rebuild(dynamic))
-        if not is_pair(result):
+        got = non_pair(result)
+        if got is not None:
             raise TypeError(
                 f"{self.name}: the fwd rule {getattr(self.fwd, '__qualname__', self.fwd)} must "
-                f"return a pair (out, residuals), but it returned {describe_non_pair(result)}."
+                f"return a pair (out, residuals), but it returned {got}."
             )
         out, residuals = result
         saved, residuals_split = split(residuals, is_array)
@@ -110,12 +91,9 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         count = len(arguments_split.treedef.children())
         names = list(self.parameter_names[:count])
         names += [f"argument {i}" for i in range(len(names), count)]  # through *args
-        if not isinstance(cotangents, (tuple, list)) or len(cotangents) != count:
-            got = (
-                f"{len(cotangents)} values"
-                if isinstance(cotangents, (tuple, list))
-                else (f"a {type(cotangents).__name__}")
-            )
+        sequence = isinstance(cotangents, (tuple, list))
+        if not sequence or len(cotangents) != count:
+            got = f"{len(cotangents)} values" if sequence else f"a {type(cotangents).__name__}"
             raise TypeError(
                 f"{self.name}: {self._bwd_rule()} must return a tuple of {count} "
                 f"cotangents, one for each of ({', '.join(names)}), with None for zero; it "
@@ -181,44 +159,26 @@ def custom_vjp_method(
 ) -> Callable[[Callable[Concatenate[S, P], R]], CustomVJPMethod[S, P, R]]: ...
 def custom_vjp_method(
     fn: Callable[Concatenate[S, P], R] | None = None, /, *, nondiff_self: bool = False
-) -> (
-    CustomVJPMethod[S, P, R] | Callable[[Callable[Concatenate[S, P], R]], CustomVJPMethod[S, P, R]]
-):
+) -> Any:
     """Give a method custom forward and backward rules (``jax.custom_vjp`` for methods).
 
-    Rules are registered with ``defvjp(fwd, bwd)``: ``fwd(self, *args)`` returns
-    ``(out, residuals)`` and ``bwd(residuals, g)`` returns one cotangent per parameter,
-    ``(self_cotangent, *arg_cotangents)``. Residuals may hold anything (arrays are saved,
-    everything else kept aside). A cotangent of ``None`` means zero; for ``self`` a cotangent is
-    most easily ``pytreekit.replace(self, ...)``. Keyword arguments are moved to their positions.
-    Reverse mode only, as with ``jax.custom_vjp``: ``jax.jvp`` and ``jax.linearize`` of the method
-    raise; use ``custom_jvp_method`` where forward mode is needed.
+    Returns a ``CustomVJPMethod``; ``Class.method.defvjp(fwd, bwd)`` registers the rules:
+    ``fwd(self, *args)`` returns ``(out, residuals)`` and ``bwd(residuals, g)`` one cotangent
+    per parameter, ``(self_cotangent, *arg_cotangents)``, ``None`` meaning zero (for ``self``,
+    ``pytreekit.replace(self, ...)`` makes one). Residuals may hold anything. Reverse mode only,
+    as with ``jax.custom_vjp``: use ``custom_jvp_method`` for ``jax.jvp``.
 
     Args:
-        fn: The method; its first parameter is the instance. It may be ``__call__``. Positional
-            or keyword parameters only (JAX's custom derivatives are positional).
-        nondiff_self: No cotangent flows to ``self``: whatever ``bwd`` returns for it is
-            dropped, and ``self``'s gradient is zero.
+        fn: The method (``__call__`` too); its first parameter is the instance. Positional or
+            keyword parameters only. Without it, ``custom_vjp_method(nondiff_self=...)`` is a
+            decorator.
+        nondiff_self: No cotangent flows to ``self``: what ``bwd`` returns for it is dropped.
 
-    Returns:
-        A ``CustomVJPMethod``, a descriptor that binds like a method
-        (``Class.method.defvjp(fwd, bwd)`` registers the rules); with only ``nondiff_self``
-        given, a decorator making one.
-
-    Raises:
-        TypeError: At decoration, as ``custom_jvp_method``. When differentiating, for a method
-            without rules, a ``fwd`` that does not return a pair, or a ``bwd`` whose result is
-            not one cotangent per parameter or whose cotangents do not match the arguments'
-            structures and shapes.
-
-    >>> import jax
-    >>> import jax.numpy as jnp
-    >>> from pytreekit import custom_vjp_method, field, pytree_class, replace
+    >>> import jax, jax.numpy as jnp
+    >>> from pytreekit import custom_vjp_method, pytree_class, replace
     >>> @pytree_class
-    ... class Clipped:
+    ... class Scale:
     ...     w: jax.Array
-    ...     clip: float = field(static=True, default=1.0)
-    ...
     ...     @custom_vjp_method
     ...     def __call__(self, x):
     ...         return self.w * x
@@ -226,11 +186,10 @@ def custom_vjp_method(
     ...     return self(x), (self, x)
     >>> def bwd(residuals, g):
     ...     self, x = residuals
-    ...     g = jnp.clip(g, -self.clip, self.clip)  # clip the incoming gradient
+    ...     g = jnp.clip(g, -1.0, 1.0)  # clip the incoming gradient
     ...     return replace(self, w=g * x), g * self.w
-    >>> Clipped.__call__.defvjp(fwd, bwd)
-    >>> clipped = Clipped(jnp.array(3.0))
-    >>> float(jax.grad(lambda x: 10.0 * clipped(x))(2.0))
+    >>> Scale.__call__.defvjp(fwd, bwd)
+    >>> float(jax.grad(lambda x: 10.0 * Scale(jnp.array(3.0))(x))(2.0))
     3.0
     """
-    return build_or_decorate(CustomVJPMethod, fn, nondiff_self)  # type: ignore[no-any-return]
+    return build_or_decorate(CustomVJPMethod, fn, nondiff_self)

@@ -16,9 +16,8 @@ _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
 
 
 def is_array(x: Any) -> bool:
-    """Whether ``x`` is a JAX array (tracers included) or a NumPy array or scalar.
-
-    Python numbers are not arrays. A predicate for ``partition``; never raises.
+    """Whether ``x`` is a JAX array (tracers included) or a NumPy array or scalar; Python
+    numbers are not. A predicate for ``partition``; never raises.
 
     >>> import jax.numpy as jnp
     >>> import numpy as np
@@ -30,10 +29,8 @@ def is_array(x: Any) -> bool:
 
 
 def is_inexact_array(x: Any) -> bool:
-    """Whether ``x`` is an array of floating-point or complex dtype: what can be differentiated.
-
-    An array as ``is_array`` defines it; Python floats are not arrays, so they are ``False``.
-    A predicate for ``partition``; never raises.
+    """Whether ``x`` is an array (as ``is_array`` says) of floating-point or complex dtype: what
+    can be differentiated. A predicate for ``partition``; never raises.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import is_inexact_array
@@ -48,11 +45,10 @@ def partition(
 ) -> tuple[Any, Any]:
     """Split ``tree`` into ``(kept, rest)``, each with ``None`` where the other has the leaf.
 
-    Both halves have ``tree``'s structure (its pytree classes and static fields included), so
-    ``combine(kept, rest)`` rebuilds ``tree``. The usual use: differentiate, optimise or
-    ``jit`` only the arrays of a model that also holds functions, ints or strings. Under
-    ``jax.jit``, pass ``kept`` and close over ``rest`` (or mark it static): passed as an
-    argument, ``rest``'s functions and strings are leaves that ``jit`` refuses.
+    Both halves have ``tree``'s structure (its pytree classes and static fields included), and
+    ``combine(kept, rest)`` rebuilds it: differentiate, optimise or ``jit`` only the arrays of a
+    model that also holds functions, ints or strings (pass ``kept`` to a jitted function and
+    close over ``rest``).
 
     Args:
         tree: Any pytree.
@@ -61,27 +57,17 @@ def partition(
             leaves are predicates or bools, each applied to the subtree it covers.
         is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
 
-    Returns:
-        ``(kept, rest)``: two trees of ``tree``'s structure with ``None`` in place of the leaves
-        that went to the other one.
-
     Raises:
         TypeError: A leaf of ``filter_spec`` is neither a bool nor callable, or ``is_leaf`` is
-            not callable. The message gives the leaf's key path.
-        ValueError: ``filter_spec`` is a tree that is not a prefix of ``tree``. The message gives
-            the first key path where the two differ.
+            not callable.
+        ValueError: ``filter_spec`` is not a prefix of ``tree``.
 
-    >>> import jax.numpy as jnp
+    >>> import jax, jax.numpy as jnp
     >>> from pytreekit import combine, is_inexact_array, partition
     >>> tree = {"weights": jnp.ones(2), "steps": 3, "activation": jnp.tanh}
     >>> params, rest = partition(tree, is_inexact_array)
-    >>> params
-    {'activation': None, 'steps': None, 'weights': Array([1., 1.], dtype=float32)}
-    >>> rest["steps"], rest["weights"]
-    (3, None)
-    >>> combine(params, rest)["weights"]
-    Array([1., 1.], dtype=float32)
-    >>> import jax
+    >>> params, rest["steps"]
+    ({'activation': None, 'steps': None, 'weights': Array([1., 1.], dtype=float32)}, 3)
     >>> step = jax.jit(lambda params: combine(params, rest)["activation"](params["weights"]))
     >>> step(params)  # rest is closed over, not passed
     Array([0.7615942, 0.7615942], dtype=float32)
@@ -95,21 +81,16 @@ def partition(
 
 
 def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
-    """Merge trees of one structure leaf-wise, taking the first leaf that is not ``None``.
-
-    The inverse of ``partition``: ``combine(*partition(tree, spec))`` has ``tree``'s leaves.
+    """Merge trees of one structure leaf-wise, taking the first leaf that is not ``None``
+    (``None`` where every tree has ``None``): the inverse of ``partition``.
 
     Args:
         *trees: Pytrees of one structure, with ``None`` for missing leaves.
         is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
 
-    Returns:
-        A tree of that structure; ``None`` where every tree has ``None``.
-
     Raises:
-        ValueError: A tree does not have the first one's structure. The message gives the first
-            key path where the two differ.
         TypeError: No tree is given, or ``is_leaf`` is not callable.
+        ValueError: A tree does not have the first one's structure.
 
     >>> from pytreekit import combine
     >>> combine({"a": 1, "b": None}, {"a": None, "b": 2})
@@ -133,18 +114,15 @@ def combine(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
         try:
             all_leaves.append(treedef.flatten_up_to(tree))
         except (ValueError, TypeError) as error:
-            where = _where_not_prefix(
-                trees[0], "trees[0]", tree, f"trees[{index}]", none_or_leaf, error
-            )
+            names = ("trees[0]", f"trees[{index}]")
+            where = _where_not_prefix(trees[0], tree, names, none_or_leaf, error)
             raise ValueError(
                 f"combine(): every tree must have the structure of the first (None in the first "
                 f"may stand for any subtree); {where}"
             ) from None
+    columns = zip(*all_leaves, strict=True)
     return treedef.unflatten(
-        [
-            next((leaf for leaf in column if leaf is not None), None)
-            for column in zip(*all_leaves, strict=True)
-        ]
+        [next((x for x in column if x is not None), None) for column in columns]
     )
 
 
@@ -159,14 +137,12 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
         raise ValueError(
             f"partition(): filter_spec must be a bool, a predicate, or a tree prefix of tree "
             f"(tree's structure down to some depth, with bools or predicates as leaves); "
-            f"{_where_not_prefix(filter_spec, 'filter_spec', tree, 'tree', _is_none, error)}"
+            f"{_where_not_prefix(filter_spec, tree, ('filter_spec', 'tree'), _is_none, error)}"
         ) from None
     masks = []
     for index, (spec, subtree) in enumerate(zip(specs, subtrees, strict=True)):
-        if isinstance(spec, bool):
-            masks.append(jax.tree_util.tree_map(_constant(spec), subtree, is_leaf=is_leaf))
-        elif callable(spec):
-            masks.append(jax.tree_util.tree_map(_as_bool(spec), subtree, is_leaf=is_leaf))
+        if isinstance(spec, bool) or callable(spec):
+            masks.append(jax.tree_util.tree_map(_as_mask(spec), subtree, is_leaf=is_leaf))
         else:
             path = jax.tree_util.tree_flatten_with_path(filter_spec, is_leaf=_is_none)[0][index][0]
             advice = (
@@ -183,12 +159,10 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
     return spec_def.unflatten(masks)
 
 
-def _constant(value: bool) -> Callable[[Any], bool]:
-    return lambda _: value
-
-
-def _as_bool(predicate: Callable[[Any], Any]) -> Callable[[Any], bool]:
-    return lambda leaf: bool(predicate(leaf))
+def _as_mask(spec: bool | Callable[[Any], Any]) -> Callable[[Any], bool]:
+    if isinstance(spec, bool):
+        return lambda _: spec
+    return lambda leaf: bool(spec(leaf))
 
 
 def _is_none(x: Any) -> bool:
@@ -204,19 +178,16 @@ def _check_is_leaf(caller: str, is_leaf: Any) -> None:
 
 
 def _where_not_prefix(
-    prefix: Any,
-    prefix_name: str,
-    tree: Any,
-    tree_name: str,
-    is_prefix_leaf: Callable[[Any], bool],
-    error: Exception,
+    prefix: Any, tree: Any, names: tuple[str, str], stop: Callable[[Any], bool], error: Exception
 ) -> str:
-    """Where ``prefix`` stops being a prefix of ``tree``: the first key path at which their nodes
-    differ, both nodes described. Only runs to explain a failed ``flatten_up_to``."""
+    """Where ``prefix`` stops being a prefix of ``tree`` (``names``: how the message calls the
+    two): the first key path at which their nodes differ, both nodes described. Only runs to
+    explain a failed ``flatten_up_to``; ``stop`` tells the prefix's leaves."""
+    prefix_name, tree_name = names
     stack: list[tuple[tuple[Any, ...], Any, Any]] = [((), prefix, tree)]
     while stack:
         path, prefix_node, tree_node = stack.pop()
-        if is_prefix_leaf(prefix_node) or _is_leaf_node(prefix_node):
+        if stop(prefix_node) or _is_leaf_node(prefix_node):
             continue
         prefix_children, prefix_def = _one_level(prefix_node)
         tree_children, tree_def = _one_level(tree_node)

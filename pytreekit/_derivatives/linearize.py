@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, TypeVarTuple, cast
+from typing import Any, TypeVar, TypeVarTuple
 
 import jax
 import jax.numpy as jnp
@@ -16,51 +16,24 @@ from .split import Split, leaves_by_position, split
 Primals = TypeVarTuple("Primals")
 Out = TypeVar("Out")
 
-# JAX annotates these with a bare Callable and a PyTreeDef that jaxlib ships no stub for, which
-# pyright's strict mode reports as partly unknown: bound once here, under the types JAX documents.
-_jax_linearize = cast(
-    "Callable[..., tuple[Any, Callable[..., Any]]]",
-    jax.linearize,  # pyright: ignore[reportUnknownMemberType]
-)
-_tree_structure = cast(
-    "Callable[[Any], object]",
-    jax.tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
-)
-
 
 def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, Callable[..., Any]]:
     """Like ``jax.linearize``, but ``primals`` may hold functions, ints, strings and so on.
 
     Only floating-point (and complex) arrays are linearized, the leaves ``is_inexact_array``
-    accepts; every other leaf is held fixed, Python floats included (``jax.linearize`` would
-    linearize a Python float; pass ``jnp.asarray(x)`` for that). ``fn`` runs once, when
-    ``linearize`` is called; ``jvp_fn`` evaluates the linear map without calling it again, so
-    linearizing once and calling ``jvp_fn`` many times is cheaper than as many ``jax.jvp``.
+    accepts; every other leaf is held fixed, Python floats included. ``fn`` runs once. Returns
+    ``(out, jvp_fn)``: ``jvp_fn(*tangents)`` takes one tangent per primal, of its structure,
+    ``None`` (or anything) at held leaves or for a whole argument held fixed, and returns the
+    tangent of ``out``, ``None`` at its leaves that are not floating-point arrays.
 
     Args:
         fn: The function to linearize, called as ``fn(*primals)``.
         *primals: Its arguments: pytrees whose leaves may be of any type.
 
-    Returns:
-        ``(out, jvp_fn)``: ``out`` is ``fn(*primals)``; ``jvp_fn(*tangents)`` takes one tangent per
-        primal, each of that primal's structure, with ``None`` (or any value, which is ignored) at
-        held leaves, or ``None`` for a whole argument held fixed (zeros like the primal there,
-        keeping its sharding and, under ``shard_map``, its varying mesh axes). It returns the
-        tangent of ``out``: ``out``'s structure, with ``None`` at its leaves that are not
-        floating-point arrays.
-
     Raises:
-        TypeError: ``fn`` is not callable. From ``jvp_fn``: the number of tangents is not the
-            number of primals, a tangent does not have its primal's structure (the message gives
-            both structures), or a tangent leaf is not an array.
-        ValueError: From ``jvp_fn``: a tangent leaf does not have its primal leaf's shape and
-            dtype (as with ``jax.linearize``); the message gives the leaf's key path.
-
-    Type checkers check ``primals`` against ``fn``'s parameters and give ``out`` the type ``fn``
-    returns (floating-point NumPy arrays in it come back as JAX arrays, as from
-    ``jax.linearize``). ``jvp_fn``'s tangents and result are ``Any``: they have the primals' and
-    ``out``'s structures but ``None`` at leaves that are not floating-point arrays, which those
-    types cannot say.
+        TypeError: ``fn`` is not callable; from ``jvp_fn``, tangents that do not match the
+            primals in number or structure, or a tangent leaf that is not an array.
+        ValueError: From ``jvp_fn``: a tangent leaf without its primal's shape and dtype.
 
     >>> import jax.numpy as jnp
     >>> from pytreekit import linearize
@@ -68,8 +41,6 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     ...     return params["scale"] * x + params["shift"]
     >>> params = {"scale": jnp.asarray(2.0), "shift": jnp.asarray(1.0), "name": "affine"}
     >>> out, jvp_fn = linearize(affine, params, jnp.ones(3))
-    >>> out
-    Array([3., 3., 3.], dtype=float32)
     >>> d_params = {"scale": jnp.asarray(1.0), "shift": jnp.asarray(0.0), "name": None}
     >>> jvp_fn(d_params, None)  # the derivative along d_params, with x held fixed
     Array([1., 1., 1.], dtype=float32)
@@ -92,7 +63,7 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
         outputs.append(out_split)
         return out_dynamic
 
-    out_dynamic, linear_fn = _jax_linearize(dynamic_fn, *dynamic)
+    out_dynamic, linear_fn = jax.linearize(dynamic_fn, *dynamic)
     out_split = outputs[-1]
 
     def jvp_fn(*tangents: Any) -> Any:
@@ -105,7 +76,7 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
         def mismatch(index: int, expected: object, given: Any) -> TypeError:
             return TypeError(
                 f"linearize(): the tangent for primal {index} does not have its structure: "
-                f"expected {expected}, got {_tree_structure(given)}. Use None for "
+                f"expected {expected}, got {jax.tree_util.tree_structure(given)}. Use None for "
                 f"leaves (or whole arguments) that are held fixed."
             )
 
@@ -133,10 +104,8 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
 def _wrong_tangent(
     primals: tuple[Any, ...], dynamic: tuple[int, ...], tangents: list[Any]
 ) -> str | None:
-    """Explain the first tangent leaf that does not match its primal leaf, if one does not.
-
-    Runs only after the linear map refused its tangents: JAX decides what it accepts.
-    """
+    """Explain the first tangent leaf that does not match its primal leaf, if one does not (run
+    only after the linear map refused its tangents: JAX decides what it accepts)."""
     paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(primals)[0]]
     leaves = jax.tree_util.tree_leaves(primals)
     for position, tangent in zip(dynamic, tangents, strict=True):

@@ -1,10 +1,10 @@
-"""The descriptor shared by ``custom_jvp_method`` and ``custom_vjp_method``.
+"""``CustomMethod``, the descriptor base of the custom derivative methods.
 
 ``jax.custom_jvp`` and ``jax.custom_vjp`` are not descriptors, so on a method they lose ``self``.
-``CustomMethod`` binds like a function: ``instance.method`` is bound, ``Class.method`` is the
-wrapper itself (so ``Class.method(instance, x)`` and ``@Class.method.defjvp`` work), and it works
-as ``__call__``. Keyword arguments are moved to their positions, with defaults filled in, the way
-JAX's own custom derivatives do, because JAX's machinery is positional.
+``CustomMethod`` binds like a function (``Class.method`` is the wrapper itself, so
+``@Class.method.defjvp`` works) and works as ``__call__``. Keyword arguments are moved to their
+positions, with defaults filled in, as JAX's own custom derivatives do: JAX's machinery is
+positional.
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ S = TypeVar("S")
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_UNSUPPORTED = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
+# Parameters JAX's positional machinery cannot take, and how a message says so.
+_UNSUPPORTED: dict[Any, str] = {
+    inspect.Parameter.KEYWORD_ONLY: "is keyword-only",
+    inspect.Parameter.VAR_KEYWORD: "collects keyword arguments",
+}
 
 
 class CustomMethod(Generic[S, P, R]):
@@ -52,12 +56,8 @@ class CustomMethod(Generic[S, P, R]):
             ) from None
         parameters = list(self._signature.parameters.values())
         for parameter in parameters:
-            if parameter.kind in _UNSUPPORTED:
-                what = (
-                    "is keyword-only"
-                    if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-                    else ("collects keyword arguments")
-                )
+            what = _UNSUPPORTED.get(parameter.kind)
+            if what is not None:
                 raise TypeError(
                     f"{self.kind} {self.name}: parameter {parameter.name!r} {what}; JAX's custom "
                     f"derivatives are positional, so use ordinary parameters (they may still be "
@@ -69,14 +69,13 @@ class CustomMethod(Generic[S, P, R]):
                 f"is the instance (self), a primal of the rule. Decorate a method."
             )
         self.parameter_names: tuple[str, ...] = tuple(p.name for p in parameters)
-        # The jax.custom_jvp / custom_vjp object, set by subclasses. Any: JAX's ParamSpec typing
-        # cannot express its opaque first argument (the Split).
-        self._custom: Any = None
         self._exact_arity = (
             None
             if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
             else len(parameters)
         )
+        # Any: JAX's ParamSpec typing cannot express its opaque first argument (the Split).
+        self._custom: Any = self._jax_custom()(named_after(fn, self._primal), nondiff_argnums=(0,))
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = f"{owner.__qualname__}.{name}"
@@ -106,16 +105,17 @@ class CustomMethod(Generic[S, P, R]):
         self._copy_rules(kept)
         return kept
 
-    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
+    def _jax_custom(self) -> Any:
+        """``jax.custom_jvp`` or ``jax.custom_vjp``: each kind says which it wraps."""
         raise NotImplementedError
+
+    def _copy_rules(self, other: Any) -> None:
+        """Give ``other``, a new method of the same kind, this one's rules (each kind says how)."""
 
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         """The undecorated computation, on rebuilt arguments (what JAX's custom_* wraps)."""
         function: Callable[..., Any] = self.fn  # rebuilt arguments are untyped
         return function(*arguments_split.rebuild(dynamic))
-
-    def _named_primal(self) -> Callable[..., Any]:
-        return named_after(self.fn, self._primal)
 
     def _resolve(self, arguments: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         if not kwargs and len(arguments) == self._exact_arity:
@@ -175,28 +175,24 @@ def inherit_rules(cls: type) -> None:
         )
 
 
-def describe_non_pair(result: Any) -> str:
-    """What a rule returned instead of a pair, for error messages."""
+def non_pair(result: Any) -> str | None:
+    """What a rule returned instead of a pair, for error messages; ``None`` for a pair."""
     if isinstance(result, (tuple, list)):
-        return f"a {type(result).__name__} of {len(result)} values"
+        return None if len(result) == 2 else f"a {type(result).__name__} of {len(result)} values"
     if hasattr(result, "shape") and hasattr(result, "dtype"):
         return f"a single array of shape {tuple(result.shape)}"
     return f"a {type(result).__name__}"
 
 
-def is_pair(result: Any) -> bool:
-    return isinstance(result, (tuple, list)) and len(result) == 2
-
-
 def _check_wrappable(kind: str, fn: Any) -> None:
     """Refuse at decoration what a descriptor around a plain function cannot wrap."""
-    wrappers = {staticmethod: "staticmethod", classmethod: "classmethod", property: "property"}
-    for wrapper, name in wrappers.items():
+    for wrapper in (staticmethod, classmethod, property):
         if isinstance(fn, wrapper):
             raise TypeError(
-                f"{kind} cannot wrap a {name}: the decorated function's first parameter must be "
-                f"the instance (self), a primal of the rule. Put @{kind} on a plain method (for a "
-                f"function without self, use jax.custom_jvp / jax.custom_vjp directly)."
+                f"{kind} cannot wrap a {wrapper.__name__}: the decorated function's first "
+                f"parameter must be the instance (self), a primal of the rule. Put @{kind} on a "
+                f"plain method (for a function without self, use jax.custom_jvp / jax.custom_vjp "
+                f"directly)."
             )
     if isinstance(fn, CustomMethod):
         raise TypeError(f"{kind}: {fn.name} is already a {fn.kind}; decorate it once.")

@@ -1,25 +1,17 @@
-"""Splitting arguments into the array leaves JAX transforms see and everything else, and back.
-
-JAX's differentiation APIs take arrays only; pytreekit's take any tree. Non-array leaves (Python
-ints, strings, callables, the static-looking parts of a model) are held aside in a ``Split`` and
-put back around the arrays, so the user never lists ``nondiff_argnums``.
-"""
+"""Splitting arguments into the array leaves JAX transforms see and everything else, and back:
+JAX's differentiation APIs take arrays only, pytreekit's any tree, so the user never lists
+``nondiff_argnums``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 import jax
 
-if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    # jaxlib's PyTreeDef is a compiled class without stubs: mypy reads it as Any, pyright as a
-    # variable it refuses in annotations. pytreekit annotates with this alias (Any to checkers).
-    PyTreeDef: TypeAlias = Any
-else:
-    from jax.tree_util import PyTreeDef
+# jaxlib's PyTreeDef is a compiled class without stubs: mypy reads it as Any, pyright as a
+# variable it refuses in annotations. pytreekit annotates treedefs with this alias.
+PyTreeDef: TypeAlias = Any
 
 
 class Split:
@@ -70,12 +62,9 @@ def leaves_by_position(
     per_argument: Sequence[Any],
     mismatch: Callable[[int, PyTreeDef, Any], Exception],
 ) -> dict[int, Any]:
-    """Lay trees given per argument (tangents, cotangents) onto the split's leaf positions.
-
-    ``None`` for a whole argument gives it nothing; otherwise a tree must have the argument's
-    structure, with anything (``None`` included) at its leaves. ``mismatch(index, expected,
-    given)`` makes the error for a tree that does not fit.
-    """
+    """Lay trees given per argument (tangents, cotangents) onto the split's leaf positions: each
+    ``None`` or of its argument's structure, with anything at its leaves (``mismatch(index,
+    expected, given)`` makes the error for one that is not)."""
     by_position: dict[int, Any] = {}
     start = 0  # the leaf position where the argument's leaves begin
     for index, (tree, treedef) in enumerate(
