@@ -297,18 +297,19 @@ def _read_defaults() -> bool:
         return False
     with _allow_lock:
         for module in fresh:
-            namespace = module_dict(sys.modules[module])
-            for name in _DEFAULTS.get(module, ()):
-                found = namespace.get(name, MISSING)
-                if found is not MISSING and type(found) is not types.ModuleType:
-                    _default[id(found)] = found
-            if module in _WHOLE_MODULES:
-                leaf = _leaf_kinds(module, namespace)
-                for found in list(namespace.values()):
-                    if leaf(found):
-                        _default[id(found)] = found
+            _default.update((id(found), found) for found in _module_defaults(module))
             _defaults_read.add(module)
     return True
+
+
+def _module_defaults(module: str) -> list[Any]:
+    namespace = module_dict(sys.modules[module])
+    named = [namespace.get(name, MISSING) for name in _DEFAULTS.get(module, ())]
+    found = [f for f in named if f is not MISSING and type(f) is not types.ModuleType]
+    if module in _WHOLE_MODULES:
+        leaf = _leaf_kinds(module, namespace)
+        found.extend(value for value in list(namespace.values()) if leaf(value))
+    return found
 
 
 class _Scope:
@@ -597,10 +598,15 @@ def _reference(value: Any) -> str:
         if text is None:
             text = _texts[name] = _quote(":".join(name))
         return text
+    raise _unnamed(value)
+
+
+def _unnamed(value: Any) -> _Refused:
+    """Why ``value``, which ``public_name`` does not find, is not stored by name."""
     owner = getattr(value, "__self__", None)
     if type(value) is types.BuiltinMethodType and owner is not None and not is_class(owner):
         method = getattr(value, "__name__", "method")
-        raise _Refused(
+        return _Refused(
             value,
             f"a method bound to a {type_name(owner)} is not stored by name; store "
             f"functools.partial({type(owner).__qualname__}.{method}, {owner!r:.40}) instead",
@@ -608,26 +614,27 @@ def _reference(value: Any) -> str:
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
-        what = (
-            "has no name"
-            if not isinstance(qualname, str)
-            else "names no module"
-            if not isinstance(module, str)
-            else "is a lambda"
-            if "<lambda>" in qualname
-            else "is defined inside a function"
-        )
-        raise _Refused(
+        what = next(why for why, test in _NAMELESS if test(module, qualname))
+        return _Refused(
             value,
             f"functions and classes are stored by module and name, and {value!r:.60} {what}; "
             f"define it at module level",
         )
-    raise _Refused(
+    return _Refused(
         value,
         f"functions and classes are stored by module and name, and {module}.{qualname} is not "
         f"{value!r:.60} (nor is any public module of {module.partition('.')[0]} holding it "
         f"under that name)",
     )
+
+
+# Why a function or class is not found by its own name, in order.
+_NAMELESS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
+    ("has no name", lambda module, qualname: not isinstance(qualname, str)),
+    ("names no module", lambda module, qualname: not isinstance(module, str)),
+    ("is a lambda", lambda module, qualname: "<lambda>" in qualname),
+    ("is defined inside a function", lambda module, qualname: True),
+)
 
 
 def _class_reference(value: Any) -> str:
@@ -640,16 +647,9 @@ def _class_reference(value: Any) -> str:
 
 def _encode(value: Any, depth: int) -> str:
     kind = type(value)
-    if kind is str:
-        return _quote(value) if value.isascii() else _encode_text(value)
-    if kind is int:
-        return _encode_int(value)
-    if kind is bool:
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if kind is float:
-        return float.__repr__(value) if value - value == 0 else f'["f","{value!r}"]'
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        return scalar(value)
     if depth >= MAX_DEPTH:
         raise _Refused(value, f"it is nested deeper than {MAX_DEPTH} levels (or contains itself)")
     if kind is tuple:
@@ -664,41 +664,12 @@ def _encode(value: Any, depth: int) -> str:
 def _encoder_for(value: Any) -> Encoder:
     """The encoder of ``value``'s type, decided once per type (``_Refused``: none)."""
     kind = type(value)
-    encoder: Encoder
-    if issubclass(kind, np.dtype):
-        encoder = _encode_dtype
-    elif issubclass(kind, enum.Enum):
-        encoder = _encode_member
-    elif issubclass(kind, type):
-        encoder = _encode_class
-    elif markers.SPEC in own_dict(kind):
-        encoder = _encode_pytree
-    elif issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple:
-        encoder = _encode_namedtuple
-    elif lookup(kind, DATACLASS_PARAMS) is not MISSING:
-        encoder = _encode_dataclass
-    elif issubclass(kind, np.generic):
-        raise _Refused(value, "a NumPy scalar is not stored; convert it with .item()")
-    elif looks_like_array(value):
-        raise _Refused(value, "arrays are leaves, not static values; make the field non-static")
-    elif kind is types.MethodType and class_bound(value):
-        return _encode_function  # decided per value: not remembered for the type
-    elif kind.__module__ == "torch" and kind.__qualname__ == "dtype":
-        encoder = _encode_torch_dtype
-    elif kind.__module__ == "torch" and kind.__qualname__ == "device":
-        encoder = _encode_torch_device
-    elif kind is types.MethodType:
-        raise _Refused(
-            value,
-            "a bound method is not stored; store a functools.partial of the function with the "
-            "object instead",
-        )
-    elif callable(value):
-        encoder = _encode_function
-    else:
-        raise _Refused(value, "static data does not store this kind of value")
-    _learned_encoders.set(kind, encoder)
-    return encoder
+    found = next((how for test, how in _KINDS if test(kind, value)), _NOT_STORED)
+    if isinstance(found, str):
+        raise _Refused(value, found)
+    if kind is not types.MethodType:  # a method bound to a class: decided per value
+        _learned_encoders.set(kind, found)
+    return found
 
 
 def _encode_text(value: str) -> str:
@@ -714,6 +685,15 @@ def _encode_int(value: int) -> str:
         return int.__repr__(value)
     except ValueError:  # more digits than Python converts to text: hexadecimal, in linear time
         return f'["i","{value:x}"]'
+
+
+_SCALARS: dict[type, Callable[[Any], str]] = {
+    str: lambda value: _quote(value) if value.isascii() else _encode_text(value),
+    int: _encode_int,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+    float: lambda value: float.__repr__(value) if value - value == 0 else f'["f","{value!r}"]',
+}
 
 
 def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> str:
@@ -968,12 +948,7 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     why = _rebuildable(cls) or next(filter(None, (_store_check(cls, n) for n in names)), None)
     if why is not None:
         raise _Refused(value, why)
-    state: dict[str, Any] = {}
-    for name in names:
-        try:
-            state[name] = getattr(value, name)
-        except AttributeError:
-            continue  # an unset field stays unset
+    state = _set_fields(value, names)
     extra = [
         key
         for key in getattr(value, "__dict__", {})
@@ -984,23 +959,28 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     return f'["dc",{_class_reference(value)},{_encode_fields(state, depth, cls=cls)}]'
 
 
+def _set_fields(value: Any, names: list[str]) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for name in names:
+        try:
+            state[name] = getattr(value, name)
+        except AttributeError:
+            continue  # an unset field stays unset
+    return state
+
+
 _PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+_PLAIN_CONTAINERS = frozenset({tuple, list, frozenset})
 
 
 def _is_plain(value: Any, depth: int) -> bool:
     """Whether ``value`` is plain data: what a reader without references reads back."""
     kind = type(value)
-    if kind in _PLAIN or issubclass(kind, np.dtype):
-        return True
-    if depth > MAX_DEPTH:
-        return True  # refused by _encode, naming the depth
-    if kind is tuple or kind is list or kind is frozenset:
-        return all(_is_plain(item, depth + 1) for item in value)
+    if kind in _PLAIN or issubclass(kind, np.dtype) or depth > MAX_DEPTH:
+        return True  # too deep: refused by _encode, naming the depth
     if kind is dict:
-        return all(
-            _is_plain(key, depth + 1) and _is_plain(item, depth + 1) for key, item in value.items()
-        )
-    return False
+        return all(_is_plain(item, depth + 1) for item in (*value, *value.values()))
+    return kind in _PLAIN_CONTAINERS and all(_is_plain(item, depth + 1) for item in value)
 
 
 def _encode_torch_dtype(value: Any, depth: int) -> str:
@@ -1069,7 +1049,7 @@ def _encode_nan(value: float, depth: int) -> str:
 
 
 Encoder = Callable[[Any, int], str]
-# The encoder of each other class, decided once by _encoder_for.
+# The encoder of each other class, decided once by _encoder_for from _KINDS.
 _learned_encoders = TypeCache()
 # Each type's encoder: the containers and other built-in kinds here; the rest decided once per
 # type by _encoder_for (a registered codec is looked up first).
@@ -1084,6 +1064,40 @@ _encoders: dict[type, Encoder] = {
     LoadedNaN: _encode_nan,
     StandIn: _encode_stand_in,
 }
+_NOT_STORED = "static data does not store this kind of value"
+# In order, what tells a kind (its type, the value) and its encoder, or why it is refused.
+_KINDS: tuple[tuple[Callable[[type, Any], bool], Encoder | str], ...] = (
+    (lambda kind, value: issubclass(kind, np.dtype), _encode_dtype),
+    (lambda kind, value: issubclass(kind, enum.Enum), _encode_member),
+    (lambda kind, value: issubclass(kind, type), _encode_class),
+    (lambda kind, value: markers.SPEC in own_dict(kind), _encode_pytree),
+    (
+        lambda kind, value: issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple,
+        _encode_namedtuple,
+    ),
+    (lambda kind, value: lookup(kind, DATACLASS_PARAMS) is not MISSING, _encode_dataclass),
+    (
+        lambda kind, value: issubclass(kind, np.generic),
+        "a NumPy scalar is not stored; convert it with .item()",
+    ),
+    (
+        lambda kind, value: looks_like_array(value),
+        "arrays are leaves, not static values; make the field non-static",
+    ),
+    (lambda kind, value: kind is types.MethodType and class_bound(value), _encode_function),
+    (lambda kind, value: _is_torch(kind, "dtype"), _encode_torch_dtype),
+    (lambda kind, value: _is_torch(kind, "device"), _encode_torch_device),
+    (
+        lambda kind, value: kind is types.MethodType,
+        "a bound method is not stored; store a functools.partial of the function with the "
+        "object instead",
+    ),
+    (lambda kind, value: callable(value), _encode_function),
+)
+
+
+def _is_torch(kind: type, name: str) -> bool:
+    return kind.__module__ == "torch" and kind.__qualname__ == name
 
 
 def dumps(value: Any) -> bytes:
@@ -1130,25 +1144,8 @@ _MAGIC_TEXT = MAGIC.decode("ascii")
 def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
     """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused).
     Text (a torch context) is read as the bytes it encodes would be."""
-    if isinstance(data, str) and data.startswith(_MAGIC_TEXT):
-        raw: bytes | None = None
-    elif isinstance(data, (bytes, bytearray, memoryview)):
-        raw = bytes(data)
-        if not raw.startswith(MAGIC):
-            kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
-            raise StaticDataError(
-                f"cannot read static data: the format is {kind}, not pytreekit's ({MAGIC!r})."
-            )
-    else:
-        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
     try:
-        if raw is not None:
-            text = raw[len(MAGIC) :].decode("ascii")
-        else:
-            assert isinstance(data, str)
-            text = data[len(MAGIC) :]
-            if not text.isascii():
-                raise _Bad("the text is not ASCII, which static data always is")
+        text = _text_of(data)
         # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
         # once, and in the strings only if there is one.
         reader.surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
@@ -1165,6 +1162,20 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
         ) from None
     except ValueError as error:  # JSONDecodeError, an int too long
         raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
+
+
+def _text_of(data: bytes | bytearray | memoryview | str) -> str:
+    if isinstance(data, str) and data.startswith(_MAGIC_TEXT):
+        if not data.isascii():
+            raise _Bad("the text is not ASCII, which static data always is")
+        return data[len(MAGIC) :]
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
+    raw = bytes(data)
+    if not raw.startswith(MAGIC):
+        kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
+        raise _Bad(f"the format is {kind}, not pytreekit's ({MAGIC!r})")
+    return raw[len(MAGIC) :].decode("ascii")
 
 
 def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
@@ -1292,37 +1303,75 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
         return True
     if hint is None or hint is type(None):
         return value is None
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        return any(admits_value(arg, value, depth + 1) for arg in args)
-    if origin is typing.Literal:
-        return any(type(value) is type(arg) and value == arg for arg in args)
-    if origin is type:
-        target = args[0] if args else object
-        return is_class(value) and (not is_class(target) or target in mro(value))
-    if origin is collections.abc.Callable or hint is collections.abc.Callable:
-        return callable(value)
-    if origin is None:
-        if not is_class(hint):
-            return True  # a TypeVar, a string that could not be evaluated, a NewType...
-        return _instance_of(value, hint)
+    origin = _origin(hint)
+    form = _entry(_FORMS, origin)
+    if form is not None:
+        return form(typing.get_args(hint), value, depth + 1)
+    if origin is None:  # a TypeVar, a string that could not be evaluated, a NewType...
+        return not is_class(hint) or _instance_of(value, hint)
+    return _generic_admits(origin, typing.get_args(hint), value, depth + 1)
+
+
+def _origin(hint: Any) -> Any:
+    if hint is collections.abc.Callable:
+        return hint
+    return typing.get_origin(hint)
+
+
+def _generic_admits(origin: Any, args: tuple[Any, ...], value: Any, depth: int) -> bool:
     if not is_class(origin) or not _instance_of(value, origin):
-        return origin is not None and not is_class(origin)
-    if origin is tuple and args:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(admits_value(args[0], item, depth + 1) for item in value)
-        return len(args) == len(value) and all(
-            admits_value(arg, item, depth + 1) for arg, item in zip(args, value, strict=True)
-        )
-    if origin in (list, frozenset, set) and args:
-        return all(admits_value(args[0], item, depth + 1) for item in value)
-    if origin is dict and len(args) == 2:
-        return all(
-            admits_value(args[0], key, depth + 1) and admits_value(args[1], item, depth + 1)
-            for key, item in value.items()
-        )
-    return True
+        return not is_class(origin)
+    items = _entry(_CONTAINERS, origin)
+    return not args or items is None or items(args, value, depth)
+
+
+def _entry(table: tuple[tuple[Any, Check], ...], origin: Any) -> Check | None:
+    """``origin``'s check in ``table``, found by identity (a class's ``__eq__`` is not run)."""
+    return next((check for kind, check in table if kind is origin), None)
+
+
+def _all_of(hint: Any, items: Iterable[Any], depth: int) -> bool:
+    return all(admits_value(hint, item, depth) for item in items)
+
+
+def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    target = args[0] if args else object
+    return is_class(value) and (not is_class(target) or target in mro(value))
+
+
+def _tuple_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    if len(args) == 2 and args[1] is Ellipsis:
+        return _all_of(args[0], value, depth)
+    return len(args) == len(value) and all(
+        admits_value(arg, item, depth) for arg, item in zip(args, value, strict=True)
+    )
+
+
+def _dict_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    return len(args) != 2 or (
+        _all_of(args[0], value, depth) and _all_of(args[1], value.values(), depth)
+    )
+
+
+Check = Callable[[tuple[Any, ...], Any, int], bool]
+# Forms decided before the value's class is asked, then the containers whose items are checked.
+_FORMS: tuple[tuple[Any, Check], ...] = (
+    (typing.Union, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
+    (types.UnionType, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
+    (
+        typing.Literal,
+        lambda args, value, depth: any(type(value) is type(a) and value == a for a in args),
+    ),
+    (type, _type_of),
+    (collections.abc.Callable, lambda args, value, depth: callable(value)),
+)
+_CONTAINERS: tuple[tuple[type, Check], ...] = (
+    (tuple, _tuple_of),
+    (list, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (frozenset, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (set, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (dict, _dict_of),
+)
 
 
 # PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
@@ -1389,6 +1438,11 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
         if _JSON_SCALARS.issuperset(map(type, items)) and not reader.surrogates:
             return tuple(items)
         return tuple(_decode_items(items, depth, reader))
+    return _DECODERS[_checked_tag(node, tag, reader)](node, depth, reader)
+
+
+def _checked_tag(node: list[Any], tag: Any, reader: Reader) -> str:
+    """``tag``, once ``TAGS`` says the array holds what it takes, where it stands."""
     if type(tag) is not str:
         raise _Bad("an array must start with a tag")
     spec = TAGS.get(tag)
@@ -1402,7 +1456,7 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
             "registered codec decodes): numbers, strings, bytes, None, dtypes and containers of "
             f"them, not {spec.holds}"
         )
-    return _DECODERS[tag](node, depth, reader)
+    return tag
 
 
 def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
@@ -1699,17 +1753,21 @@ def _check_state_names(cls: type, names: Iterable[Any], allowed_names: Any) -> N
             raise _Bad(f"{name!r:.40} is not a field name")
         if allowed_names is not None and name not in allowed_names:
             raise _Bad(f"{cls.__qualname__} has no field {name!r}")
-        why = _store_check(cls, name)
+        why = _store_check(cls, name) or (_hides(cls, name) if allowed_names is None else None)
         if why is not None:
             raise _Bad(why)
-        found = lookup(cls, name)
-        if allowed_names is None and found is not MISSING and type(found) is not _SLOT:
-            # A class without declared fields: a stored value would hide what the class holds
-            # under the name (a method the instance's code calls).
-            raise _Bad(
-                f"it names the field {name!r} of {cls.__qualname__}, which the class holds "
-                f"already as a {type_name(found)}; a stored value would hide it"
-            )
+
+
+def _hides(cls: type, name: str) -> str | None:
+    """Why a stored ``name`` would hide what a class without declared fields holds under it (a
+    method the instance's code calls)."""
+    found = lookup(cls, name)
+    if found is MISSING or type(found) is _SLOT:
+        return None
+    return (
+        f"it names the field {name!r} of {cls.__qualname__}, which the class holds already as a "
+        f"{type_name(found)}; a stored value would hide it"
+    )
 
 
 def _dataclass_names(cls: type) -> frozenset[str] | None:
@@ -1748,15 +1806,16 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     setstate = lookup(cls, "__setstate__")
     if markers.SPEC not in own_dict(cls) or not _ours(setstate):
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
-    layout = state.get(markers.FIELDS)
-    if not (
-        type(layout) is tuple
-        and len(layout) == 2
-        and type(layout[0]) is tuple
-        and type(layout[1]) is tuple
-        and len(layout[0]) == len(layout[1])
-        and all(type(flag) is bool for flag in layout[1])
-    ):
+    _check_layout(cls, state)
+    obj: Any = object.__new__(cls)
+    setstate(obj, state)
+    return obj
+
+
+def _check_layout(cls: type, state: dict[str, Any]) -> None:
+    """That a pytree class's state holds ``(names, static flags)`` and values of those fields."""
+    layout: Any = state.get(markers.FIELDS)
+    if not _is_layout(layout):
         raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
     names = layout[0]
     _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
@@ -1764,9 +1823,17 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
     if not {key for key in state if key != markers.FIELDS} <= set(names):
         raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
-    obj: Any = object.__new__(cls)
-    setstate(obj, state)
-    return obj
+
+
+def _is_layout(layout: Any) -> bool:
+    return (
+        type(layout) is tuple
+        and len(layout) == 2
+        and type(layout[0]) is tuple
+        and type(layout[1]) is tuple
+        and len(layout[0]) == len(layout[1])
+        and all(type(flag) is bool for flag in layout[1])
+    )
 
 
 def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
