@@ -1,25 +1,13 @@
-"""Aux data as bytes, for the registries that write treedefs to disk: ``jax.export`` (registered
-automatically with the jax backend) and ``torch.export`` (the torch backend's dumpable context).
+"""Aux data as bytes for the registries that write treedefs to disk: ``jax.export`` (registered
+with the jax backend) and ``torch.export`` (the torch backend's dumpable context). A node stores
+its field names, static flags and static values as static data (``static_data``), so loading runs
+no code; a value static data cannot hold is refused at writing, naming the class and field.
+Pickled static data (``legacy``) is refused unless read inside ``allow_pickled_artifacts()``.
 
-Artifacts are data: a serialized treedef stores each node's field names, static flags and static
-values as static data (``static_data``, format 4), whose reader imports nothing, calls no function
-and builds objects without their ``__init__``, so loading an artifact runs no code whatever bytes it
-holds. A static value static data cannot hold is refused when the artifact is written, naming the
-class and field.
-
-Static data written with pickle (formats 1 and 2, by pytreekit 0.2 and the versions before this one,
-and format 3 for a class opted in with ``pickle_static_fields``) is refused when read, naming what
-wrote it, unless read inside ``allow_pickled_artifacts()``: unpickling runs whatever code the bytes
-name. The format is told from pickle's opcodes, without unpickling.
-
-Each class is registered under ``"<module>:<qualname>"`` for ``jax.export`` and
-``"<module>.<qualname>"`` for torch (torch's own convention), so a fresh process that imports the
-defining module finds it. The name is registered for reading when the class is decorated; the class
-is registered for writing when it is first used. A registration made by hand with
-``jax.export.register_pytree_node_serialization`` (JAX's documented route) wins whenever it is made:
-pytreekit's own gives way (``_compat`` wraps JAX's function to remove it first). Defining a class
-again under the same name (a notebook cell run twice) points the name at the newest class: artifacts
-read afterwards produce instances of it.
+A class is registered as ``"module:qualname"`` for ``jax.export`` (for reading when decorated,
+for writing at its first use) and ``"module.qualname"`` for torch. A registration made by hand
+with ``jax.export.register_pytree_node_serialization`` wins (``_compat`` wraps JAX's function to
+remove pytreekit's first); a class defined again under its name takes the name over.
 """
 
 from __future__ import annotations
@@ -41,8 +29,9 @@ from .._compat import export_lock, export_registries, jax_from_children
 from .._messages import type_name
 from .._references import MISSING, find_in, is_class, lookup
 from .legacy import opted_in, pickled, unpickled
-from .schema import FORMAT, MAGIC, MAX_DEPTH
+from .schema import FORMAT, MAGIC, MAGIC_TEXT, MAX_DEPTH
 from .static_data import (
+    ATOMS,
     Reader,
     StaticDataError,
     UnencodableError,
@@ -61,10 +50,6 @@ from .static_data import (
 
 C = TypeVar("C", bound=type)
 
-# 4: (4, "module:qualname" of the class written, field names, static flags, static values) as
-# static data, or pickled for a class opted in. 3 (pytreekit 0.3): the same without the class. 2
-# (the versions after 0.2): format 3, pickled. 1 (pytreekit 0.2): (1, field names or None for an
-# annotated class, static names, static values), pickled.
 _lock = threading.Lock()
 # How many layouts one class without annotations may learn from artifacts: each costs memory for
 # as long as the class lives.
@@ -202,7 +187,7 @@ def _undeclared_values(
     else:
         static_names = _static_names(names, static)
     for index, value in enumerate(statics):
-        if type(value) not in _ATOMS:
+        if type(value) not in ATOMS:
             _check_value(static_names[index], value, None)
     return statics
 
@@ -235,7 +220,6 @@ def _declared_values(
 
 
 _NO_IMPORT: frozenset[str] = frozenset()
-_ATOMS = frozenset({type(None), bool, int, float, str, bytes})
 
 
 def _pickled_state(nodes: NodeFunctions, state: Any) -> State:
@@ -412,7 +396,6 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
     return [ArtifactReference(name, status) for name, status in names.items()]
 
 
-_magic_text = MAGIC.decode("ascii")
 _OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 
@@ -430,16 +413,16 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
         )
     plain = json.JSONDecoder()
     trees = []
-    start = text.find(_magic_text)
+    start = text.find(MAGIC_TEXT)
     while start >= 0:
         with contextlib.suppress(ValueError):
             if start > 0 and text[start - 1] == '"':  # inside JSON text: a string to unquote
                 inner, _ = plain.raw_decode(text, start - 1)
-                if isinstance(inner, str) and inner.startswith(_magic_text):
-                    trees.append(plain.raw_decode(inner, len(_magic_text))[0])
+                if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
+                    trees.append(plain.raw_decode(inner, len(MAGIC_TEXT))[0])
             else:
-                trees.append(plain.raw_decode(text, start + len(_magic_text))[0])
-        start = text.find(_magic_text, start + 1)
+                trees.append(plain.raw_decode(text, start + len(MAGIC_TEXT))[0])
+        start = text.find(MAGIC_TEXT, start + 1)
     return trees
 
 
@@ -558,7 +541,7 @@ def torch_dumpable(nodes: NodeFunctions) -> tuple[Any, Any]:
                 f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: its "
                 f"context is a {type(dumpable).__name__}, not text."
             )
-        if dumpable.startswith(_magic_text):
+        if dumpable.startswith(MAGIC_TEXT):
             return load_aux(nodes, dumpable, what)
         try:  # pickle as base64: what pytreekit wrote before, or for a class opted in
             data = base64.b64decode(dumpable, validate=True)

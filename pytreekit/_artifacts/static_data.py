@@ -1,20 +1,11 @@
-"""Static values as data: an encoding whose reader runs no code (issue #29).
-
-Artifacts that users treat as data (``jax.export``, torch treespecs) store a class's static
-values. ``dumps`` writes them as tagged JSON; ``loads`` reads them back. It never imports a module
-because the data says so, finds what the data names through modules' and classes' ``__dict__``s
-(no ``getattr``: no module ``__getattr__``, no property runs), and calls nothing but the
-constructors of the kinds below (never a class's ``__new__``, ``__init__`` or
-``__post_init__``), pytreekit's own ``__setstate__`` and the decoders registered with
-``register_static_codec``. Dict keys and frozenset elements are only values whose ``__hash__``
-and ``__eq__`` are not Python code.
-
-The wire format is declared in ``schema`` (``TAGS``: each tag, its parts and arity).
-
-JSON because it is the standard library's (no dependency), its C parser builds only dicts,
-lists, strings, numbers, bools and ``None``, and a torch treespec (itself JSON) can hold it as
-text. A reference resolves only in a module already in ``sys.modules`` (or one the caller allows
-by name), walking ``__dict__``s, to a function or class, never a module.
+"""Static values as data: tagged JSON (``MAGIC`` first; the tags in ``schema.TAGS``) whose
+reader runs no code (issue #29). ``loads`` imports no module the data names, finds what it names
+through ``__dict__``s (no ``getattr``, no module ``__getattr__``), calls nothing the data names
+and no ``__new__``, ``__init__`` or ``__post_init__``: only the constructors of the kinds below,
+pytreekit's own ``__setstate__`` and the decoders given to ``register_static_codec``. Dict keys
+and frozenset elements are only values whose ``__hash__`` and ``__eq__`` are not Python code.
+JSON: the standard library's C parser builds only dicts, lists, strings, numbers, bools and
+``None``, and a torch treespec (JSON itself) holds it as text.
 """
 
 from __future__ import annotations
@@ -57,7 +48,7 @@ from .._references import (
     public_name,
     restored,
 )
-from .schema import MAGIC, MAX_DEPTH, TAGS
+from .schema import MAGIC, MAGIC_TEXT, MAX_DEPTH, TAGS
 
 
 class StaticDataError(ValueError):
@@ -93,21 +84,26 @@ class UnencodableError(TypeError):
         super().__init__(f"cannot store {self.value_type}{where}: {reason}. {self.advice}")
 
 
-class _Refused(Exception):
-    """Raised inside ``dumps``; each container on the way out adds its part of the path."""
-
-    def __init__(self, value: Any, reason: str) -> None:
-        self.value = value
-        self.reason = reason
-        self.path: list[str] = []
-
-
 class _Bad(Exception):
-    """Raised inside ``loads``; each container on the way out adds its part of the path."""
+    """Raised inside ``loads`` (``_Refused``: ``dumps``); each container on the way out adds its
+    part of the path."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, value: Any = None) -> None:
         self.reason = reason
+        self.value = value
         self.path: list[str] = []
+
+    def at(self, part: str) -> _Bad:
+        self.path.append(part)
+        return self
+
+    def where(self) -> str:
+        return "".join(reversed(self.path))
+
+
+class _Refused(_Bad):
+    def __init__(self, value: Any, reason: str) -> None:
+        super().__init__(reason, value)
 
 
 # -- what loading may run ------------------------------------------------------------------------
@@ -122,7 +118,7 @@ def _ours(method: Any) -> bool:
 # only hashable values whose __hash__ and __eq__ are no one's Python code (or the standard
 # library's enum hash) may be one.
 _TRUSTED_METHODS = {id(enum.Enum.__dict__["__hash__"])}
-_ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
+ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
 
 
 class TypeCache:
@@ -157,7 +153,7 @@ _hash_safe_types = TypeCache()
 
 def _hash_safe(value: Any) -> bool:
     kind = type(value)
-    if kind in _ATOMS:
+    if kind in ATOMS:
         return True
     known: bool | None = _hash_safe_types.get(kind)
     if known is not None:
@@ -475,26 +471,8 @@ _codecs_by_type: dict[type, _Codec] = {}
 _codecs_by_name: dict[str, _Codec] = {}
 _codecs_lock = threading.Lock()
 # Kinds the encoding has its own form for: a codec would never be reached, or would change them.
-_BUILT_IN = {
-    type(None),
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    tuple,
-    list,
-    dict,
-    frozenset,
-    type,
-    functools.partial,
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.ModuleType,
-    np.dtype,
-    StandIn,
-}
+_BUILT_IN = ATOMS | {tuple, list, dict, frozenset, type, functools.partial, np.dtype, StandIn}
+_BUILT_IN |= {types.FunctionType, types.BuiltinFunctionType, types.ModuleType}
 
 
 def register_static_codec(
@@ -711,26 +689,8 @@ def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> 
             else:
                 parts.append(_encode(item, depth))
     except _Refused as refused:
-        refused.path.append(f"[{len(parts) - 1}]")
-        raise
+        raise refused.at(f"[{len(parts) - 1}]") from None
     return ",".join(parts) + "]"
-
-
-def _encode_list(value: list[Any], depth: int) -> str:
-    return _encode_items('["l"', value, depth)
-
-
-def _encode_bytes(value: bytes, depth: int) -> str:
-    return f'["b","{base64.b64encode(value).decode("ascii")}"]'
-
-
-def _encode_complex(value: complex, depth: int) -> str:
-    return f'["c",{_encode(value.real, depth)},{_encode(value.imag, depth)}]'
-
-
-def _encode_stand_in(value: StandIn, depth: int) -> str:
-    """What pytreekit's ``__getstate__`` gives for ``jnp.tanh`` and the like: the value itself."""
-    return _encode(value.value, depth)
 
 
 def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
@@ -754,8 +714,7 @@ def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
         try:
             parts.append(_encode(item, depth))
         except _Refused as refused:
-            refused.path.append("<an element>")
-            raise
+            raise refused.at("<an element>") from None
         if not _hash_safe(item):
             raise _Refused(item, _unsafe_key(item))
     parts.sort()  # iteration order varies between processes; the bytes should not
@@ -774,13 +733,11 @@ def _encode_dict(value: dict[Any, Any], depth: int) -> str:
             if not _hash_safe(key):
                 raise _Refused(key, _unsafe_key(key))
         except _Refused as refused:
-            refused.path.append(f"<key {index}>")
-            raise
+            raise refused.at(f"<key {index}>") from None
         try:
             parts.append(_encode(item, depth))
         except _Refused as refused:
-            refused.path.append(f"[{key!r:.40}]")
-            raise
+            raise refused.at(f"[{key!r:.40}]") from None
     return ",".join(parts) + "]"
 
 
@@ -793,23 +750,17 @@ def _encode_fields(
     parts = []
     for name, item in state.items():
         try:
-            text = (
-                _encode_declared(cls, name, item, depth, declared[name])
-                if name in declared and cls is not None
-                else _encode(item, depth)
-            )
-            parts.append(f"{_quote(name)}:{text}")
+            parts.append(f"{_quote(name)}:{_encode_field(cls, declared, name, item, depth)}")
         except _Refused as refused:
-            refused.path.append("" if name == markers.FIELDS else where.format(name))
-            raise
+            raise refused.at("" if name == markers.FIELDS else where.format(name)) from None
     return "{" + ",".join(parts) + "}"
 
 
-def _encode_declared(
-    cls: type, name: str, value: Any, depth: int, declared: tuple[Any, tuple[type, ...]]
-) -> str:
+def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, depth: int) -> str:
     """A field's value, refused where the reader would refuse it: not of the declared type."""
-    hint, admitted = declared
+    if name not in declared:
+        return _encode(value, depth)
+    hint, admitted = declared[name]
     if not admits_value(hint, restored(value)):
         raise _Refused(
             value,
@@ -831,18 +782,12 @@ def dumps_fields(cls: type, head: tuple[Any, ...], names: Iterable[str], values:
         parts = []
         for index, (name, value) in enumerate(zip(names, values, strict=True)):
             try:
-                parts.append(
-                    _encode_declared(cls, name, value, 1, declared[name])
-                    if name in declared
-                    else _encode(value, 1)
-                )
+                parts.append(_encode_field(cls, declared, name, value, 1))
             except _Refused as refused:
-                refused.path.append(f"[{index}]")
-                raise
+                raise refused.at(f"[{index}]") from None
         text = _encode(head, 0)
     except _Refused as refused:
-        path = "".join(reversed(refused.path))
-        raise UnencodableError(path, refused.value, refused.reason) from None
+        raise UnencodableError(refused.where(), refused.value, refused.reason) from None
     values_text = "".join("," + part for part in parts)
     return MAGIC + f'{text[:-1]},["t"{values_text}]]'.encode("ascii")
 
@@ -857,8 +802,7 @@ def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
     try:
         text = _encode(data, depth)
     except _Refused as refused:
-        refused.path.append(f"<{codec.cls.__qualname__} codec>")
-        raise
+        raise refused.at(f"<{codec.cls.__qualname__} codec>") from None
     if not _is_plain(data, depth):
         raise _Refused(
             value,
@@ -881,8 +825,7 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
         try:
             parts.append(_encode(item, depth))
         except _Refused as refused:
-            refused.path.append(part)
-            raise
+            raise refused.at(part) from None
         if part != ".func" and not _is_plain(item, depth):
             raise _Refused(
                 value,
@@ -931,8 +874,7 @@ def _encode_namedtuple(value: tuple[Any, ...], depth: int) -> str:
         for item in value:
             parts.append(_encode(item, depth))
     except _Refused as refused:
-        refused.path.append(f".{names[len(parts) - 2]}")
-        raise
+        raise refused.at(f".{names[len(parts) - 2]}") from None
     return ",".join(parts) + "]"
 
 
@@ -969,14 +911,13 @@ def _set_fields(value: Any, names: list[str]) -> dict[str, Any]:
     return state
 
 
-_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
 _PLAIN_CONTAINERS = frozenset({tuple, list, frozenset})
 
 
 def _is_plain(value: Any, depth: int) -> bool:
     """Whether ``value`` is plain data: what a reader without references reads back."""
     kind = type(value)
-    if kind in _PLAIN or issubclass(kind, np.dtype) or depth > MAX_DEPTH:
+    if kind in ATOMS or issubclass(kind, np.dtype) or depth > MAX_DEPTH:
         return True  # too deep: refused by _encode, naming the depth
     if kind is dict:
         return all(_is_plain(item, depth + 1) for item in (*value, *value.values()))
@@ -989,10 +930,6 @@ def _encode_torch_dtype(value: Any, depth: int) -> str:
     if module_dict(torch).get(name) is not value:
         raise _Refused(value, f"torch has no dtype {name!r} of that name")
     return f'["td",{_quote(name)}]'
-
-
-def _encode_torch_device(value: Any, depth: int) -> str:
-    return f'["dv",{_quote(str(value))}]'
 
 
 class LoadedNaN(float):
@@ -1044,25 +981,24 @@ class LoadedPartial(functools.partial[Any]):
         return functools.partial, (self.func,), (self.func, self.args, self.keywords, None)
 
 
-def _encode_nan(value: float, depth: int) -> str:
-    return '["f","nan"]'
-
-
 Encoder = Callable[[Any, int], str]
 # The encoder of each other class, decided once by _encoder_for from _KINDS.
 _learned_encoders = TypeCache()
 # Each type's encoder: the containers and other built-in kinds here; the rest decided once per
 # type by _encoder_for (a registered codec is looked up first).
 _encoders: dict[type, Encoder] = {
-    list: _encode_list,
+    list: lambda value, depth: _encode_items('["l"', value, depth),
     dict: _encode_dict,
-    bytes: _encode_bytes,
-    complex: _encode_complex,
+    bytes: lambda value, depth: f'["b","{base64.b64encode(value).decode("ascii")}"]',
+    complex: lambda value, depth: (
+        f'["c",{_encode(value.real, depth)},{_encode(value.imag, depth)}]'
+    ),
     frozenset: _encode_frozenset,
     functools.partial: _encode_partial,
     LoadedPartial: _encode_partial,
-    LoadedNaN: _encode_nan,
-    StandIn: _encode_stand_in,
+    LoadedNaN: lambda value, depth: '["f","nan"]',
+    # What pytreekit's __getstate__ gives for jnp.tanh and the like: the value itself.
+    StandIn: lambda value, depth: _encode(value.value, depth),
 }
 _NOT_STORED = "static data does not store this kind of value"
 # In order, what tells a kind (its type, the value) and its encoder, or why it is refused.
@@ -1086,7 +1022,10 @@ _KINDS: tuple[tuple[Callable[[type, Any], bool], Encoder | str], ...] = (
     ),
     (lambda kind, value: kind is types.MethodType and class_bound(value), _encode_function),
     (lambda kind, value: _is_torch(kind, "dtype"), _encode_torch_dtype),
-    (lambda kind, value: _is_torch(kind, "device"), _encode_torch_device),
+    (
+        lambda kind, value: _is_torch(kind, "device"),
+        lambda value, depth: f'["dv",{_quote(str(value))}]',
+    ),
     (
         lambda kind, value: kind is types.MethodType,
         "a bound method is not stored; store a functools.partial of the function with the "
@@ -1108,8 +1047,7 @@ def dumps(value: Any) -> bytes:
     try:
         text = _encode(value, 0)
     except _Refused as refused:
-        path = "".join(reversed(refused.path))
-        raise UnencodableError(path, refused.value, refused.reason) from None
+        raise UnencodableError(refused.where(), refused.value, refused.reason) from None
     except ValueError as error:  # an int of more digits than Python converts to text
         raise UnencodableError("", value, str(error)) from None
     return MAGIC + text.encode("ascii")
@@ -1138,9 +1076,6 @@ def loads(
     return decode(tree, reader.for_type(declared) if declared is not None else reader)
 
 
-_MAGIC_TEXT = MAGIC.decode("ascii")
-
-
 def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
     """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused).
     Text (a torch context) is read as the bytes it encodes would be."""
@@ -1165,7 +1100,7 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
 
 
 def _text_of(data: bytes | bytearray | memoryview | str) -> str:
-    if isinstance(data, str) and data.startswith(_MAGIC_TEXT):
+    if isinstance(data, str) and data.startswith(MAGIC_TEXT):
         if not data.isascii():
             raise _Bad("the text is not ASCII, which static data always is")
         return data[len(MAGIC) :]
@@ -1183,8 +1118,7 @@ def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
     try:
         return _decode(tree, depth, reader)
     except _Bad as bad:
-        path = "".join(reversed(bad.path))
-        where = f" at {path}" if path else ""
+        where = f" at {bad.where()}" if bad.path else ""
         raise StaticDataError(f"cannot read static data{where}: {bad.reason}.") from None
     except Exception as error:  # RecursionError, MemoryError, a decoder's...
         raise StaticDataError(
@@ -1196,7 +1130,7 @@ def hashable(value: Any, depth: int = 0) -> bool:
     """Whether ``value``, built from static data, is hashable, told from its kind without
     running its ``__hash__``."""
     kind = type(value)
-    if kind in _ATOMS or kind is frozenset or depth > MAX_DEPTH:
+    if kind in ATOMS or kind is frozenset or depth > MAX_DEPTH:
         return True
     if kind is list or kind is dict:
         return False
@@ -1465,8 +1399,7 @@ def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str
         try:
             out[_scalar(key, reader)] = _decode(item, depth, reader)
         except _Bad as bad:
-            bad.path.append(f"[{key!r:.40}]")
-            raise
+            raise bad.at(f"[{key!r:.40}]") from None
     return out
 
 
@@ -1477,13 +1410,8 @@ def _decode_items(items: list[Any], depth: int, reader: Reader) -> list[Any]:
         for item in items:
             out.append(item if type(item) in scalars else _decode(item, depth, reader))
     except _Bad as bad:
-        bad.path.append(f"[{len(out)}]")
-        raise
+        raise bad.at(f"[{len(out)}]") from None
     return out
-
-
-def _decode_list(node: list[Any], depth: int, reader: Reader) -> Any:
-    return _decode_items(node[1:], depth, reader)
 
 
 # Equal hashes a dict or frozenset rebuilt from data may hold at most: ints, floats and tuples hash
@@ -1669,14 +1597,6 @@ def _decode_function(node: list[Any], depth: int, reader: Reader) -> Any:
     return found
 
 
-def _decode_class(node: list[Any], depth: int, reader: Reader) -> Any:
-    return _resolve_class(node[1], reader)
-
-
-def _decode_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
-    return _dtype(node[1])
-
-
 def _decode_member(node: list[Any], depth: int, reader: Reader) -> Any:
     cls = _resolve_class(node[1], reader)
     if not issubclass(cls, enum.Enum):
@@ -1704,8 +1624,7 @@ def _decode_namedtuple(node: list[Any], depth: int, reader: Reader) -> Any:
         try:
             items.append(_decode_field(cls, name, item, depth, reader))
         except _Bad as bad:
-            bad.path.append(f".{name}")
-            raise
+            raise bad.at(f".{name}") from None
     return tuple.__new__(cls, items)
 
 
@@ -1737,8 +1656,7 @@ def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[
                 else _decode_field(cls, name, item, depth, reader)
             )
         except _Bad as bad:
-            bad.path.append("" if name == markers.FIELDS else f".{name:.40}")
-            raise
+            raise bad.at("" if name == markers.FIELDS else f".{name:.40}") from None
     return cls, state
 
 
@@ -1869,15 +1787,15 @@ def _decode_codec(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 _DECODERS: dict[str, Decoder] = {
-    "l": _decode_list,
+    "l": lambda node, depth, reader: _decode_items(node[1:], depth, reader),
     "d": _decode_dict,
     "s": _decode_frozenset,
     "b": _decode_bytes,
     "f": _decode_float,
     "c": _decode_complex,
     "r": _decode_function,
-    "k": _decode_class,
-    "dt": _decode_dtype,
+    "k": lambda node, depth, reader: _resolve_class(node[1], reader),
+    "dt": lambda node, depth, reader: _dtype(node[1]),
     "e": _decode_member,
     "n": _decode_namedtuple,
     "dc": _decode_dataclass,
