@@ -471,8 +471,10 @@ _codecs_by_type: dict[type, _Codec] = {}
 _codecs_by_name: dict[str, _Codec] = {}
 _codecs_lock = threading.Lock()
 # Kinds the encoding has its own form for: a codec would never be reached, or would change them.
-_BUILT_IN = ATOMS | {tuple, list, dict, frozenset, type, functools.partial, np.dtype, StandIn}
-_BUILT_IN |= {types.FunctionType, types.BuiltinFunctionType, types.ModuleType}
+_BUILT_IN = ATOMS.union(
+    (tuple, list, dict, frozenset, type, functools.partial, np.dtype, StandIn, types.ModuleType),
+    (types.FunctionType, types.BuiltinFunctionType),
+)
 
 
 def register_static_codec(
