@@ -969,10 +969,6 @@ class LoadedPartial(functools.partial[Any]):
             return NotImplemented
         return (self.func, self.args, self.keywords) == (other.func, other.args, other.keywords)
 
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
     def __hash__(self) -> int:
         try:
             return hash((self.func, self.args, tuple(sorted(self.keywords.items()))))
