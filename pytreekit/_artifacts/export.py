@@ -167,14 +167,12 @@ def _data_state(nodes: NodeFunctions, raw: bytes | str) -> State:
         _refuse_unknown_names(nodes, names)
     if len(value_nodes) != sum(static):
         raise _no_layout(tree[1])
-    if declared_types(nodes.cls):
-        return (
-            written,
-            names,
-            static,
-            _declared_values(nodes.cls, reader, names, static, value_nodes),
-        )
-    return written, names, static, _undeclared_values(primary, reader, tree[-1], names, static)
+    values = (
+        _declared_values(nodes.cls, reader, names, static, value_nodes)
+        if declared_types(nodes.cls)
+        else _undeclared_values(primary, reader, tree[-1], names, static)
+    )
+    return written, names, static, values
 
 
 def _undeclared_values(
@@ -437,24 +435,15 @@ def _parts(node: Any, names: dict[str, str]) -> Iterable[Any]:
     if type(node) is dict:
         values: Iterable[Any] = node.values()
         return values
-    tag = _tag(node)
-    if tag is None:
+    if type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
         return ()
     parts: list[Any] = node[1:]
-    status = _NAMING.get(tag)
+    status = _NAMING.get(node[0])
     if status is not None:
         if parts and type(parts[0]) is str and parts[0] not in names:
             names[parts[0]] = status(parts[0])
         parts = parts[1:]
     return parts
-
-
-def _tag(node: Any) -> str | None:
-    """The tag of an array that may hold a name (``None``: not one)."""
-    if type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
-        return None
-    tag: str = node[0]
-    return tag
 
 
 def _status(name: str) -> str:

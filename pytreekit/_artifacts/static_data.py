@@ -702,14 +702,6 @@ def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
     return f'["dt",{_quote(spec)}]'
 
 
-def _encode_class(value: type, depth: int) -> str:
-    return f'["k",{_reference(value)}]'
-
-
-def _encode_function(value: Any, depth: int) -> str:
-    return f'["r",{_reference(value)}]'
-
-
 def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
     parts = []
     for item in value:
@@ -926,6 +918,10 @@ def _is_plain(value: Any, depth: int) -> bool:
     return kind in _PLAIN_CONTAINERS and all(_is_plain(item, depth + 1) for item in value)
 
 
+def _encode_function(value: Any, depth: int) -> str:
+    return f'["r",{_reference(value)}]'
+
+
 def _encode_torch_dtype(value: Any, depth: int) -> str:
     name = str(value).removeprefix("torch.")
     torch = sys.modules["torch"]
@@ -1003,7 +999,7 @@ _NOT_STORED = "static data does not store this kind of value"
 _KINDS: tuple[tuple[Callable[[type, Any], bool], Encoder | str], ...] = (
     (lambda kind, value: issubclass(kind, np.dtype), _encode_dtype),
     (lambda kind, value: issubclass(kind, enum.Enum), _encode_member),
-    (lambda kind, value: issubclass(kind, type), _encode_class),
+    (lambda kind, value: issubclass(kind, type), lambda value, depth: f'["k",{_reference(value)}]'),
     (lambda kind, value: markers.SPEC in own_dict(kind), _encode_pytree),
     (
         lambda kind, value: issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple,
@@ -1450,10 +1446,12 @@ def _decode_dict(node: list[Any], depth: int, reader: Reader) -> Any:
     return value
 
 
-def _decode_bytes(node: list[Any], depth: int, reader: Reader) -> Any:
-    if type(node[1]) is not str:
-        raise _Bad("'b' takes base64 text")
-    return base64.b64decode(node[1].encode("ascii"), validate=True)
+def _text_part(node: list[Any], pattern: re.Pattern[str], refusal: str) -> str:
+    """The text ``node`` holds, if ``pattern`` matches it (``refusal`` formats it otherwise)."""
+    text = node[1]
+    if type(text) is not str or not pattern.match(text):
+        raise _Bad(refusal.format(text))
+    return text
 
 
 _SPECIAL_FLOATS = {"nan": LoadedNaN("nan"), "inf": float("inf"), "-inf": float("-inf")}
@@ -1474,12 +1472,7 @@ def _decode_complex(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 _HEX = re.compile(r"-?[0-9a-f]+\Z")
-
-
-def _decode_int(node: list[Any], depth: int, reader: Reader) -> Any:
-    if type(node[1]) is not str or not _HEX.match(node[1]):
-        raise _Bad("'i' takes hexadecimal digits")
-    return int(node[1], 16)
+_ANY_TEXT = re.compile("")
 
 
 def _decode_text(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -1510,12 +1503,11 @@ _DEVICE = re.compile(r"[a-z_]{1,20}(:[0-9]{1,4})?\Z")
 
 
 def _decode_torch_device(node: list[Any], depth: int, reader: Reader) -> Any:
-    if type(node[1]) is not str or not _DEVICE.match(node[1]):
-        raise _Bad(f"{node[1]!r:.40} is not a torch device")
+    name = _text_part(node, _DEVICE, "{!r:.40} is not a torch device")
     try:
-        return _torch()["device"](node[1])  # torch's C parser of the device's name
+        return _torch()["device"](name)  # torch's C parser of the device's name
     except RuntimeError as error:
-        raise _Bad(f"{node[1]!r:.40} is not a torch device: {error!s:.80}") from None
+        raise _Bad(f"{name!r:.40} is not a torch device: {error!s:.80}") from None
 
 
 # name -> (object, module, namespace, key) of the references resolved so far (only ever objects
@@ -1788,7 +1780,9 @@ _DECODERS: dict[str, Decoder] = {
     "l": lambda node, depth, reader: _decode_items(node[1:], depth, reader),
     "d": _decode_dict,
     "s": _decode_frozenset,
-    "b": _decode_bytes,
+    "b": lambda node, depth, reader: base64.b64decode(
+        _text_part(node, _ANY_TEXT, "'b' takes base64 text").encode("ascii"), validate=True
+    ),
     "f": _decode_float,
     "c": _decode_complex,
     "r": _decode_function,
@@ -1800,7 +1794,9 @@ _DECODERS: dict[str, Decoder] = {
     "p": _decode_pytree,
     "fp": _decode_partial,
     "x": _decode_codec,
-    "i": _decode_int,
+    "i": lambda node, depth, reader: int(
+        _text_part(node, _HEX, "'i' takes hexadecimal digits"), 16
+    ),
     "u": _decode_text,
     "td": _decode_torch_dtype,
     "dv": _decode_torch_device,
