@@ -896,13 +896,8 @@ def _encode_dataclass(value: Any, depth: int) -> str:
 
 
 def _set_fields(value: Any, names: list[str]) -> dict[str, Any]:
-    state: dict[str, Any] = {}
-    for name in names:
-        try:
-            state[name] = getattr(value, name)
-        except AttributeError:
-            continue  # an unset field stays unset
-    return state
+    """The fields set on ``value`` (an unset field stays unset)."""
+    return {name: item for name in names if (item := getattr(value, name, MISSING)) is not MISSING}
 
 
 _PLAIN_CONTAINERS = frozenset({tuple, list, frozenset})
@@ -1065,9 +1060,8 @@ def loads(
     nesting deeper than ``MAX_DEPTH``, or a name this process does not have or will not rebuild."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
-    reader = Reader(frozenset(allow_import))
-    tree = parse(data, reader)
-    return decode(tree, reader.for_type(declared) if declared is not None else reader)
+    reader = Reader(frozenset(allow_import), declared, tuple(_named_classes(declared, 0)))
+    return decode(parse(data, reader), reader)
 
 
 def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
@@ -1172,9 +1166,6 @@ class Reader:
         reader = Reader(self.allow_import, declared, admitted, plain)
         reader.surrogates = self.surrogates
         return reader
-
-    def for_type(self, declared: Any) -> Reader:
-        return self._with(declared, tuple(_named_classes(declared, 0)), self.plain)
 
     def for_field(self, cls: type, name: str) -> Reader:
         declared, admitted = declared_types(cls).get(name, _UNDECLARED)
