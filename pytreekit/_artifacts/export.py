@@ -72,29 +72,19 @@ def dump_aux(aux: Any, what: str) -> bytes:
     for a value that cannot be stored."""
     layout, statics = aux[0], tuple(aux[1:])
     cls = layout.cls
+    head = (FORMAT, export_name(cls), layout.names, layout.static)
     if opted_in(cls):
-        state = (FORMAT, export_name(cls), layout.names, layout.static, statics)
-        return pickled(state, cls, layout.static_names, what)
+        return pickled((*head, statics), layout, what)
     try:
-        return dumps_fields(
-            cls,
-            (FORMAT, export_name(cls), layout.names, layout.static),
-            layout.static_names,
-            statics,
-        )
+        return dumps_fields(cls, head, layout.static_names, statics)
     except UnencodableError as error:
-        raise _unencodable(cls, layout.static_names, statics, what, error) from error
+        raise _unencodable(layout, statics, what, error) from error
 
 
-def _unencodable(
-    cls: type,
-    static_names: tuple[str, ...],
-    statics: tuple[Any, ...],
-    what: str,
-    error: UnencodableError,
-) -> TypeError:
+def _unencodable(layout: Any, statics: tuple[Any, ...], what: str, error: Exception) -> TypeError:
+    cls = layout.cls
     owner = cls.__qualname__
-    for name, value in zip(static_names, statics, strict=True):
+    for name, value in zip(layout.static_names, statics, strict=True):
         try:
             dumps_fields(cls, (), (name,), (value,))
         except UnencodableError as culprit:
