@@ -1,25 +1,13 @@
-"""Aux data as bytes, for the registries that write treedefs to disk: ``jax.export`` (registered
-automatically with the jax backend) and ``torch.export`` (the torch backend's dumpable context).
+"""Aux data as bytes for the registries that write treedefs to disk: ``jax.export`` (registered
+with the jax backend) and ``torch.export`` (the torch backend's dumpable context). A node stores
+its field names, static flags and static values as static data (``static_data``), so loading runs
+no code; a value static data cannot hold is refused at writing, naming the class and field.
+Pickled static data (``legacy``) is refused unless read inside ``allow_pickled_artifacts()``.
 
-Artifacts are data: a serialized treedef stores each node's field names, static flags and static
-values as static data (``static_data``, format 4), whose reader imports nothing, calls no function
-and builds objects without their ``__init__``, so loading an artifact runs no code whatever bytes it
-holds. A static value static data cannot hold is refused when the artifact is written, naming the
-class and field.
-
-Static data written with pickle (formats 1 and 2, by pytreekit 0.2 and the versions before this one,
-and format 3 for a class opted in with ``pickle_static_fields``) is refused when read, naming what
-wrote it, unless read inside ``allow_pickled_artifacts()``: unpickling runs whatever code the bytes
-name. The format is told from pickle's opcodes, without unpickling.
-
-Each class is registered under ``"<module>:<qualname>"`` for ``jax.export`` and
-``"<module>.<qualname>"`` for torch (torch's own convention), so a fresh process that imports the
-defining module finds it. The name is registered for reading when the class is decorated; the class
-is registered for writing when it is first used. A registration made by hand with
-``jax.export.register_pytree_node_serialization`` (JAX's documented route) wins whenever it is made:
-pytreekit's own gives way (``_compat`` wraps JAX's function to remove it first). Defining a class
-again under the same name (a notebook cell run twice) points the name at the newest class: artifacts
-read afterwards produce instances of it.
+A class is registered as ``"module:qualname"`` for ``jax.export`` (for reading when decorated,
+for writing at its first use) and ``"module.qualname"`` for torch. A registration made by hand
+with ``jax.export.register_pytree_node_serialization`` wins (``_compat`` wraps JAX's function to
+remove pytreekit's first); a class defined again under its name takes the name over.
 """
 
 from __future__ import annotations
@@ -32,6 +20,7 @@ import sys
 import threading
 import warnings
 import weakref
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from .. import _markers as markers
@@ -40,8 +29,9 @@ from .._compat import export_lock, export_registries, jax_from_children
 from .._messages import type_name
 from .._names import MISSING, find_in, is_class, lookup
 from .legacy import opted_in, pickled, unpickled
-from .schema import FORMAT, MAGIC, MAX_DEPTH
+from .schema import FORMAT, MAGIC, MAGIC_TEXT, MAX_DEPTH
 from .static_data import (
+    ATOMS,
     Reader,
     StaticDataError,
     UnencodableError,
@@ -60,10 +50,6 @@ from .static_data import (
 
 C = TypeVar("C", bound=type)
 
-# 4: (4, "module:qualname" of the class written, field names, static flags, static values) as
-# static data, or pickled for a class opted in. 3 (pytreekit 0.3): the same without the class. 2
-# (the versions after 0.2): format 3, pickled. 1 (pytreekit 0.2): (1, field names or None for an
-# annotated class, static names, static values), pickled.
 _lock = threading.Lock()
 # How many layouts one class without annotations may learn from artifacts: each costs memory for
 # as long as the class lives.
@@ -86,29 +72,19 @@ def dump_aux(aux: Any, what: str) -> bytes:
     names the consumer in the error for a value that cannot be stored."""
     layout, statics = aux[0], tuple(aux[1:])
     cls = layout.cls
+    head = (FORMAT, export_name(cls), layout.names, layout.static)
     if opted_in(cls):
-        state = (FORMAT, export_name(cls), layout.names, layout.static, statics)
-        return pickled(state, cls, layout.static_names, what)
+        return pickled((*head, statics), layout, what)
     try:
-        return dumps_fields(
-            cls,
-            (FORMAT, export_name(cls), layout.names, layout.static),
-            layout.static_names,
-            statics,
-        )
+        return dumps_fields(cls, head, layout.static_names, statics)
     except UnencodableError as error:
-        raise _unencodable(cls, layout.static_names, statics, what, error) from error
+        raise _unencodable(layout, statics, what, error) from error
 
 
-def _unencodable(
-    cls: type,
-    static_names: tuple[str, ...],
-    statics: tuple[Any, ...],
-    what: str,
-    error: UnencodableError,
-) -> TypeError:
+def _unencodable(layout: Any, statics: tuple[Any, ...], what: str, error: Exception) -> TypeError:
+    cls = layout.cls
     owner = cls.__qualname__
-    for name, value in zip(static_names, statics, strict=True):
+    for name, value in zip(layout.static_names, statics, strict=True):
         try:
             dumps_fields(cls, (), (name,), (value,))
         except UnencodableError as culprit:
@@ -131,16 +107,7 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "j
     before the class's table learns a layout."""
     cls = nodes.cls
     owner = cls.__qualname__
-    raw: bytes | str = data if isinstance(data, str) else bytes(data)  # text: a torch context
-    try:
-        if isinstance(raw, bytes) and is_pickle(raw):
-            written, names, static, statics = _pickled_state(nodes, unpickled(raw, cls))
-        else:
-            written, names, static, statics = _data_state(nodes, raw)
-    except StaticDataError as error:
-        raise StaticDataError(
-            f"{what} cannot read the serialized treedef of {owner}: {error}"
-        ) from None
+    written, names, static, statics = _read_state(nodes, data, what)
     if written is not None and written != export_name(cls):
         raise StaticDataError(
             f"{what} cannot read the serialized treedef of {owner}: it was written for "
@@ -149,29 +116,41 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "j
         )
     layout = nodes.table.for_names(names)
     if (layout.names, layout.static) != (names, static) or len(statics) != len(layout.static_names):
-        written_static = tuple(n for n, s in zip(names, static, strict=True) if s)
         raise TypeError(
             f"cannot read the serialized treedef of {owner}: it was written when its "
-            f"fields were {names} (static: {written_static}), but an instance holding them now "
-            f"has fields {layout.names} (static: {layout.static_names}). Export the function "
-            f"again with the class as it is now."
+            f"fields were {names} (static: {_static_names(names, static)}), but an instance "
+            f"holding them now has fields {layout.names} (static: {layout.static_names}). "
+            f"Export the function again with the class as it is now."
         )
     return nodes.aux_data(layout, statics)
 
 
-def _data_state(nodes: NodeFunctions, raw: bytes | str) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+State = tuple[Any, Any, Any, tuple[Any, ...]]
+
+
+def _read_state(nodes: NodeFunctions, data: bytes | bytearray | str, what: str) -> State:
+    """(class written or ``None``, field names, static flags, static values), checked."""
+    raw: bytes | str = data if isinstance(data, str) else bytes(data)  # text: a torch context
+    try:
+        if isinstance(raw, bytes) and is_pickle(raw):
+            return _pickled_state(nodes, unpickled(raw, nodes.cls))
+        return _data_state(nodes, raw)
+    except StaticDataError as error:
+        raise StaticDataError(
+            f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: {error}"
+        ) from None
+
+
+def _static_names(names: tuple[str, ...], static: tuple[bool, ...]) -> tuple[str, ...]:
+    return tuple(name for name, flag in zip(names, static, strict=True) if flag)
+
+
+def _data_state(nodes: NodeFunctions, raw: bytes | str) -> State:
     """Formats 3 and 4 as static data: the head read as plain data and checked, the field names
     checked against the class, then each static value read as its field declares."""
     reader = Reader(_NO_IMPORT)
     tree = parse(raw, reader)
-    size = len(tree) if type(tree) is list else 0
-    if size not in (5, 6) or tree[0] != "t" or tree[1] != size - 2:  # format 4, or 3
-        raise _no_layout(tree[1] if size > 1 else None)
-    written: Any = tree[2] if size == 6 else None
-    names, static = plain_tuple(tree[-3]), plain_tuple(tree[-2])
-    value_nodes = plain_tuple(tree[-1], any_items=True)
-    if names is None or static is None or value_nodes is None:
-        raise _no_layout(tree[1])
+    written, names, static, value_nodes = _head(tree)
     primary = nodes.table.primary
     if primary is None or names != primary.names or static != primary.static:
         if type(written) not in (str, type(None)) or not _well_formed(names, static, value_nodes):
@@ -179,58 +158,90 @@ def _data_state(nodes: NodeFunctions, raw: bytes | str) -> tuple[Any, Any, Any, 
         _refuse_unknown_names(nodes, names)
     if len(value_nodes) != sum(static):
         raise _no_layout(tree[1])
-    cls = nodes.cls
-    declared = declared_types(cls)
-    if not declared:  # a class without annotations: no field declares a type
-        statics = decode(tree[-1], reader, 0)
-        static_names = (
-            primary.static_names
-            if primary is not None and primary.names == names
-            else [name for name, flag in zip(names, static, strict=True) if flag]
-        )
-        for index, value in enumerate(statics):
-            if type(value) not in _ATOMS:
-                _check_value(cls, static_names[index], index, value, None)
-        return written, names, static, statics
+    values = (
+        _declared_values(nodes.cls, reader, names, static, value_nodes)
+        if declared_types(nodes.cls)
+        else _undeclared_values(primary, reader, tree[-1], names, static)
+    )
+    return written, names, static, values
+
+
+def _undeclared_values(
+    primary: Any, reader: Reader, values_tree: Any, names: Any, static: Any
+) -> tuple[Any, ...]:
+    """The static values of a class without annotations: no field declares a type."""
+    statics: tuple[Any, ...] = decode(values_tree, reader, 0)
+    if primary is not None and primary.names == names:
+        static_names = primary.static_names
+    else:
+        static_names = _static_names(names, static)
+    for index, value in enumerate(statics):
+        if type(value) not in ATOMS:
+            _check_value(static_names[index], value, None)
+    return statics
+
+
+def _head(tree: Any) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    """(class written, names, static flags, value trees) of format 4 (or 3: no class written)."""
+    size = len(tree) if type(tree) is list else 0
+    if size not in (5, 6) or tree[0] != "t" or tree[1] != size - 2:
+        raise _no_layout(tree[1] if size > 1 else None)
+    names, static = plain_tuple(tree[-3]), plain_tuple(tree[-2])
+    value_nodes = plain_tuple(tree[-1], any_items=True)
+    if names is None or static is None or value_nodes is None:
+        raise _no_layout(tree[1])
+    return (tree[2] if size == 6 else None), names, static, value_nodes
+
+
+def _declared_values(
+    cls: type, reader: Reader, names: Any, static: Any, value_nodes: tuple[Any, ...]
+) -> tuple[Any, ...]:
     values = []
-    static_names = [name for name, flag in zip(names, static, strict=True) if flag]
-    for index, (name, node) in enumerate(zip(static_names, value_nodes, strict=True)):
+    for name, node in zip(_static_names(names, static), value_nodes, strict=True):
         field_reader = reader.for_field(cls, name)
         try:
             value = decode(node, field_reader, 1)
         except StaticDataError as error:
             raise StaticDataError(f"the static field {name}: {error}") from None
-        _check_value(cls, name, index, value, field_reader.declared)
+        _check_value(name, value, field_reader.declared)
         values.append(value)
-    return written, names, static, tuple(values)
+    return tuple(values)
 
 
 _NO_IMPORT: frozenset[str] = frozenset()
-_ATOMS = frozenset({type(None), bool, int, float, str, bytes})
 
 
-def _pickled_state(nodes: NodeFunctions, state: Any) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+def _pickled_state(nodes: NodeFunctions, state: Any) -> State:
     """Formats 1 to 4, unpickled (inside ``allow_pickled_artifacts``), checked as data is."""
-    written: Any = None
     version = state[0] if type(state) is tuple and state else None
-    if version == 1 and len(state) == 4:  # pytreekit 0.2
-        _, names, static_names, statics = state
-        if names is None:  # an annotated class's: its fields as they are now
-            names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
-        if type(names) is tuple and type(static_names) is tuple:
-            state = (3, names, tuple(n in static_names for n in names), statics)
-    if type(state) is tuple and len(state) == 5 and state[0] == FORMAT:
-        written, state = state[1], (3, *state[2:])
+    written, state = _as_format_3(nodes, state, version)
     if not (type(state) is tuple and len(state) == 4 and state[0] in (2, 3)):
         raise _no_layout(version)
     _, names, static, statics = state
     if not _well_formed(names, static, statics) or type(statics) is not tuple:
         raise _no_layout(version)
     _refuse_unknown_names(nodes, names)
-    static_names = [n for n, s in zip(names, static, strict=True) if s]
-    for index, (name, value) in enumerate(zip(static_names, statics, strict=False)):
-        _check_value(nodes.cls, name, index, value, None)
+    for name, value in zip(_static_names(names, static), statics, strict=False):
+        _check_value(name, value, None)
     return written, names, static, statics
+
+
+def _as_format_3(nodes: NodeFunctions, state: Any, version: Any) -> tuple[Any, Any]:
+    """(class written or ``None``, the state as format 3 would hold it)."""
+    if version == 1 and len(state) == 4:  # pytreekit 0.2
+        state = _from_format_1(nodes, state)
+    if type(state) is tuple and len(state) == 5 and state[0] == FORMAT:
+        return state[1], (3, *state[2:])
+    return None, state
+
+
+def _from_format_1(nodes: NodeFunctions, state: tuple[Any, ...]) -> tuple[Any, ...]:
+    _, names, static_names, statics = state
+    if names is None:  # an annotated class's: its fields as they are now
+        names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
+    if type(names) is tuple and type(static_names) is tuple:
+        return (3, names, tuple(n in static_names for n in names), statics)
+    return state
 
 
 def _no_layout(written: Any) -> StaticDataError:
@@ -251,7 +262,7 @@ def _well_formed(names: Any, static: Any, values: Any) -> bool:
     )
 
 
-def _check_value(cls: type, name: str, index: int, value: Any, declared: Any) -> None:
+def _check_value(name: str, value: Any, declared: Any) -> None:
     if declared is not None and not admits_value(declared, value):
         raise StaticDataError(
             f"the static field {name} is declared {type_name_of(declared)}, and the artifact "
@@ -275,44 +286,53 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
     known = primary.name_set if primary is not None else frozenset()
     if all(name in known for name in names) and len(names) == len(known):
         return
-    storage = table.storage
     declared: frozenset[str] = getattr(table, "static_names", frozenset())
-    kept: tuple[str, ...] = ()
-    refused = next(
-        (
-            name
-            for name in names
-            if name not in known
-            and name not in storage.slots
-            and name not in declared
-            and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
-        ),
-        None,
-    )
+    refused = _hiding(table, names, known.union(declared))
     if refused is None:
-        attribute_names = getattr(table, "attribute_names", None)
-        if attribute_names is None:  # an annotated class: its one layout's names only
-            refused = next((n for n in names if n not in known), None)
-        else:
-            try:
-                table.check_names(names)  # the field rule's refusals, as interning asks
-                kept = attribute_names(_Probe(names, storage.has_dict))
-            except TypeError:
-                kept = ()
-            refused = next((n for n in names if n not in kept), None)
+        refused = _not_kept(table, names, known)
     if refused is not None:
         raise StaticDataError(
             f"it names the field {refused!r:.60}, which no instance of the class can hold."
         )
-    key = (names, tuple(n in declared for n in names))
+    _learn(table.cls, names, tuple(n in declared for n in names))
+
+
+def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str | None:
+    """The first name that would hide what the class holds (or a dunder name)."""
+    return next(
+        (
+            name
+            for name in names
+            if name not in fields
+            and name not in table.storage.slots
+            and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
+        ),
+        None,
+    )
+
+
+def _not_kept(table: Any, names: tuple[str, ...], known: frozenset[str]) -> str | None:
+    """The first name the table's field rule does not keep."""
+    attribute_names = getattr(table, "attribute_names", None)
+    if attribute_names is None:  # an annotated class: its one layout's names only
+        return next((n for n in names if n not in known), None)
+    try:
+        table.check_names(names)  # the field rule's refusals, as interning asks
+        kept = attribute_names(_Probe(names, table.storage.has_dict))
+    except TypeError:
+        kept = ()
+    return next((n for n in names if n not in kept), None)
+
+
+def _learn(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> None:
     with _lock:
-        learned = _learned.setdefault(table.cls, set())
-        if key not in learned and len(learned) >= MAX_LEARNED_LAYOUTS:
+        learned = _learned.setdefault(cls, set())
+        if (names, static) not in learned and len(learned) >= MAX_LEARNED_LAYOUTS:
             raise StaticDataError(
                 f"it names a layout ({', '.join(names)}) beyond the {MAX_LEARNED_LAYOUTS} this "
                 f"class may learn from artifacts."
             )
-        learned.add(key)
+        learned.add((names, static))
 
 
 class _Probe:
@@ -365,7 +385,7 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
     return [ArtifactReference(name, status) for name, status in names.items()]
 
 
-_magic_text = MAGIC.decode("ascii")
+_OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 
 def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
@@ -382,39 +402,39 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
         )
     plain = json.JSONDecoder()
     trees = []
-    start = text.find(_magic_text)
+    start = text.find(MAGIC_TEXT)
     while start >= 0:
         with contextlib.suppress(ValueError):
             if start > 0 and text[start - 1] == '"':  # inside JSON text: a string to unquote
                 inner, _ = plain.raw_decode(text, start - 1)
-                if isinstance(inner, str) and inner.startswith(_magic_text):
-                    trees.append(plain.raw_decode(inner, len(_magic_text))[0])
+                if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
+                    trees.append(plain.raw_decode(inner, len(MAGIC_TEXT))[0])
             else:
-                trees.append(plain.raw_decode(text, start + len(_magic_text))[0])
-        start = text.find(_magic_text, start + 1)
+                trees.append(plain.raw_decode(text, start + len(MAGIC_TEXT))[0])
+        start = text.find(MAGIC_TEXT, start + 1)
     return trees
 
 
-_NAMING = {"r": 1, "k": 1, "e": 1, "n": 1, "dc": 1, "p": 1}
-_OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
-
-
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
-    if depth > MAX_DEPTH:
-        return
+    if depth <= MAX_DEPTH:
+        for part in _parts(node, names):
+            _collect(part, names, depth + 1)
+
+
+def _parts(node: Any, names: dict[str, str]) -> Iterable[Any]:
+    """What ``node`` holds besides names, after noting the name it holds, if any."""
     if type(node) is dict:
-        for item in node.values():
-            _collect(item, names, depth + 1)
-        return
+        values: Iterable[Any] = node.values()
+        return values
     if type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
-        return
-    tag, parts = node[0], node[1:]
-    if tag in _NAMING or tag == "x":
+        return ()
+    parts: list[Any] = node[1:]
+    status = _NAMING.get(node[0])
+    if status is not None:
         if parts and type(parts[0]) is str and parts[0] not in names:
-            names[parts[0]] = _codec_status(parts[0]) if tag == "x" else _status(parts[0])
+            names[parts[0]] = status(parts[0])
         parts = parts[1:]
-    for part in parts:
-        _collect(part, names, depth + 1)
+    return parts
 
 
 def _status(name: str) -> str:
@@ -431,6 +451,12 @@ def _status(name: str) -> str:
 
 def _codec_status(name: str) -> str:
     return "codec" if codec_named(name) is not None else "no codec"
+
+
+_NAMING: dict[str, Callable[[str], str]] = {
+    **dict.fromkeys(("r", "k", "e", "n", "dc", "p"), _status),
+    "x": _codec_status,
+}
 
 
 # -- jax.export ---------------------------------------------------------------------------------
@@ -499,7 +525,7 @@ def torch_dumpable(nodes: NodeFunctions) -> tuple[Any, Any]:
                 f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: its "
                 f"context is a {type(dumpable).__name__}, not text."
             )
-        if dumpable.startswith(_magic_text):
+        if dumpable.startswith(MAGIC_TEXT):
             return load_aux(nodes, dumpable, what)
         try:  # pickle as base64: what pytreekit wrote before, or for a class opted in
             data = base64.b64decode(dumpable, validate=True)

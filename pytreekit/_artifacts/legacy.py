@@ -148,18 +148,18 @@ class _Pickler(pickle.Pickler):
         return NotImplemented if name is None else (import_by_name, name)
 
 
-def pickled(state: Any, cls: type, static_names: tuple[str, ...], what: str) -> bytes:
+def pickled(state: Any, layout: Any, what: str) -> bytes:
+    """``state`` pickled (its last item: the static values of ``layout``'s fields)."""
     buffer = io.BytesIO()
     try:
         _Pickler(buffer, protocol=4).dump(state)
     except Exception as error:
-        raise _unpicklable(cls, static_names, state[-1], what, error) from error
+        raise _unpicklable(layout, state[-1], what, error) from error
     return buffer.getvalue()
 
 
-def _unpicklable(
-    cls: type, static_names: tuple[str, ...], statics: tuple[Any, ...], what: str, error: Exception
-) -> TypeError:
+def _unpicklable(layout: Any, statics: tuple[Any, ...], what: str, error: Exception) -> TypeError:
+    cls, static_names = layout.cls, layout.static_names
     culprits = [
         (name, value, value_error)
         for name, value in zip(static_names, statics, strict=True)

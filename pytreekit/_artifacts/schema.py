@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 MAGIC = b"PTK1"
+MAGIC_TEXT = MAGIC.decode("ascii")
 # The aux data an artifact stores per node: (FORMAT, "module:qualname" of the class written,
-# field names, static flags, static values). 3 (pytreekit 0.3): the same without the class.
+# field names, static flags, static values), as static data or pickled for a class opted in.
+# 3 (pytreekit 0.3): the same without the class; 2: format 3 pickled; 1 (pytreekit 0.2): (1, field
+# names or None for an annotated class, static names, static values) pickled.
 FORMAT = 4
 # How deeply values may nest, at both ends: deeper data is refused before Python's recursion
 # limit is near, and a value that contains itself is refused at export.

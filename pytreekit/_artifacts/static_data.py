@@ -1,20 +1,11 @@
-"""Static values as data: an encoding whose reader runs no code (issue #29).
-
-Artifacts that users treat as data (``jax.export``, torch treespecs) store a class's static
-values. ``dumps`` writes them as tagged JSON; ``loads`` reads them back. It never imports a module
-because the data says so, finds what the data names through modules' and classes' ``__dict__``s
-(no ``getattr``: no module ``__getattr__``, no property runs), and calls nothing but the
-constructors of the kinds below (never a class's ``__new__``, ``__init__`` or
-``__post_init__``), pytreekit's own ``__setstate__`` and the decoders registered with
-``register_static_codec``. Dict keys and frozenset elements are only values whose ``__hash__``
-and ``__eq__`` are not Python code.
-
-The wire format is declared in ``schema`` (``TAGS``: each tag, its parts and arity).
-
-JSON because it is the standard library's (no dependency), its C parser builds only dicts,
-lists, strings, numbers, bools and ``None``, and a torch treespec (itself JSON) can hold it as
-text. A reference resolves only in a module already in ``sys.modules`` (or one the caller allows
-by name), walking ``__dict__``s, to a function or class, never a module.
+"""Static values as data: tagged JSON (``MAGIC`` first; the tags in ``schema.TAGS``) whose
+reader runs no code (issue #29). ``loads`` imports no module the data names, finds what it names
+through ``__dict__``s (no ``getattr``, no module ``__getattr__``), calls nothing the data names
+and no ``__new__``, ``__init__`` or ``__post_init__``: only the constructors of the kinds below,
+pytreekit's own ``__setstate__`` and the decoders given to ``register_static_codec``. Dict keys
+and frozenset elements are only values whose ``__hash__`` and ``__eq__`` are not Python code.
+JSON: the standard library's C parser builds only dicts, lists, strings, numbers, bools and
+``None``, and a torch treespec (JSON itself) holds it as text.
 """
 
 from __future__ import annotations
@@ -56,7 +47,7 @@ from .._names import (
     own_dict,
     public_name,
 )
-from .schema import MAGIC, MAX_DEPTH, TAGS
+from .schema import MAGIC, MAGIC_TEXT, MAX_DEPTH, TAGS
 
 
 class StaticDataError(ValueError):
@@ -92,21 +83,26 @@ class UnencodableError(TypeError):
         super().__init__(f"cannot store {self.value_type}{where}: {reason}. {self.advice}")
 
 
-class _Refused(Exception):
-    """Raised inside ``dumps``; each container on the way out adds its part of the path."""
-
-    def __init__(self, value: Any, reason: str) -> None:
-        self.value = value
-        self.reason = reason
-        self.path: list[str] = []
-
-
 class _Bad(Exception):
-    """Raised inside ``loads``; each container on the way out adds its part of the path."""
+    """Raised inside ``loads`` (``_Refused``: ``dumps``); each container on the way out adds its
+    part of the path."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, value: Any = None) -> None:
         self.reason = reason
+        self.value = value
         self.path: list[str] = []
+
+    def at(self, part: str) -> _Bad:
+        self.path.append(part)
+        return self
+
+    def where(self) -> str:
+        return "".join(reversed(self.path))
+
+
+class _Refused(_Bad):
+    def __init__(self, value: Any, reason: str) -> None:
+        super().__init__(reason, value)
 
 
 # -- what loading may run ------------------------------------------------------------------------
@@ -121,7 +117,7 @@ def _ours(method: Any) -> bool:
 # only hashable values whose __hash__ and __eq__ are no one's Python code (or the standard
 # library's enum hash) may be one.
 _TRUSTED_METHODS = {id(enum.Enum.__dict__["__hash__"])}
-_ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
+ATOMS = frozenset({type(None), bool, int, float, complex, str, bytes})
 
 
 class TypeCache:
@@ -156,7 +152,7 @@ _hash_safe_types = TypeCache()
 
 def _hash_safe(value: Any) -> bool:
     kind = type(value)
-    if kind in _ATOMS:
+    if kind in ATOMS:
         return True
     known: bool | None = _hash_safe_types.get(kind)
     if known is not None:
@@ -296,18 +292,19 @@ def _read_defaults() -> bool:
         return False
     with _allow_lock:
         for module in fresh:
-            namespace = module_dict(sys.modules[module])
-            for name in _DEFAULTS.get(module, ()):
-                found = namespace.get(name, MISSING)
-                if found is not MISSING and type(found) is not types.ModuleType:
-                    _default[id(found)] = found
-            if module in _WHOLE_MODULES:
-                leaf = _leaf_kinds(module, namespace)
-                for found in list(namespace.values()):
-                    if leaf(found):
-                        _default[id(found)] = found
+            _default.update((id(found), found) for found in _module_defaults(module))
             _defaults_read.add(module)
     return True
+
+
+def _module_defaults(module: str) -> list[Any]:
+    namespace = module_dict(sys.modules[module])
+    named = [namespace.get(name, MISSING) for name in _DEFAULTS.get(module, ())]
+    found = [f for f in named if f is not MISSING and type(f) is not types.ModuleType]
+    if module in _WHOLE_MODULES:
+        leaf = _leaf_kinds(module, namespace)
+        found.extend(value for value in list(namespace.values()) if leaf(value))
+    return found
 
 
 class _Scope:
@@ -473,26 +470,10 @@ _codecs_by_type: dict[type, _Codec] = {}
 _codecs_by_name: dict[str, _Codec] = {}
 _codecs_lock = threading.Lock()
 # Kinds the encoding has its own form for: a codec would never be reached, or would change them.
-_BUILT_IN = {
-    type(None),
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    tuple,
-    list,
-    dict,
-    frozenset,
-    type,
-    functools.partial,
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.ModuleType,
-    np.dtype,
-    StandIn,
-}
+_BUILT_IN = ATOMS.union(
+    (tuple, list, dict, frozenset, type, functools.partial, np.dtype, StandIn, types.ModuleType),
+    (types.FunctionType, types.BuiltinFunctionType),
+)
 
 
 def register_static_codec(
@@ -596,10 +577,15 @@ def _reference(value: Any) -> str:
         if text is None:
             text = _texts[name] = _quote(":".join(name))
         return text
+    raise _unnamed(value)
+
+
+def _unnamed(value: Any) -> _Refused:
+    """Why ``value``, which ``public_name`` does not find, is not stored by name."""
     owner = getattr(value, "__self__", None)
     if type(value) is types.BuiltinMethodType and owner is not None and not is_class(owner):
         method = getattr(value, "__name__", "method")
-        raise _Refused(
+        return _Refused(
             value,
             f"a method bound to a {type_name(owner)} is not stored by name; store "
             f"functools.partial({type(owner).__qualname__}.{method}, {owner!r:.40}) instead",
@@ -607,26 +593,27 @@ def _reference(value: Any) -> str:
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
-        what = (
-            "has no name"
-            if not isinstance(qualname, str)
-            else "names no module"
-            if not isinstance(module, str)
-            else "is a lambda"
-            if "<lambda>" in qualname
-            else "is defined inside a function"
-        )
-        raise _Refused(
+        what = next(why for why, test in _NAMELESS if test(module, qualname))
+        return _Refused(
             value,
             f"functions and classes are stored by module and name, and {value!r:.60} {what}; "
             f"define it at module level",
         )
-    raise _Refused(
+    return _Refused(
         value,
         f"functions and classes are stored by module and name, and {module}.{qualname} is not "
         f"{value!r:.60} (nor is any public module of {module.partition('.')[0]} holding it "
         f"under that name)",
     )
+
+
+# Why a function or class is not found by its own name, in order.
+_NAMELESS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
+    ("has no name", lambda module, qualname: not isinstance(qualname, str)),
+    ("names no module", lambda module, qualname: not isinstance(module, str)),
+    ("is a lambda", lambda module, qualname: "<lambda>" in qualname),
+    ("is defined inside a function", lambda module, qualname: True),
+)
 
 
 def _class_reference(value: Any) -> str:
@@ -639,16 +626,9 @@ def _class_reference(value: Any) -> str:
 
 def _encode(value: Any, depth: int) -> str:
     kind = type(value)
-    if kind is str:
-        return _quote(value) if value.isascii() else _encode_text(value)
-    if kind is int:
-        return _encode_int(value)
-    if kind is bool:
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if kind is float:
-        return float.__repr__(value) if value - value == 0 else f'["f","{value!r}"]'
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        return scalar(value)
     if depth >= MAX_DEPTH:
         raise _Refused(value, f"it is nested deeper than {MAX_DEPTH} levels (or contains itself)")
     if kind is tuple:
@@ -663,41 +643,12 @@ def _encode(value: Any, depth: int) -> str:
 def _encoder_for(value: Any) -> Encoder:
     """The encoder of ``value``'s type, decided once per type (``_Refused``: none)."""
     kind = type(value)
-    encoder: Encoder
-    if issubclass(kind, np.dtype):
-        encoder = _encode_dtype
-    elif issubclass(kind, enum.Enum):
-        encoder = _encode_member
-    elif issubclass(kind, type):
-        encoder = _encode_class
-    elif markers.SPEC in own_dict(kind):
-        encoder = _encode_pytree
-    elif issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple:
-        encoder = _encode_namedtuple
-    elif lookup(kind, DATACLASS_PARAMS) is not MISSING:
-        encoder = _encode_dataclass
-    elif issubclass(kind, np.generic):
-        raise _Refused(value, "a NumPy scalar is not stored; convert it with .item()")
-    elif looks_like_array(value):
-        raise _Refused(value, "arrays are leaves, not static values; make the field non-static")
-    elif kind is types.MethodType and class_bound(value):
-        return _encode_function  # decided per value: not remembered for the type
-    elif kind.__module__ == "torch" and kind.__qualname__ == "dtype":
-        encoder = _encode_torch_dtype
-    elif kind.__module__ == "torch" and kind.__qualname__ == "device":
-        encoder = _encode_torch_device
-    elif kind is types.MethodType:
-        raise _Refused(
-            value,
-            "a bound method is not stored; store a functools.partial of the function with the "
-            "object instead",
-        )
-    elif callable(value):
-        encoder = _encode_function
-    else:
-        raise _Refused(value, "static data does not store this kind of value")
-    _learned_encoders.set(kind, encoder)
-    return encoder
+    found = next((how for test, how in _KINDS if test(kind, value)), _NOT_STORED)
+    if isinstance(found, str):
+        raise _Refused(value, found)
+    if kind is not types.MethodType:  # a method bound to a class: decided per value
+        _learned_encoders.set(kind, found)
+    return found
 
 
 def _encode_text(value: str) -> str:
@@ -715,6 +666,15 @@ def _encode_int(value: int) -> str:
         return f'["i","{value:x}"]'
 
 
+_SCALARS: dict[type, Callable[[Any], str]] = {
+    str: lambda value: _quote(value) if value.isascii() else _encode_text(value),
+    int: _encode_int,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+    float: lambda value: float.__repr__(value) if value - value == 0 else f'["f","{value!r}"]',
+}
+
+
 def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> str:
     """``head`` (an array's opening and tag), then the items, then ``]``."""
     parts = [head]
@@ -730,26 +690,8 @@ def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> 
             else:
                 parts.append(_encode(item, depth))
     except _Refused as refused:
-        refused.path.append(f"[{len(parts) - 1}]")
-        raise
+        raise refused.at(f"[{len(parts) - 1}]") from None
     return ",".join(parts) + "]"
-
-
-def _encode_list(value: list[Any], depth: int) -> str:
-    return _encode_items('["l"', value, depth)
-
-
-def _encode_bytes(value: bytes, depth: int) -> str:
-    return f'["b","{base64.b64encode(value).decode("ascii")}"]'
-
-
-def _encode_complex(value: complex, depth: int) -> str:
-    return f'["c",{_encode(value.real, depth)},{_encode(value.imag, depth)}]'
-
-
-def _encode_stand_in(value: StandIn, depth: int) -> str:
-    """What pytreekit's ``__getstate__`` gives for ``jnp.tanh`` and the like: the value itself."""
-    return _encode(value.value, depth)
 
 
 def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
@@ -759,22 +701,13 @@ def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
     return f'["dt",{_quote(spec)}]'
 
 
-def _encode_class(value: type, depth: int) -> str:
-    return f'["k",{_reference(value)}]'
-
-
-def _encode_function(value: Any, depth: int) -> str:
-    return f'["r",{_reference(value)}]'
-
-
 def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
     parts = []
     for item in value:
         try:
             parts.append(_encode(item, depth))
         except _Refused as refused:
-            refused.path.append("<an element>")
-            raise
+            raise refused.at("<an element>") from None
         if not _hash_safe(item):
             raise _Refused(item, _unsafe_key(item))
     parts.sort()  # iteration order varies between processes; the bytes should not
@@ -793,13 +726,11 @@ def _encode_dict(value: dict[Any, Any], depth: int) -> str:
             if not _hash_safe(key):
                 raise _Refused(key, _unsafe_key(key))
         except _Refused as refused:
-            refused.path.append(f"<key {index}>")
-            raise
+            raise refused.at(f"<key {index}>") from None
         try:
             parts.append(_encode(item, depth))
         except _Refused as refused:
-            refused.path.append(f"[{key!r:.40}]")
-            raise
+            raise refused.at(f"[{key!r:.40}]") from None
     return ",".join(parts) + "]"
 
 
@@ -812,23 +743,17 @@ def _encode_fields(
     parts = []
     for name, item in state.items():
         try:
-            text = (
-                _encode_declared(cls, name, item, depth, declared[name])
-                if name in declared and cls is not None
-                else _encode(item, depth)
-            )
-            parts.append(f"{_quote(name)}:{text}")
+            parts.append(f"{_quote(name)}:{_encode_field(cls, declared, name, item, depth)}")
         except _Refused as refused:
-            refused.path.append("" if name == markers.FIELDS else where.format(name))
-            raise
+            raise refused.at("" if name == markers.FIELDS else where.format(name)) from None
     return "{" + ",".join(parts) + "}"
 
 
-def _encode_declared(
-    cls: type, name: str, value: Any, depth: int, declared: tuple[Any, tuple[type, ...]]
-) -> str:
+def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, depth: int) -> str:
     """A field's value, refused where the reader would refuse it: not of the declared type."""
-    hint, admitted = declared
+    if name not in declared:
+        return _encode(value, depth)
+    hint, admitted = declared[name]
     if not admits_value(hint, restored(value)):
         raise _Refused(
             value,
@@ -850,18 +775,12 @@ def dumps_fields(cls: type, head: tuple[Any, ...], names: Iterable[str], values:
         parts = []
         for index, (name, value) in enumerate(zip(names, values, strict=True)):
             try:
-                parts.append(
-                    _encode_declared(cls, name, value, 1, declared[name])
-                    if name in declared
-                    else _encode(value, 1)
-                )
+                parts.append(_encode_field(cls, declared, name, value, 1))
             except _Refused as refused:
-                refused.path.append(f"[{index}]")
-                raise
+                raise refused.at(f"[{index}]") from None
         text = _encode(head, 0)
     except _Refused as refused:
-        path = "".join(reversed(refused.path))
-        raise UnencodableError(path, refused.value, refused.reason) from None
+        raise UnencodableError(refused.where(), refused.value, refused.reason) from None
     values_text = "".join("," + part for part in parts)
     return MAGIC + f'{text[:-1]},["t"{values_text}]]'.encode("ascii")
 
@@ -876,8 +795,7 @@ def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
     try:
         text = _encode(data, depth)
     except _Refused as refused:
-        refused.path.append(f"<{codec.cls.__qualname__} codec>")
-        raise
+        raise refused.at(f"<{codec.cls.__qualname__} codec>") from None
     if not _is_plain(data, depth):
         raise _Refused(
             value,
@@ -900,8 +818,7 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
         try:
             parts.append(_encode(item, depth))
         except _Refused as refused:
-            refused.path.append(part)
-            raise
+            raise refused.at(part) from None
         if part != ".func" and not _is_plain(item, depth):
             raise _Refused(
                 value,
@@ -950,8 +867,7 @@ def _encode_namedtuple(value: tuple[Any, ...], depth: int) -> str:
         for item in value:
             parts.append(_encode(item, depth))
     except _Refused as refused:
-        refused.path.append(f".{names[len(parts) - 2]}")
-        raise
+        raise refused.at(f".{names[len(parts) - 2]}") from None
     return ",".join(parts) + "]"
 
 
@@ -967,12 +883,7 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     why = _rebuildable(cls) or next(filter(None, (_store_check(cls, n) for n in names)), None)
     if why is not None:
         raise _Refused(value, why)
-    state: dict[str, Any] = {}
-    for name in names:
-        try:
-            state[name] = getattr(value, name)
-        except AttributeError:
-            continue  # an unset field stays unset
+    state = _set_fields(value, names)
     extra = [
         key
         for key in getattr(value, "__dict__", {})
@@ -983,23 +894,26 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     return f'["dc",{_class_reference(value)},{_encode_fields(state, depth, cls=cls)}]'
 
 
-_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+def _set_fields(value: Any, names: list[str]) -> dict[str, Any]:
+    """The fields set on ``value`` (an unset field stays unset)."""
+    return {name: item for name in names if (item := getattr(value, name, MISSING)) is not MISSING}
+
+
+_PLAIN_CONTAINERS = frozenset({tuple, list, frozenset})
 
 
 def _is_plain(value: Any, depth: int) -> bool:
     """Whether ``value`` is plain data: what a reader without references reads back."""
     kind = type(value)
-    if kind in _PLAIN or issubclass(kind, np.dtype):
-        return True
-    if depth > MAX_DEPTH:
-        return True  # refused by _encode, naming the depth
-    if kind is tuple or kind is list or kind is frozenset:
-        return all(_is_plain(item, depth + 1) for item in value)
+    if kind in ATOMS or issubclass(kind, np.dtype) or depth > MAX_DEPTH:
+        return True  # too deep: refused by _encode, naming the depth
     if kind is dict:
-        return all(
-            _is_plain(key, depth + 1) and _is_plain(item, depth + 1) for key, item in value.items()
-        )
-    return False
+        return all(_is_plain(item, depth + 1) for item in (*value, *value.values()))
+    return kind in _PLAIN_CONTAINERS and all(_is_plain(item, depth + 1) for item in value)
+
+
+def _encode_function(value: Any, depth: int) -> str:
+    return f'["r",{_reference(value)}]'
 
 
 def _encode_torch_dtype(value: Any, depth: int) -> str:
@@ -1008,10 +922,6 @@ def _encode_torch_dtype(value: Any, depth: int) -> str:
     if module_dict(torch).get(name) is not value:
         raise _Refused(value, f"torch has no dtype {name!r} of that name")
     return f'["td",{_quote(name)}]'
-
-
-def _encode_torch_device(value: Any, depth: int) -> str:
-    return f'["dv",{_quote(str(value))}]'
 
 
 class LoadedNaN(float):
@@ -1049,10 +959,6 @@ class LoadedPartial(functools.partial[Any]):
             return NotImplemented
         return (self.func, self.args, self.keywords) == (other.func, other.args, other.keywords)
 
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
     def __hash__(self) -> int:
         try:
             return hash((self.func, self.args, tuple(sorted(self.keywords.items()))))
@@ -1063,26 +969,62 @@ class LoadedPartial(functools.partial[Any]):
         return functools.partial, (self.func,), (self.func, self.args, self.keywords, None)
 
 
-def _encode_nan(value: float, depth: int) -> str:
-    return '["f","nan"]'
-
-
 Encoder = Callable[[Any, int], str]
-# The encoder of each other class, decided once by _encoder_for.
+# The encoder of each other class, decided once by _encoder_for from _KINDS.
 _learned_encoders = TypeCache()
 # Each type's encoder: the containers and other built-in kinds here; the rest decided once per
 # type by _encoder_for (a registered codec is looked up first).
 _encoders: dict[type, Encoder] = {
-    list: _encode_list,
+    list: lambda value, depth: _encode_items('["l"', value, depth),
     dict: _encode_dict,
-    bytes: _encode_bytes,
-    complex: _encode_complex,
+    bytes: lambda value, depth: f'["b","{base64.b64encode(value).decode("ascii")}"]',
+    complex: lambda value, depth: (
+        f'["c",{_encode(value.real, depth)},{_encode(value.imag, depth)}]'
+    ),
     frozenset: _encode_frozenset,
     functools.partial: _encode_partial,
     LoadedPartial: _encode_partial,
-    LoadedNaN: _encode_nan,
-    StandIn: _encode_stand_in,
+    LoadedNaN: lambda value, depth: '["f","nan"]',
+    # What pytreekit's __getstate__ gives for jnp.tanh and the like: the value itself.
+    StandIn: lambda value, depth: _encode(value.value, depth),
 }
+_NOT_STORED = "static data does not store this kind of value"
+# In order, what tells a kind (its type, the value) and its encoder, or why it is refused.
+_KINDS: tuple[tuple[Callable[[type, Any], bool], Encoder | str], ...] = (
+    (lambda kind, value: issubclass(kind, np.dtype), _encode_dtype),
+    (lambda kind, value: issubclass(kind, enum.Enum), _encode_member),
+    (lambda kind, value: issubclass(kind, type), lambda value, depth: f'["k",{_reference(value)}]'),
+    (lambda kind, value: markers.SPEC in own_dict(kind), _encode_pytree),
+    (
+        lambda kind, value: issubclass(kind, tuple) and type(lookup(kind, "_fields")) is tuple,
+        _encode_namedtuple,
+    ),
+    (lambda kind, value: lookup(kind, DATACLASS_PARAMS) is not MISSING, _encode_dataclass),
+    (
+        lambda kind, value: issubclass(kind, np.generic),
+        "a NumPy scalar is not stored; convert it with .item()",
+    ),
+    (
+        lambda kind, value: looks_like_array(value),
+        "arrays are leaves, not static values; make the field non-static",
+    ),
+    (lambda kind, value: kind is types.MethodType and class_bound(value), _encode_function),
+    (lambda kind, value: _is_torch(kind, "dtype"), _encode_torch_dtype),
+    (
+        lambda kind, value: _is_torch(kind, "device"),
+        lambda value, depth: f'["dv",{_quote(str(value))}]',
+    ),
+    (
+        lambda kind, value: kind is types.MethodType,
+        "a bound method is not stored; store a functools.partial of the function with the "
+        "object instead",
+    ),
+    (lambda kind, value: callable(value), _encode_function),
+)
+
+
+def _is_torch(kind: type, name: str) -> bool:
+    return kind.__module__ == "torch" and kind.__qualname__ == name
 
 
 def dumps(value: Any) -> bytes:
@@ -1093,8 +1035,7 @@ def dumps(value: Any) -> bytes:
     try:
         text = _encode(value, 0)
     except _Refused as refused:
-        path = "".join(reversed(refused.path))
-        raise UnencodableError(path, refused.value, refused.reason) from None
+        raise UnencodableError(refused.where(), refused.value, refused.reason) from None
     except ValueError as error:  # an int of more digits than Python converts to text
         raise UnencodableError("", value, str(error)) from None
     return MAGIC + text.encode("ascii")
@@ -1118,36 +1059,15 @@ def loads(
     nesting deeper than ``MAX_DEPTH``, or a name this process does not have or will not rebuild."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
-    reader = Reader(frozenset(allow_import))
-    tree = parse(data, reader)
-    return decode(tree, reader.for_type(declared) if declared is not None else reader)
-
-
-_MAGIC_TEXT = MAGIC.decode("ascii")
+    reader = Reader(frozenset(allow_import), declared, tuple(_named_classes(declared, 0)))
+    return decode(parse(data, reader), reader)
 
 
 def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
     """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused).
     Text (a torch context) is read as the bytes it encodes would be."""
-    if isinstance(data, str) and data.startswith(_MAGIC_TEXT):
-        raw: bytes | None = None
-    elif isinstance(data, (bytes, bytearray, memoryview)):
-        raw = bytes(data)
-        if not raw.startswith(MAGIC):
-            kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
-            raise StaticDataError(
-                f"cannot read static data: the format is {kind}, not pytreekit's ({MAGIC!r})."
-            )
-    else:
-        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
     try:
-        if raw is not None:
-            text = raw[len(MAGIC) :].decode("ascii")
-        else:
-            assert isinstance(data, str)
-            text = data[len(MAGIC) :]
-            if not text.isascii():
-                raise _Bad("the text is not ASCII, which static data always is")
+        text = _text_of(data)
         # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
         # once, and in the strings only if there is one.
         reader.surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
@@ -1166,13 +1086,26 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
         raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
 
 
+def _text_of(data: bytes | bytearray | memoryview | str) -> str:
+    if isinstance(data, str) and data.startswith(MAGIC_TEXT):
+        if not data.isascii():
+            raise _Bad("the text is not ASCII, which static data always is")
+        return data[len(MAGIC) :]
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
+    raw = bytes(data)
+    if not raw.startswith(MAGIC):
+        kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
+        raise _Bad(f"the format is {kind}, not pytreekit's ({MAGIC!r})")
+    return raw[len(MAGIC) :].decode("ascii")
+
+
 def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
     """The value a JSON tree from ``parse`` holds (``depth`` levels inside the data)."""
     try:
         return _decode(tree, depth, reader)
     except _Bad as bad:
-        path = "".join(reversed(bad.path))
-        where = f" at {path}" if path else ""
+        where = f" at {bad.where()}" if bad.path else ""
         raise StaticDataError(f"cannot read static data{where}: {bad.reason}.") from None
     except Exception as error:  # RecursionError, MemoryError, a decoder's...
         raise StaticDataError(
@@ -1184,7 +1117,7 @@ def hashable(value: Any, depth: int = 0) -> bool:
     """Whether ``value``, built from static data, is hashable, told from its kind without
     running its ``__hash__``."""
     kind = type(value)
-    if kind in _ATOMS or kind is frozenset or depth > MAX_DEPTH:
+    if kind in ATOMS or kind is frozenset or depth > MAX_DEPTH:
         return True
     if kind is list or kind is dict:
         return False
@@ -1232,9 +1165,6 @@ class Reader:
         reader = Reader(self.allow_import, declared, admitted, plain)
         reader.surrogates = self.surrogates
         return reader
-
-    def for_type(self, declared: Any) -> Reader:
-        return self._with(declared, tuple(_named_classes(declared, 0)), self.plain)
 
     def for_field(self, cls: type, name: str) -> Reader:
         declared, admitted = declared_types(cls).get(name, _UNDECLARED)
@@ -1291,37 +1221,75 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
         return True
     if hint is None or hint is type(None):
         return value is None
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        return any(admits_value(arg, value, depth + 1) for arg in args)
-    if origin is typing.Literal:
-        return any(type(value) is type(arg) and value == arg for arg in args)
-    if origin is type:
-        target = args[0] if args else object
-        return is_class(value) and (not is_class(target) or target in mro(value))
-    if origin is collections.abc.Callable or hint is collections.abc.Callable:
-        return callable(value)
-    if origin is None:
-        if not is_class(hint):
-            return True  # a TypeVar, a string that could not be evaluated, a NewType...
-        return _instance_of(value, hint)
+    origin = _origin(hint)
+    form = _entry(_FORMS, origin)
+    if form is not None:
+        return form(typing.get_args(hint), value, depth + 1)
+    if origin is None:  # a TypeVar, a string that could not be evaluated, a NewType...
+        return not is_class(hint) or _instance_of(value, hint)
+    return _generic_admits(origin, typing.get_args(hint), value, depth + 1)
+
+
+def _origin(hint: Any) -> Any:
+    if hint is collections.abc.Callable:
+        return hint
+    return typing.get_origin(hint)
+
+
+def _generic_admits(origin: Any, args: tuple[Any, ...], value: Any, depth: int) -> bool:
     if not is_class(origin) or not _instance_of(value, origin):
-        return origin is not None and not is_class(origin)
-    if origin is tuple and args:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(admits_value(args[0], item, depth + 1) for item in value)
-        return len(args) == len(value) and all(
-            admits_value(arg, item, depth + 1) for arg, item in zip(args, value, strict=True)
-        )
-    if origin in (list, frozenset, set) and args:
-        return all(admits_value(args[0], item, depth + 1) for item in value)
-    if origin is dict and len(args) == 2:
-        return all(
-            admits_value(args[0], key, depth + 1) and admits_value(args[1], item, depth + 1)
-            for key, item in value.items()
-        )
-    return True
+        return not is_class(origin)
+    items = _entry(_CONTAINERS, origin)
+    return not args or items is None or items(args, value, depth)
+
+
+def _entry(table: tuple[tuple[Any, Check], ...], origin: Any) -> Check | None:
+    """``origin``'s check in ``table``, found by identity (a class's ``__eq__`` is not run)."""
+    return next((check for kind, check in table if kind is origin), None)
+
+
+def _all_of(hint: Any, items: Iterable[Any], depth: int) -> bool:
+    return all(admits_value(hint, item, depth) for item in items)
+
+
+def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    target = args[0] if args else object
+    return is_class(value) and (not is_class(target) or target in mro(value))
+
+
+def _tuple_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    if len(args) == 2 and args[1] is Ellipsis:
+        return _all_of(args[0], value, depth)
+    return len(args) == len(value) and all(
+        admits_value(arg, item, depth) for arg, item in zip(args, value, strict=True)
+    )
+
+
+def _dict_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    return len(args) != 2 or (
+        _all_of(args[0], value, depth) and _all_of(args[1], value.values(), depth)
+    )
+
+
+Check = Callable[[tuple[Any, ...], Any, int], bool]
+# Forms decided before the value's class is asked, then the containers whose items are checked.
+_FORMS: tuple[tuple[Any, Check], ...] = (
+    (typing.Union, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
+    (types.UnionType, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
+    (
+        typing.Literal,
+        lambda args, value, depth: any(type(value) is type(a) and value == a for a in args),
+    ),
+    (type, _type_of),
+    (collections.abc.Callable, lambda args, value, depth: callable(value)),
+)
+_CONTAINERS: tuple[tuple[type, Check], ...] = (
+    (tuple, _tuple_of),
+    (list, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (frozenset, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (set, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (dict, _dict_of),
+)
 
 
 # PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
@@ -1388,6 +1356,11 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
         if _JSON_SCALARS.issuperset(map(type, items)) and not reader.surrogates:
             return tuple(items)
         return tuple(_decode_items(items, depth, reader))
+    return _DECODERS[_checked_tag(node, tag, reader)](node, depth, reader)
+
+
+def _checked_tag(node: list[Any], tag: Any, reader: Reader) -> str:
+    """``tag``, once ``TAGS`` says the array holds what it takes, where it stands."""
     if type(tag) is not str:
         raise _Bad("an array must start with a tag")
     spec = TAGS.get(tag)
@@ -1401,7 +1374,7 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
             "registered codec decodes): numbers, strings, bytes, None, dtypes and containers of "
             f"them, not {spec.holds}"
         )
-    return _DECODERS[tag](node, depth, reader)
+    return tag
 
 
 def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
@@ -1410,8 +1383,7 @@ def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str
         try:
             out[_scalar(key, reader)] = _decode(item, depth, reader)
         except _Bad as bad:
-            bad.path.append(f"[{key!r:.40}]")
-            raise
+            raise bad.at(f"[{key!r:.40}]") from None
     return out
 
 
@@ -1422,13 +1394,8 @@ def _decode_items(items: list[Any], depth: int, reader: Reader) -> list[Any]:
         for item in items:
             out.append(item if type(item) in scalars else _decode(item, depth, reader))
     except _Bad as bad:
-        bad.path.append(f"[{len(out)}]")
-        raise
+        raise bad.at(f"[{len(out)}]") from None
     return out
-
-
-def _decode_list(node: list[Any], depth: int, reader: Reader) -> Any:
-    return _decode_items(node[1:], depth, reader)
 
 
 # Equal hashes a dict or frozenset rebuilt from data may hold at most: ints, floats and tuples hash
@@ -1469,10 +1436,12 @@ def _decode_dict(node: list[Any], depth: int, reader: Reader) -> Any:
     return value
 
 
-def _decode_bytes(node: list[Any], depth: int, reader: Reader) -> Any:
-    if type(node[1]) is not str:
-        raise _Bad("'b' takes base64 text")
-    return base64.b64decode(node[1].encode("ascii"), validate=True)
+def _text_part(node: list[Any], pattern: re.Pattern[str], refusal: str) -> str:
+    """The text ``node`` holds, if ``pattern`` matches it (``refusal`` formats it otherwise)."""
+    text = node[1]
+    if type(text) is not str or not pattern.match(text):
+        raise _Bad(refusal.format(text))
+    return text
 
 
 _SPECIAL_FLOATS = {"nan": LoadedNaN("nan"), "inf": float("inf"), "-inf": float("-inf")}
@@ -1493,12 +1462,7 @@ def _decode_complex(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 _HEX = re.compile(r"-?[0-9a-f]+\Z")
-
-
-def _decode_int(node: list[Any], depth: int, reader: Reader) -> Any:
-    if type(node[1]) is not str or not _HEX.match(node[1]):
-        raise _Bad("'i' takes hexadecimal digits")
-    return int(node[1], 16)
+_ANY_TEXT = re.compile("")
 
 
 def _decode_text(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -1529,12 +1493,11 @@ _DEVICE = re.compile(r"[a-z_]{1,20}(:[0-9]{1,4})?\Z")
 
 
 def _decode_torch_device(node: list[Any], depth: int, reader: Reader) -> Any:
-    if type(node[1]) is not str or not _DEVICE.match(node[1]):
-        raise _Bad(f"{node[1]!r:.40} is not a torch device")
+    name = _text_part(node, _DEVICE, "{!r:.40} is not a torch device")
     try:
-        return _torch()["device"](node[1])  # torch's C parser of the device's name
+        return _torch()["device"](name)  # torch's C parser of the device's name
     except RuntimeError as error:
-        raise _Bad(f"{node[1]!r:.40} is not a torch device: {error!s:.80}") from None
+        raise _Bad(f"{name!r:.40} is not a torch device: {error!s:.80}") from None
 
 
 # name -> (object, module, namespace, key) of the references resolved so far (only ever objects
@@ -1614,14 +1577,6 @@ def _decode_function(node: list[Any], depth: int, reader: Reader) -> Any:
     return found
 
 
-def _decode_class(node: list[Any], depth: int, reader: Reader) -> Any:
-    return _resolve_class(node[1], reader)
-
-
-def _decode_dtype(node: list[Any], depth: int, reader: Reader) -> Any:
-    return _dtype(node[1])
-
-
 def _decode_member(node: list[Any], depth: int, reader: Reader) -> Any:
     cls = _resolve_class(node[1], reader)
     if not issubclass(cls, enum.Enum):
@@ -1649,8 +1604,7 @@ def _decode_namedtuple(node: list[Any], depth: int, reader: Reader) -> Any:
         try:
             items.append(_decode_field(cls, name, item, depth, reader))
         except _Bad as bad:
-            bad.path.append(f".{name}")
-            raise
+            raise bad.at(f".{name}") from None
     return tuple.__new__(cls, items)
 
 
@@ -1682,8 +1636,7 @@ def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[
                 else _decode_field(cls, name, item, depth, reader)
             )
         except _Bad as bad:
-            bad.path.append("" if name == markers.FIELDS else f".{name:.40}")
-            raise
+            raise bad.at("" if name == markers.FIELDS else f".{name:.40}") from None
     return cls, state
 
 
@@ -1698,17 +1651,21 @@ def _check_state_names(cls: type, names: Iterable[Any], allowed_names: Any) -> N
             raise _Bad(f"{name!r:.40} is not a field name")
         if allowed_names is not None and name not in allowed_names:
             raise _Bad(f"{cls.__qualname__} has no field {name!r}")
-        why = _store_check(cls, name)
+        why = _store_check(cls, name) or (_hides(cls, name) if allowed_names is None else None)
         if why is not None:
             raise _Bad(why)
-        found = lookup(cls, name)
-        if allowed_names is None and found is not MISSING and type(found) is not _SLOT:
-            # A class without declared fields: a stored value would hide what the class holds
-            # under the name (a method the instance's code calls).
-            raise _Bad(
-                f"it names the field {name!r} of {cls.__qualname__}, which the class holds "
-                f"already as a {type_name(found)}; a stored value would hide it"
-            )
+
+
+def _hides(cls: type, name: str) -> str | None:
+    """Why a stored ``name`` would hide what a class without declared fields holds under it (a
+    method the instance's code calls)."""
+    found = lookup(cls, name)
+    if found is MISSING or type(found) is _SLOT:
+        return None
+    return (
+        f"it names the field {name!r} of {cls.__qualname__}, which the class holds already as a "
+        f"{type_name(found)}; a stored value would hide it"
+    )
 
 
 def _dataclass_names(cls: type) -> frozenset[str] | None:
@@ -1747,15 +1704,16 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     setstate = lookup(cls, "__setstate__")
     if markers.SPEC not in own_dict(cls) or not _ours(setstate):
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
-    layout = state.get(markers.FIELDS)
-    if not (
-        type(layout) is tuple
-        and len(layout) == 2
-        and type(layout[0]) is tuple
-        and type(layout[1]) is tuple
-        and len(layout[0]) == len(layout[1])
-        and all(type(flag) is bool for flag in layout[1])
-    ):
+    _check_layout(cls, state)
+    obj: Any = object.__new__(cls)
+    setstate(obj, state)
+    return obj
+
+
+def _check_layout(cls: type, state: dict[str, Any]) -> None:
+    """That a pytree class's state holds ``(names, static flags)`` and values of those fields."""
+    layout: Any = state.get(markers.FIELDS)
+    if not _is_layout(layout):
         raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
     names = layout[0]
     _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
@@ -1763,9 +1721,17 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
     if not {key for key in state if key != markers.FIELDS} <= set(names):
         raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
-    obj: Any = object.__new__(cls)
-    setstate(obj, state)
-    return obj
+
+
+def _is_layout(layout: Any) -> bool:
+    return (
+        type(layout) is tuple
+        and len(layout) == 2
+        and type(layout[0]) is tuple
+        and type(layout[1]) is tuple
+        and len(layout[0]) == len(layout[1])
+        and all(type(flag) is bool for flag in layout[1])
+    )
 
 
 def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -1801,22 +1767,26 @@ def _decode_codec(node: list[Any], depth: int, reader: Reader) -> Any:
 
 
 _DECODERS: dict[str, Decoder] = {
-    "l": _decode_list,
+    "l": lambda node, depth, reader: _decode_items(node[1:], depth, reader),
     "d": _decode_dict,
     "s": _decode_frozenset,
-    "b": _decode_bytes,
+    "b": lambda node, depth, reader: base64.b64decode(
+        _text_part(node, _ANY_TEXT, "'b' takes base64 text").encode("ascii"), validate=True
+    ),
     "f": _decode_float,
     "c": _decode_complex,
     "r": _decode_function,
-    "k": _decode_class,
-    "dt": _decode_dtype,
+    "k": lambda node, depth, reader: _resolve_class(node[1], reader),
+    "dt": lambda node, depth, reader: _dtype(node[1]),
     "e": _decode_member,
     "n": _decode_namedtuple,
     "dc": _decode_dataclass,
     "p": _decode_pytree,
     "fp": _decode_partial,
     "x": _decode_codec,
-    "i": _decode_int,
+    "i": lambda node, depth, reader: int(
+        _text_part(node, _HEX, "'i' takes hexadecimal digits"), 16
+    ),
     "u": _decode_text,
     "td": _decode_torch_dtype,
     "dv": _decode_torch_device,
