@@ -10,7 +10,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optree
 import pytest
 from _versions import needs_from_node_data_and_children
 from hypothesis import given, settings
@@ -352,25 +351,27 @@ class Bare:  # module level, so that pickle finds it
     x: Any
 
 
-def _dataclass_twin(name: str, fields: dict[str, bool]) -> type:
+def _dataclass_twin(name: str, fields: dict[str, bool], optree: Any = None) -> type:
     """A dataclass named ``name`` with ``fields`` (name: static), registered by hand with
-    ``jax.tree_util.register_dataclass`` (and with optree, its aux data the static values)."""
+    ``jax.tree_util.register_dataclass`` (and with ``optree`` when given, its aux data the static
+    values)."""
     cls = dataclasses.make_dataclass(name, list(fields))
     data = [n for n, s in fields.items() if not s]
     meta = [n for n, s in fields.items() if s]
     jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
-    optree.register_pytree_node(
-        cls,
-        lambda o: ([getattr(o, n) for n in data], tuple(getattr(o, n) for n in meta), data),
-        lambda aux, children: cls(
-            **dict(zip(data, children, strict=True)), **dict(zip(meta, aux, strict=True))
-        ),
-        namespace="twins",
-    )
+    if optree is not None:
+        optree.register_pytree_node(
+            cls,
+            lambda o: ([getattr(o, n) for n in data], tuple(getattr(o, n) for n in meta), data),
+            lambda aux, children: cls(
+                **dict(zip(data, children, strict=True)), **dict(zip(meta, aux, strict=True))
+            ),
+            namespace="twins",
+        )
     return cls
 
 
-@pytree_class(backends=("jax", "optree"))
+@pytree_class
 class Tagged:  # module level, so that pickle finds it
     a: Any
     tag: str = field(static=True)
@@ -378,21 +379,40 @@ class Tagged:  # module level, so that pickle finds it
     n: int = field(static=True, default=2)
 
 
+_TAGGED_FIELDS = {"a": False, "tag": True, "b": False, "n": True}
+_MAKERS = (
+    lambda cls: cls(1, "treedef", 2, 3),
+    lambda cls: [cls(1, "x", 2, 3), (cls(2, ("y", 1), None, 4), None)],
+    lambda cls: {"a": cls(cls(1, "in", 2, 3), "out", 2, 3), "b": [cls(2, "z", 3, 4)]},
+)
+
+
+def test_an_annotated_class_with_static_fields_prints_as_its_twin_in_optree():
+    optree = pytest.importorskip("optree")
+
+    @pytree_class(backends=("optree",))
+    class Tagged:
+        a: Any
+        tag: str = field(static=True)
+        b: Any = None
+        n: int = field(static=True, default=2)
+
+    Twin = _dataclass_twin("Tagged", _TAGGED_FIELDS, optree)
+    for make in _MAKERS:
+        assert str(optree.tree_structure(make(Tagged), namespace="pytreekit")) == str(
+            optree.tree_structure(make(Twin), namespace="twins")
+        ).replace("'twins'", "'pytreekit'")
+    assert optree.tree_paths(Tagged(1, "t", 2), namespace="pytreekit") == [("a",), ("b",)]
+
+
 def test_an_annotated_class_with_static_fields_prints_as_its_register_dataclass_twin():
-    Twin = _dataclass_twin("Tagged", {"a": False, "tag": True, "b": False, "n": True})
-    for make in (
-        lambda cls: cls(1, "treedef", 2, 3),
-        lambda cls: [cls(1, "x", 2, 3), (cls(2, ("y", 1), None, 4), None)],
-        lambda cls: {"a": cls(cls(1, "in", 2, 3), "out", 2, 3), "b": [cls(2, "z", 3, 4)]},
-    ):
+    Twin = _dataclass_twin("Tagged", _TAGGED_FIELDS)
+    for make in _MAKERS:
         ours, theirs = (
             jax.tree_util.tree_structure(make(Tagged)),
             jax.tree_util.tree_structure(make(Twin)),
         )
         assert str(ours) == str(theirs)
-        assert str(optree.tree_structure(make(Tagged), namespace="pytreekit")) == str(
-            optree.tree_structure(make(Twin), namespace="twins")
-        ).replace("'twins'", "'pytreekit'")
     treedef = jax.tree_util.tree_structure(Tagged(1, "treedef", 2, 3))
     assert str(treedef) == "PyTreeDef(CustomNode(Tagged[('treedef', 3)], [*, *]))"
     assert treedef.node_data() == (Tagged, ("treedef", 3))  # the static values, in field order
@@ -405,7 +425,6 @@ def test_an_annotated_class_with_static_fields_prints_as_its_register_dataclass_
     assert (rebuilt.a, rebuilt.tag, rebuilt.b, rebuilt.n) == (leaves[0], "treedef", leaves[1], 3)
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(rebuilt)]
     assert paths == [".a", ".b"]
-    assert optree.tree_paths(rebuilt, namespace="pytreekit") == [("a",), ("b",)]
 
 
 @needs_from_node_data_and_children
