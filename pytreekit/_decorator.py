@@ -49,6 +49,7 @@ from ._classes import (
     generated_init,
     init_wrapper,
     later_run,
+    own_spec,
     plan_methods,
     prepare,
     prove_init,
@@ -307,7 +308,7 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
     if not isinstance(cls, type):
         raise _not_a_class(cls)
     with decoration_lock:
-        existing = _own_spec(cls)  # decorated before (the automatic set-up a subclass gets, say)
+        existing = own_spec(cls)  # decorated before (the automatic set-up a subclass gets, say)
         if existing is None:
             _refuse_unsupported(cls)
         parent = _parent_spec(cls)
@@ -641,15 +642,9 @@ def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
     setattr(cls, markers.PENDING, as_written)
 
 
-def _own_spec(cls: type) -> ClassSpec | None:
-    # As _classes.own_spec, read here: decoration asks it of every class it passes.
-    spec = cls.__dict__.get(markers.SPEC)
-    return spec if isinstance(spec, ClassSpec) else None
-
-
 def _parent_spec(cls: type) -> ClassSpec | None:
     for base in cls.__mro__[1:]:
-        spec = _own_spec(base)
+        spec = own_spec(base)
         if spec is not None:
             return spec
     return None
@@ -693,7 +688,7 @@ def _arrive(
     """The spec of a class that arrived pickled by value, registered here (once, also when the
     same class arrives again)."""
     with decoration_lock:
-        existing = _own_spec(cls)
+        existing = own_spec(cls)
         if existing is not None:
             return existing
         factories = _backends.key_factories(backends, cls)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 
 from .. import _markers as markers
-from .._classes import ClassSpec, KeyFactory, NodeFunctions, decoration_lock, spec_of
+from .._classes import ClassSpec, KeyFactory, NodeFunctions, decoration_lock, own_spec, spec_of
 from .._compat import TORCH_PYTREE
 
 # backend name -> (the library it needs, its adapter module, how to install it). pytreekit is
@@ -124,7 +124,7 @@ def follow_every_backend(cls: type) -> None:
 
 def _register_follower(follower: type, backend: str) -> list[Callable[[], None]]:
     """Register ``follower`` with ``backend`` unless it is already: the step undoing it, if any."""
-    spec: ClassSpec | None = vars(follower).get(markers.SPEC)  # a follower is a pytree class
+    spec = own_spec(follower)
     if spec is None or backend in spec.backends:
         return []
     _add_key_factory(spec, backend)
