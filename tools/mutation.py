@@ -41,12 +41,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The tests that exercise each module, its own test file first (it kills most mutants fastest).
 SELECTIONS = {
-    "_classes.codegen": [
+    "_classes.init": [
         "tests/test_codegen.py",
-        "tests/test_nodes.py",
-        "tests/test_checks.py",
         "tests/test_init.py",
+        "tests/test_checks.py",
     ],
+
     "_compat": [
         "tests/test_dataclasses.py",
         "tests/test_decoration_safety.py",
@@ -130,6 +130,7 @@ SELECTIONS = {
     ],
     "_classes.nodes": [
         "tests/test_nodes.py",
+        "tests/test_codegen.py",
         "tests/test_layouts.py",
         "tests/test_checks.py",
         "tests/test_replace.py",

@@ -8,10 +8,10 @@ the modules inside.
 
 from __future__ import annotations
 
-from .codegen import init_wrapper, prove_init
 from .dataclass import generated_init, later_run, prepare
 from .fields import MISSING, Field, field, flags
 from .frozen import FrozenInstanceError
+from .init import init_wrapper, prove_init
 from .layouts import (
     FixedLayouts,
     KeyFactory,

@@ -38,19 +38,19 @@ from .._compat import (
     written_by_dataclasses,
 )
 from .._messages import SUGGEST, close_match, unhashable_error
-from .codegen import (
+from .fields import MISSING, Declared, Field, as_pytree_fields
+from .frozen import is_frozen_setattr
+from .init import prove_init
+from .layouts import Layout, all_slots, check, resolved
+from .methods import nearest_init
+from .nodes import (
     INITIALISING_HELPERS,
     METHOD_HELPERS,
     METHOD_NAMES,
     check_lines,
     method,
-    prove_init,
     while_initialising,
 )
-from .fields import MISSING, Declared, Field, as_pytree_fields
-from .frozen import is_frozen_setattr
-from .layouts import Layout, all_slots, check, resolved
-from .methods import nearest_init
 from .spec import Options
 
 _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")

@@ -8,23 +8,430 @@ process that never built an instance. The layout an annotated class declares is 
 whose aux data reads as ``register_dataclass``'s: its static values alone (``Layout.plain``), or,
 without static fields, one object per class that prints as ``None`` (``Layout.bare``).
 ``carrying`` reads every form, ``aux_data`` writes the one flatten gives.
+
+The source of generated code (the node functions', the ``__init__``s') is compiled here, the one
+place: registered with ``linecache`` while its class lives, so tracebacks and debuggers show it.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import gc
 import itertools
+import linecache
+import re
 import sys
 import threading
 import types
-from collections.abc import Callable, Sequence
-from typing import Any
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, cast
 
+from .. import _markers as markers
 from .._compat import static_hash
-from .codegen import BARE, PRIMARY, compile_source, key_name, node_functions_source
-from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, bound_inside, check
+from .frozen import begin_init, end_init
+from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, Storage, bound_inside, check
+
+_serial = itertools.count()
+# Each live class that owns generated code holds a slot number, given back when the class is
+# freed, and numbers its compilations from 0: CPython keeps every code object's file name for good
+# (from 3.12, interned and immortal), so a freed class's names must be reused, never new ones made.
+_free_slots: list[int] = []
+_slot_numbers = itertools.count()
+_compiled: weakref.WeakKeyDictionary[type, tuple[int, list[str]]] = weakref.WeakKeyDictionary()
+
+
+def _release(slot: int, filenames: list[str]) -> None:
+    """A class that owned generated code was freed: its source leaves ``linecache``, then its slot
+    is free for the next class (in this order, so no new entry is ever removed)."""
+    for filename in filenames:
+        linecache.cache.pop(filename, None)
+    _free_slots.append(slot)
+
+
+def compile_source(
+    source: str,
+    globals_: dict[str, Any],
+    label: str,
+    into: dict[str, Any] | None = None,
+    owner: type | None = None,
+) -> None:
+    """Execute ``source`` with ``globals_``, defining its names ``into`` a dict of their own
+    (default: the globals); ``owner``: as ``compiled``."""
+    exec(compiled(source, label, owner), globals_, into)
+
+
+def compiled(source: str, label: str, owner: type | None = None) -> types.CodeType:
+    """``source`` compiled, its ``linecache`` entry living as long as ``owner``, the class the code
+    belongs to (a class defined in a loop or a function leaves nothing behind)."""
+    if owner is None:
+        filename = f"<pytreekit generated {label} #{next(_serial)}>"
+    else:
+        entry = _compiled.get(owner)
+        if entry is None:
+            slot = _free_slots.pop() if _free_slots else next(_slot_numbers)
+            entry = _compiled.setdefault(owner, (slot, []))
+            if entry[0] == slot:
+                weakref.finalize(owner, _release, *entry)
+            else:  # another thread gave the class its slot first
+                _free_slots.append(slot)
+        slot, filenames = entry
+        filename = f"<pytreekit generated {label} #{slot}.{len(filenames)}>"
+        filenames.append(filename)
+    # No modification time: linecache.checkcache keeps the entry (there is no file to check).
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
+
+
+def indent(lines: list[str], depth: int = 1) -> list[str]:
+    return ["    " * depth + line for line in lines]
+
+
+def function(name: str, params: str, body: list[str]) -> str:
+    return f"def {name}({params}):\n" + "\n".join(indent(body or ["pass"])) + "\n"
+
+
+# -- methods: compiled in the class's module, so its globals resolve the user's annotations --------
+
+
+def method(
+    cls: type,
+    name: str,
+    params: str,
+    body: list[str],
+    helpers: Mapping[str, Any],
+) -> types.FunctionType:
+    """``def name(params): body`` as a method of ``cls``. The helpers it calls are closed over
+    under ``__pytreekit_*__`` names, so neither a field (a parameter) nor a builtin shadows them."""
+    assert all(h.startswith("__pytreekit_") and h.endswith("__") for h in helpers)
+    module = sys.modules.get(cls.__module__)
+    module_globals = module.__dict__ if module is not None else {"__name__": cls.__module__}
+    inner = function(name, params, body).splitlines()
+    source = function("__pytreekit_make__", ", ".join(helpers), [*inner, f"return {name}"])
+    # The function is made from its compiled code, its closure cells and defaults given here:
+    # nothing generated runs while a class is decorated.
+    make = _code_in(compiled(source, f"{cls.__qualname__}.{name}", cls))
+    code = _code_in(make)
+    # The function may name itself (the wrapper compares a class's __init__ with it).
+    cells = tuple(types.CellType(None if n == name else helpers[n]) for n in code.co_freevars)
+    result = types.FunctionType(code, module_globals, name, None, cells)
+    if name in code.co_freevars:
+        cells[code.co_freevars.index(name)].cell_contents = result
+    arguments = cast(ast.FunctionDef, ast.parse(f"def f({params}): pass").body[0]).args
+    value = functools.partial(_default, helpers)
+    result.__defaults__ = tuple(map(value, arguments.defaults)) or None
+    keyword = zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    result.__kwdefaults__ = {a.arg: value(d) for a, d in keyword if d} or None
+    result.__qualname__ = f"{cls.__qualname__}.{name}"
+    result.__module__ = cls.__module__
+    return result
+
+
+def _code_in(code: types.CodeType) -> types.CodeType:
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _default(helpers: Mapping[str, Any], node: ast.expr) -> Any:
+    """A parameter's default as generated code writes it: a helper's name or a literal."""
+    return helpers[node.id] if isinstance(node, ast.Name) else ast.literal_eval(node)
+
+
+INITIALISING_HELPERS = {"__pytreekit_begin__": begin_init, "__pytreekit_end__": end_init}
+
+
+def while_initialising(this: str, call: str) -> list[str]:
+    """``call`` with a frozen instance open to assignment (``INITIALISING_HELPERS``)."""
+    return [
+        f"__pytreekit_begin__({this})",
+        "try:",
+        f"    {call}",
+        "finally:",
+        f"    __pytreekit_end__({this})",
+    ]
+
+
+# -- the check of a new instance, inlined wherever one is built ------------------------------
+
+
+# How node functions name the primary layout and each child's key: names in the class's node
+# namespace, given a suffix per generation of code (``node_functions_source``).
+PRIMARY = "_P"
+BARE = "_A"  # the primary's Layout.bare
+
+
+def key_name(backend: str, index: int) -> str:
+    return f"_K{backend}_{index}"
+
+
+class CheckNames(NamedTuple):
+    """What generated code calls the check's helpers (node functions and methods differ)."""
+
+    hash: str
+    method: str
+    check: str  # _layouts.check(obj, layout), which names the culprit
+    layout: str
+    nested: str  # _layouts.NESTED_HASHES
+    flat: str  # _layouts.FLAT
+    partial: str  # functools.partial
+    inside: str  # _layouts.bound_inside
+
+
+NODE_NAMES = CheckNames(
+    hash="_hash",
+    method="_Method",
+    check="_check",
+    layout=PRIMARY,
+    nested="_nested",
+    flat="_flat",
+    partial="_partial",
+    inside="_inside",
+)
+METHOD_NAMES = CheckNames(
+    hash="__pytreekit_hash__",
+    method="__pytreekit_method__",
+    check="__pytreekit_check__",
+    layout="__pytreekit_primary__",
+    nested="__pytreekit_nested__",
+    flat="__pytreekit_flat__",
+    partial="__pytreekit_partial__",
+    inside="__pytreekit_inside__",
+)
+METHOD_HELPERS = {
+    "__pytreekit_hash__": static_hash,
+    "__pytreekit_method__": types.MethodType,
+    "__pytreekit_nested__": NESTED_HASHES,
+    "__pytreekit_flat__": FLAT,
+    "__pytreekit_partial__": functools.partial,
+    "__pytreekit_inside__": bound_inside,
+}
+
+
+def check_lines(
+    statics: list[str],
+    values: list[str],
+    names: CheckNames,
+    on_failure: list[str],
+    this: str | None = None,
+) -> list[str]:
+    """``_layouts.check`` inline: ``statics`` (expressions) hashable and none of ``values`` a
+    bound method, else ``on_failure`` (which calls the check to name the culprit, or takes the
+    slow path). ``values`` lists what code that held the instance may have set: none where only
+    arguments and defaults were stored, which cannot refer to an instance not yet returned;
+    ``this``, the instance, when such code ran: a static value holding its methods is refused."""
+    body = [f"{names.hash}({value})" for value in statics]
+    if values:
+        bound = " or ".join(f"{value}.__class__ is {names.method}" for value in values)
+        body += [f"if {bound}:", "    raise TypeError"]
+    if this is not None and statics:
+        inside = " or ".join(
+            f"({value}.__class__ not in {names.flat} and ({value}.__class__.__hash__ in "
+            f"{names.nested} or {value}.__class__ is {names.partial}) and "
+            f"{names.inside}({value}, {this}))"
+            for value in statics
+        )
+        body += [f"if {inside}:", "    raise TypeError"]
+    if not body:
+        return []
+    return ["try:", *indent(body), "except (TypeError, AttributeError):", *indent(on_failure)]
+
+
+# -- node functions: compiled in the class's own namespace
+# and the helpers under _-names; fields are only ever attribute names (obj.weights), so none
+# shadows them. Each falls back to its generic path for any other instance.
+
+
+def node_functions_source(
+    layout: Layout,
+    storage: Storage,
+    *,
+    exact: bool,
+    varied: bool,
+    keyed: tuple[str, ...],
+    ordered: bool = False,
+    suffix: str = "",
+) -> str:
+    """``flatten``, ``flatten_with_keys_<backend>`` for each of ``keyed``, ``layout_of``,
+    ``unflatten``, ``observe`` and ``replace`` for a class whose primary layout is ``layout``.
+    ``exact``: an instance holding the layout's fields has that layout (``LayoutTable.exact``);
+    ``varied``: instances of other layouts exist, and carry a marker; ``ordered``: an instance's
+    fields are in the order it assigned them (a class without annotations); ``suffix``: added to
+    the names of the primary layout (``_P``) and the keys (``key_name``)."""
+    aux = f"({PRIMARY}, {_reads(layout.static_names)})"
+    if layout.bare is not None:
+        aux = BARE  # the one aux data of the class, which prints as None
+    elif layout.plain:
+        aux = f"({_reads(layout.static_names)})"  # the static values alone
+    children = f"({_reads(layout.child_names)}), {aux}"
+    sources = [_flatten("flatten", "obj", children, "_flatten_generic(obj)", exact, varied)]
+    for backend in keyed:  # the default of backend is set on each function object
+        pairs = "".join(
+            f"({key_name(backend, i)}, obj.{n}), " for i, n in enumerate(layout.child_names)
+        )
+        name, generic = f"flatten_with_keys_{backend}", "_flatten_with_keys_generic(obj, backend)"
+        sources.append(_flatten(name, "obj, backend", f"({pairs}), {aux}", generic, exact, varied))
+    sources.append(_layout_of(layout, exact, varied))
+    sources.append(_unflatten(layout, storage))
+    sources.append(_observe(layout, storage, ordered))
+    sources.append(_replace(layout, storage, exact, varied))
+    # Each says what it is, in a traceback or a debugger: "Generated for <layout of ...>."
+    doc = f'    """Generated by pytreekit for {layout!r}."""\n'
+    source = "\n".join(source.replace(":\n", ":\n" + doc, 1) for source in sources)
+    # Each generation reads names of its own: a thread still running the code swapped out reads
+    # the layout and keys it was written for.
+    # (Not a field's name: obj._P, "_P".)
+    return re.sub(
+        rf"(?<![.\w'\"])({PRIMARY}|{BARE}|_K\w+_\d+)(?![\w'\"])", rf"\g<1>{suffix}", source
+    )
+
+
+def _reads(names: tuple[str, ...], obj: str = "obj") -> str:
+    return "".join(f"{obj}.{n}, " for n in names)
+
+
+def _for_primary(lines: list[str], exact: bool, varied: bool) -> list[str]:
+    """``lines``, a fast path for instances of the primary layout, where it is safe: nowhere
+    unless ``exact``; behind the marker test once instances of other layouts exist."""
+    if not exact:
+        return []
+    return [f"if obj.{markers.LAYOUT} is {PRIMARY}:", *indent(lines)] if varied else lines
+
+
+def _flatten(name: str, params: str, result: str, generic: str, exact: bool, varied: bool) -> str:
+    attempt = ["try:", f"    return {result}", "except AttributeError:", "    pass"]
+    return function(name, params, [*_for_primary(attempt, exact, varied), f"return {generic}"])
+
+
+def _layout_of(layout: Layout, exact: bool, varied: bool) -> str:
+    """``layout_of(obj)`` for an instance of the class or of a subclass (whose own layouts the
+    generic path finds)."""
+    attempt = ["try:", f"    {_reads(layout.names) or 'pass'}", "except AttributeError:"]
+    attempt += ["    pass", "else:", f"    return {PRIMARY}"]
+    fast = _for_primary(attempt, exact, varied)
+    if fast:
+        fast = ["if obj.__class__ is _cls:", *indent(fast)]
+    return function("layout_of", "obj", [*fast, "return _layout_of_generic(obj)"])
+
+
+def _store(target: str, name: str, value: str, storage: Storage) -> str:
+    """Write a field without the class's ``__setattr__`` (a plain store where it has none)."""
+    if name in storage.slots or name in storage.descriptor_fields:
+        return f"_setattr({target}, {name!r}, {value})"
+    if storage.plain_setattr:
+        return f"{target}.{name} = {value}"
+    return f"_d[{name!r}] = {value}"  # frozen, or the class's own __setattr__
+
+
+def _build(target: str, names: tuple[str, ...], values: list[str], storage: Storage) -> list[str]:
+    """A new instance ``target`` holding ``values``, made without ``__init__``."""
+    stores = [_store(target, n, v, storage) for n, v in zip(names, values, strict=True)]
+    if any(line.startswith("_d[") for line in stores):
+        stores.insert(0, f"_d = {target}.__dict__")
+    return [f"{target} = _new(_cls)", *stores]
+
+
+def _unflatten(layout: Layout, storage: Storage) -> str:
+    children = iter(range(len(layout.names)))
+    # Plain aux data is the static values alone (a Layout first: the aux data of another layout).
+    statics = iter(range(0 if layout.plain else 1, len(layout.names) + 1))
+    test = "aux[0].__class__ is not _Layout" if layout.plain else f"aux[0] is {PRIMARY}"
+    values = [
+        f"aux[{next(statics)}]" if s else f"children[{next(children)}]" for s in layout.static
+    ]
+    build = [*_build("obj", layout.names, values, storage), "return obj"]
+    if layout.plain:  # too few static values: not this layout's (the generic path says so)
+        build = ["try:", *indent(build), "except IndexError:", "    pass"]
+    body = [f"if {test}:", *indent(build), "return _unflatten_generic(aux, children)"]
+    return function("unflatten", "aux, children", body)
+
+
+def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
+    """``observe(obj)``, run when a user's ``__init__`` returns. Its fast path recognises an
+    instance of exactly the primary layout without reading ``obj.__dict__`` (on CPython that turns
+    the instance's compact attribute storage into a real dict, slowing every later flatten): the
+    garbage collector's referents of such an instance are its attribute values and its class, so
+    their count says whether ``__init__`` set other attributes. Elsewhere the general path runs."""
+    names = layout.names
+    slow = ["_observe_slow(obj)"]
+    if not names or not storage.has_dict or storage.slots:
+        return function("observe", "obj", slow)  # a slot could stand in for an attribute
+    if ordered:
+        return function("observe", "obj", [*_observe_in_order(layout), *slow])
+    if any(hasattr(layout.cls, n) for n in (*names, "__getattr__")):
+        return function("observe", "obj", slow)  # a class attribute could stand in
+    count = f"if len(refs) == {len(names) + 1}:"
+    if len(names) == 1:  # [dict, class] is also what a materialised __dict__ gives
+        count = "if len(refs) == 2 and refs[0].__class__ is not dict:"
+    reads = [f"obj.{n}" for n in names]
+    statics = [f"obj.{n}" for n in layout.static_names]
+    checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
+    # torch.compile cannot trace the garbage collector, and may trace the __init__ of any class
+    # (optree is torch's pytree engine; dynamo traces plain classes too). Until torch is imported
+    # the guard costs one dict lookup; then one call of torch.compiler.is_compiling, which dynamo
+    # answers True while it traces.
+    guard = [
+        'if "torch" in _modules and _modules["torch"].compiler.is_compiling():',
+        "    return _observe_traced(obj)",
+    ]
+    refs = ["refs = _referents(obj)", count, *indent([*checked, "else:", "    return"])]
+    return function("observe", "obj", [*guard, *refs, *slow])
+
+
+def _observe_in_order(layout: Layout) -> list[str]:
+    """``observe``'s fast path where an instance's fields are in the order it assigned them:
+    only its dict knows that order (the garbage collector's referents come in the order the
+    class's instances first used). The values are read first: once its ``__dict__`` is made,
+    reading an instance's attributes is slower (CPython keeps them inline until then)."""
+    names = layout.names
+    values = [f"_v{i}" for i in range(len(names))]
+    statics = [v for v, s in zip(values, layout.static, strict=True) if s]
+    checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj")
+    return [
+        "try:",
+        f"    {', '.join(values)}, = {_reads(names).rstrip(', ')},",
+        "except AttributeError:",
+        "    pass",
+        "else:",
+        f"    if (*obj.__dict__,) == {names!r}:",
+        *indent([*checked, "else:", "    return"], 2),
+    ]
+
+
+def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str:
+    """``replace(obj, changes)``: a copy made without ``__init__``, static values checked."""
+    values = [f"_v{i}" for i in range(len(layout.names))]
+    attempt = [
+        f"if changes.keys() <= {PRIMARY}.name_set:",
+        "    try:",
+        *(
+            f"        {v} = changes[{n!r}] if {n!r} in changes else obj.{n}"
+            for v, n in zip(values, layout.names, strict=True)
+        ),
+        "    except AttributeError:",
+        "        pass",
+        "    else:",
+        *indent(_build("new", layout.names, values, storage), 2),
+        *indent(
+            check_lines(
+                [v for v, s in zip(values, layout.static, strict=True) if s],
+                [],
+                NODE_NAMES,
+                [f"_check(new, {PRIMARY}, obj)"],
+            ),
+            2,
+        ),
+        "        for _v in changes.values():  # a method of obj: the copy would keep calling it",
+        "            if _v.__class__ is _Method or (",
+        "                (_v.__class__.__hash__ in _nested or _v.__class__ is _partial)",
+        "                and _inside(_v, obj)",
+        "            ):",
+        f"                _check(new, {PRIMARY}, obj)",
+        "        return new",
+    ]
+    fast = _for_primary(attempt, exact and bool(layout.names), varied)
+    return function("replace", "obj, changes", [*fast, "return _replace_generic(obj, changes)"])
+
 
 # Until a class is first used, its functions run this generic code, shared by every class: nothing
 # is compiled when a class is decorated.

@@ -1,0 +1,236 @@
+"""A user's ``__init__`` under pytreekit: what decoration can prove about it from its bytecode
+(``prove_init``), and the wrapper that runs it unchanged and then checks what it set
+(``init_wrapper``)."""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .. import _markers as markers
+from .._compat import copy_annotations, signature
+from .layouts import Layout
+from .layouts import check as _check
+from .nodes import (
+    INITIALISING_HELPERS,
+    METHOD_HELPERS,
+    METHOD_NAMES,
+    check_lines,
+    indent,
+    method,
+    while_initialising,
+)
+
+
+def _forwarding(init: Callable[..., Any]) -> tuple[str, str]:
+    """``(parameters, arguments)`` of a function with ``init``'s own parameters (after ``self``)
+    that calls ``init`` with them; ``*args, **kwargs`` where that cannot be written out."""
+    generic = ("*args, **kwargs", "*args, **kwargs")
+    if type(init) is not types.FunctionType:
+        return generic
+    kind = inspect.Parameter
+    every = list(signature(init, follow_wrapped=False).parameters.values())
+    if not every or every[0].kind not in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD):
+        return generic  # a wrapper's (*args, **kwargs): self is not a parameter of its own
+    params = every[1:]
+    if any(p.name.startswith("__pytreekit") for p in params):
+        return generic
+    spelled: dict[Any, str] = {kind.VAR_POSITIONAL: "*{}", kind.VAR_KEYWORD: "**{}"}
+    spelled[kind.KEYWORD_ONLY] = "{0}={0}"
+    arguments = [spelled.get(p.kind, "{}").format(p.name) for p in params]
+    # Placeholder defaults: the wrapper takes init's own (__defaults__, __kwdefaults__).
+    plain = [
+        p.replace(annotation=kind.empty, default=kind.empty if p.default is kind.empty else None)
+        for p in params
+    ]
+    return str(inspect.Signature(plain))[1:-1], ", ".join(arguments)
+
+
+class InitProof(NamedTuple):
+    """What decoration proved about a user's ``__init__`` from its bytecode: ``stores``, the
+    attributes of ``self`` it sets, in order, when it only stores them (each on every path:
+    branches may choose values, not what is stored; no loops, no other use of ``self``, no
+    ``super()``, no frame access), else ``None``; ``reason`` says why (shown in the class spec's
+    repr)."""
+
+    stores: tuple[str, ...] | None
+    reason: str
+
+
+# Names through which code may reach the instance other than as ``self``: the frame, super().
+_REACHING = frozenset({"super", "locals", "vars", "globals", "sys", "inspect", "eval", "exec"})
+_FRAME_ATTRS = frozenset(
+    {"_getframe", "currentframe", "f_locals", "f_back", "f_globals", "stack", "tb_frame"}
+    | {"get_referrers", "get_objects", "getouterframes", "gi_frame", "cr_frame"}
+)
+
+
+_proofs: weakref.WeakKeyDictionary[types.CodeType, InitProof] = weakref.WeakKeyDictionary()
+
+
+def prove_init(init: object, fields: frozenset[str] = frozenset()) -> InitProof:
+    """Whether ``init`` provably only stores attributes of ``self`` (each once, in one order),
+    reading none but ``fields`` and those it stored before."""
+    code = getattr(init, "__code__", None)
+    if type(init) is not types.FunctionType or code is None or code.co_argcount < 1:
+        return InitProof(None, "general: not a plain function")
+    if not fields:  # a class defined again (in a loop, a function) runs the same code
+        known = _proofs.get(code)
+        if known is None:
+            known = _proofs[code] = _prove(code, fields)
+        return known
+    return _prove(code, fields)
+
+
+def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
+    this = code.co_varnames[0]
+    if this in code.co_cellvars or "__class__" in code.co_freevars:
+        return InitProof(None, f"general: {this} is captured by a closure or super() is used")
+    if code.co_exceptiontable:
+        return InitProof(None, "general: try/with blocks")
+    instructions = list(dis.get_instructions(code))
+    conditional = _conditional(instructions)
+    if conditional is None:
+        return InitProof(None, "general: loops")
+    # Where the first path may end: a store after it is not made on every path.
+    end = min((i.offset for i in instructions if i.opname.startswith("RETURN")), default=-1)
+    stores: list[str] = []
+    for ins, following in zip(instructions, [*instructions[1:], None], strict=True):
+        refusal = _refusal(ins, this)
+        if refusal is not None:
+            return InitProof(None, refusal)
+        use = _use_of_self(ins, following, this, fields.union(stores))
+        if use is None or use == _READ:
+            continue
+        if use == _OTHER:
+            return InitProof(None, f"general: uses {this} other than to store (line {_line(ins)})")
+        if ins.offset > end or any(start < ins.offset < stop for start, stop in conditional):
+            return InitProof(None, f"general: a store on some branches only (line {_line(ins)})")
+        stores.append(use)
+    return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
+
+
+# What _use_of_self returns besides an attribute's name (neither is an identifier).
+_READ, _OTHER = "<read>", "<other>"
+
+
+def _use_of_self(
+    ins: dis.Instruction, following: dis.Instruction | None, this: str, readable: frozenset[str]
+) -> str | None:
+    """How ``ins`` uses ``this``: not at all (``None``), to read a field of ``readable``
+    (``_READ``), to store an attribute (its name), or otherwise (``_OTHER``)."""
+    if not ins.opname.startswith("LOAD_FAST"):
+        return None
+    names = _names_of(ins.argval)
+    if this not in names:
+        return None
+    if names[-1] != this or names.count(this) != 1 or following is None:
+        return _OTHER  # loaded with another name after it (3.13's LOAD_FAST_LOAD_FAST)
+    if following.opname in ("LOAD_ATTR", "LOAD_METHOD") and following.argval in readable:
+        return _READ  # a field's value read (a plain value, stored already)
+    return str(following.argval) if following.opname == "STORE_ATTR" else _OTHER
+
+
+def _conditional(instructions: list[dis.Instruction]) -> list[tuple[int, int]] | None:
+    """The stretches of code (between offsets) a forward jump skips, so that some paths run
+    them and others do not; ``None`` where a jump goes back (a loop) or code yields."""
+    stretches = []
+    for ins in instructions:
+        if ins.opname in ("FOR_ITER", "SEND", "YIELD_VALUE") or (
+            "JUMP" in ins.opname and not ins.argval > ins.offset
+        ):
+            return None
+        if "JUMP" in ins.opname:
+            stretches.append((ins.offset, ins.argval))
+    return stretches
+
+
+def _refusal(ins: dis.Instruction, this: str) -> str | None:
+    """Why ``ins`` may reach the instance other than through ``this``, if it may."""
+    name = ins.opname
+    if name in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval in _REACHING:
+        return f"general: uses {ins.argval}"
+    if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
+        return f"general: imports, or reaches frames ({ins.argval})"
+    if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
+        return f"general: rebinds {this}"
+    return None
+
+
+def _line(ins: dis.Instruction) -> int | None:
+    return None if ins.positions is None else ins.positions.lineno
+
+
+def _names_of(argval: Any) -> tuple[str, ...]:
+    return argval if isinstance(argval, tuple) else (argval,)
+
+
+def init_wrapper(
+    cls: type, init: Callable[..., Any], frozen: bool, proven: Layout | None = None
+) -> types.FunctionType:
+    """Wrap a user's ``__init__``: it runs unchanged (in a frozen class it may assign), then, when
+    the outermost ``__init__`` of a ``super().__init__`` chain returns, the class's ``observe``
+    completes and checks what it set. The wrapper has ``init``'s signature, so a call costs one
+    plain call more, not the packing of ``*args, **kwargs``; it finds the class through the
+    instance, so a class pickled by value takes a working wrapper along."""
+    params, arguments = _forwarding(init)
+    this = "__pytreekit_self__"
+    call = f"__pytreekit_init__({this}, {arguments})"
+    body = [
+        f"__pytreekit_kind__ = {this}.__class__",
+        "if __pytreekit_kind__ is not __pytreekit_cls__ and (",
+        "    __pytreekit_kind__.__init__ is not __init__",
+        "):  # through super() in a subclass's __init__: that one checks when it returns",
+        f"    {call}",
+        "    return",
+    ]
+    body += while_initialising(this, call) if frozen else [call]
+    helpers: dict[str, Any] = {
+        "__pytreekit_init__": init,
+        "__pytreekit_cls__": cls,
+        **INITIALISING_HELPERS,
+    }
+    if proven is not None:
+        # Proven at decoration (prove_init): the instance holds exactly the layout's fields and
+        # no method of its own, so only the static values are checked (a subclass's instance,
+        # whose layout may differ, is observed).
+        statics = [f"{this}.{n}" for n in proven.static_names]
+
+        def failed(obj: object) -> None:  # a function: torch.compile cannot hold a Layout
+            _check(obj, proven)
+
+        checked = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
+        helpers = {**helpers, **METHOD_HELPERS, "__pytreekit_failed__": failed}
+        proven_body = [
+            "if __pytreekit_kind__ is __pytreekit_cls__:",
+            *indent([*checked, "return"]),
+        ]
+        if not frozen:
+            # The instance's own class first: one test on the common path. A subclass's instance
+            # comes through super() (returns unchecked: its __init__ checks) or inherits this
+            # __init__ (observed), as below.
+            body = [
+                call,
+                f"__pytreekit_kind__ = {this}.__class__",
+                *proven_body,
+                "if __pytreekit_kind__.__init__ is not __init__:",
+                "    return",
+            ]
+        else:
+            body += proven_body
+    body.append(f"__pytreekit_kind__.{markers.SPEC}.nodes.observe({this})")
+    wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
+    wrapper.__defaults__ = getattr(init, "__defaults__", None)
+    wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)
+    for attribute in ("__doc__", "__type_params__"):
+        if hasattr(init, attribute):
+            setattr(wrapper, attribute, getattr(init, attribute))
+    copy_annotations(init, wrapper)
+    wrapper.__dict__.update(getattr(init, "__dict__", {}))
+    wrapper.__wrapped__ = init  # type: ignore[attr-defined]
+    setattr(wrapper, markers.WRAPS_INIT, True)
+    return wrapper
