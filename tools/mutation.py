@@ -46,7 +46,6 @@ SELECTIONS = {
         "tests/test_init.py",
         "tests/test_checks.py",
     ],
-
     "_compat": [
         "tests/test_dataclasses.py",
         "tests/test_decoration_safety.py",
