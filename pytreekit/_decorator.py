@@ -471,6 +471,9 @@ def _classify(
     checks only the static values); and why, shown in the spec's repr."""
     proof = prove_init(init)
     if proof.stores is None:
+        order = proof.order
+        if isinstance(table, LearnedLayouts) and _count_in_order(cls, options, table, order):
+            return None, f"{proof.reason}; counted when it sets {', '.join(order)}"
         return None, proof.reason
     if _takes_part(cls, options, table.storage, proof.stores):
         return None, "general: slots, __setattr__, __new__ or a descriptor take part"
@@ -484,6 +487,19 @@ def _classify(
         if set(proof.stores) != set(layout.names):
             return None, "general: does not set exactly the fields"
     return layout, f"{proof.reason}: {', '.join(proof.stores)}"
+
+
+def _count_in_order(
+    cls: type, options: Options, table: LearnedLayouts, order: tuple[str, ...]
+) -> bool:
+    """An instance of ``cls`` holding exactly ``order``'s attributes has them in that order
+    (``InitProof.order``): make that layout the primary, so that ``observe`` counts an instance's
+    attributes instead of reading their order from its ``__dict__``."""
+    if not order or type(cls).__call__ is not type.__call__:
+        return False  # no order proven, or code before __init__ may set attributes
+    if _takes_part(cls, options, table.storage, order):
+        return False  # code before __init__ may set attributes, or code other than it stores them
+    return _learned_layout(table, order)[0] is not None
 
 
 def _learned_layout(table: LearnedLayouts, stores: tuple[str, ...]) -> tuple[Layout | None, str]:

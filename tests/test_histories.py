@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT, TESTS, run_fresh
 from history_twins import assert_twins, define, register_twin
 
+import pytreekit
 from pytreekit import pytree_class
 
 # The script each fresh process starts with: Layer(w, n) and its twin, with the static names the
@@ -188,3 +189,50 @@ def test_threads_see_the_class_as_declared_before_or_after_a_redecoration(annota
     twin = type("RacerTwin", (), {"__init__": init})
     register_twin(twin, ("n",))
     assert_twins(Racer(1.0, 3), twin(1.0, 3), ("n",))
+
+
+def helped(self, w, mode):
+    self.a = w
+    self.b = 2.0
+    self.setup(mode)  # anything may happen to self here: no proof, but the order before it holds
+    self.c = 3.0
+
+
+def setup(self, mode):
+    if mode == "c-first":
+        self.c = 0.0
+    elif mode == "extra":
+        self.d = 4.0
+    elif mode == "drops-b":
+        del self.b
+    elif mode == "bound":
+        self.a = self.setup
+    elif mode == "unhashable":
+        self.b = [2.0]
+
+
+MODES = ["plain", "c-first", "extra", "drops-b"]
+
+
+@pytest.mark.parametrize("static", [(), ("b",), ("c",)])
+@pytest.mark.parametrize("first", MODES)
+def test_an_init_calling_a_method_of_self_is_counted_and_flattens_as_its_twin(static, first):
+    # The attributes stored before the call come first, and the one stored after it is last, on
+    # every instance that holds exactly those three: decoration proved their order, so the
+    # instance is counted, not read. Any other instance takes the general path.
+    Helped, Twin = define(helped, static, name="Helped", body={"setup": setup})
+    assert Helped.__pytreekit_spec__.init_proof.endswith("counted when it sets a, b, c")
+    for mode in [first, *MODES, first]:
+        assert_twins(Helped(1.0, mode), Twin(1.0, mode), static)
+    extra, plain = Helped(1.0, "extra"), Helped(1.0, "plain")
+    assert [f.name for f in pytreekit.fields(extra)] == ["a", "b", "d", "c"]
+    assert [f.name for f in pytreekit.fields(plain)] == ["a", "b", "c"]
+
+
+def test_a_counted_instance_is_checked_as_any_other():
+    Helped, _ = define(helped, ("b",), name="Helped", body={"setup": setup})
+    with pytest.raises(TypeError, match=r"Helped\.a holds self\.setup"):
+        Helped(1.0, "bound")
+    with pytest.raises(TypeError, match=r"Helped.*'b'.*unhashable|Helped\.b.*hashable"):
+        Helped(1.0, "unhashable")
+    assert len(jax.tree_util.tree_leaves(Helped(1.0, "plain"))) == 2

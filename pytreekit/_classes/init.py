@@ -55,10 +55,12 @@ class InitProof(NamedTuple):
     attributes of ``self`` it sets, in order, when it only stores them (each on every path:
     branches may choose values, not what is stored; no loops, no other use of ``self``, no
     ``super()``, no frame access), else ``None``; ``reason`` says why (shown in the class spec's
-    repr)."""
+    repr). ``order``, where ``stores`` is ``None``: the order of an instance's fields whenever it
+    holds exactly these attributes (see ``_order``), else ``()``."""
 
     stores: tuple[str, ...] | None
     reason: str
+    order: tuple[str, ...] = ()
 
 
 # Names through which code may reach the instance other than as ``self``: the frame, super().
@@ -88,30 +90,63 @@ def prove_init(init: object, fields: frozenset[str] = frozenset()) -> InitProof:
 
 def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
     this = code.co_varnames[0]
-    if this in code.co_cellvars or "__class__" in code.co_freevars:
+    if this in code.co_cellvars:
         return InitProof(None, f"general: {this} is captured by a closure or super() is used")
-    if code.co_exceptiontable:
-        return InitProof(None, "general: try/with blocks")
     instructions = list(dis.get_instructions(code))
+    # An exception caught may skip a store and run a handler storing in another order.
+    order = () if code.co_exceptiontable else _order(instructions, this)
+    if "__class__" in code.co_freevars:
+        return InitProof(
+            None, f"general: {this} is captured by a closure or super() is used", order
+        )
+    if code.co_exceptiontable:
+        return InitProof(None, "general: try/with blocks", order)
     conditional = _conditional(instructions)
     if conditional is None:
-        return InitProof(None, "general: loops")
+        return InitProof(None, "general: loops", order)
     # Where the first path may end: a store after it is not made on every path.
     end = min((i.offset for i in instructions if i.opname.startswith("RETURN")), default=-1)
     stores: list[str] = []
     for ins, following in zip(instructions, [*instructions[1:], None], strict=True):
         refusal = _refusal(ins, this)
         if refusal is not None:
-            return InitProof(None, refusal)
+            return InitProof(None, refusal, order)
         use = _use_of_self(ins, following, this, fields.union(stores))
         if use is None or use == _READ:
             continue
         if use == _OTHER:
-            return InitProof(None, f"general: uses {this} other than to store (line {_line(ins)})")
+            reason = f"general: uses {this} other than to store (line {_line(ins)})"
+            return InitProof(None, reason, order)
         if ins.offset > end or any(start < ins.offset < stop for start, stop in conditional):
-            return InitProof(None, f"general: a store on some branches only (line {_line(ins)})")
+            reason = f"general: a store on some branches only (line {_line(ins)})"
+            return InitProof(None, reason, order)
         stores.append(use)
     return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
+
+
+def _order(instructions: list[dis.Instruction], this: str) -> tuple[str, ...]:
+    """The attributes ``__init__`` stores before anything else may reach the instance (a jump, a
+    use of ``this`` but to store or read what it stored, anything ``_refusal`` names), then the
+    one other attribute it stores later, if there is just one: an instance holding exactly these
+    when ``__init__`` returns assigned them in this order, whatever ran in between (which may
+    have stored that later one first, not another). ``()`` where there is no such order."""
+    first: list[str] = []
+    later: set[str] = set()
+    closed = False  # once anything but a store may have reached the instance
+    for ins, following in zip(instructions, [*instructions[1:], None], strict=True):
+        use = _use_of_self(ins, following, this, frozenset(first))
+        if use is not None and use not in (_READ, _OTHER):
+            (later.add if closed else first.append)(use)
+        elif use == _OTHER or _refusal(ins, this) is not None or _branches(ins):
+            closed = True
+    rest = later.difference(first)
+    if not first or len(rest) > 1:
+        return ()
+    return (*dict.fromkeys(first), *rest)
+
+
+def _branches(ins: dis.Instruction) -> bool:
+    return "JUMP" in ins.opname or ins.opname in ("FOR_ITER", "SEND", "YIELD_VALUE")
 
 
 # What _use_of_self returns besides an attribute's name (neither is an identifier).
@@ -140,12 +175,11 @@ def _conditional(instructions: list[dis.Instruction]) -> list[tuple[int, int]] |
     them and others do not; ``None`` where a jump goes back (a loop) or code yields."""
     stretches = []
     for ins in instructions:
-        if ins.opname in ("FOR_ITER", "SEND", "YIELD_VALUE") or (
-            "JUMP" in ins.opname and not ins.argval > ins.offset
-        ):
+        if not _branches(ins):
+            continue
+        if "JUMP" not in ins.opname or not ins.argval > ins.offset:
             return None
-        if "JUMP" in ins.opname:
-            stretches.append((ins.offset, ins.argval))
+        stretches.append((ins.offset, ins.argval))
     return stretches
 
 

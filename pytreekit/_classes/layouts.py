@@ -228,7 +228,8 @@ class LayoutTable:
         self.varied = False  # an instance of another layout than the primary exists
         self.used = False  # flattened, unflattened or built at least once
         self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
-        # Whether an instance's fields are in its own order of assignment (else the class's).
+        # Whether observe must read an instance's own order of assignment: not where an instance
+        # holding exactly the primary's fields has them in its order (declared, or proven).
         self.ordered = False
 
     # -- interning --------------------------------------------------------------------------
@@ -433,12 +434,14 @@ class LearnedLayouts(LayoutTable):
         return layout
 
     def declare(self, layout: Layout) -> bool:
-        """Decoration proved every instance ``__init__`` builds has ``layout``: make it the
-        primary, unless instances of another exist (then ``False``)."""
+        """Decoration proved that an instance ``__init__`` builds holding exactly ``layout``'s
+        fields has them in its order: make it the primary, unless instances of another exist
+        (then ``False``)."""
         with self.lock:
             if self.primary is not None and self.primary is not layout:
                 return False
             self.primary = layout
+            self.ordered = False
             setattr(self.cls, markers.LAYOUT, layout)
             return True
 
@@ -549,6 +552,7 @@ class LearnedLayouts(LayoutTable):
                 self.on_change()
 
     def observe_slow(self, obj: object) -> None:
+        self.first_use()  # a primary declared at decoration: no instance noted it yet
         raw = None
         if self.storage.has_dict and not self.storage.slots:
             raw = tuple(obj.__dict__)
