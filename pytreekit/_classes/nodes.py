@@ -166,46 +166,28 @@ def key_name(backend: str, index: int) -> str:
 
 
 class CheckNames(NamedTuple):
-    """What generated code calls the check's helpers (node functions and methods differ)."""
+    """How generated code names the check's helpers: node functions ``_hash``, in their own
+    namespace; methods ``__pytreekit_hash__``, closed over (so no field or builtin shadows it)."""
 
-    hash: str
-    method: str
-    check: str  # _layouts.check(obj, layout), which names the culprit
-    layout: str
-    nested: str  # _layouts.NESTED_HASHES
-    flat: str  # _layouts.FLAT
+    hash: str  # static_hash
+    method: str  # types.MethodType
+    nested: str  # layouts.NESTED_HASHES
+    flat: str  # layouts.FLAT
     partial: str  # functools.partial
-    inside: str  # _layouts.bound_inside
+    inside: str  # layouts.bound_inside
 
 
-NODE_NAMES = CheckNames(
-    hash="_hash",
-    method="_Method",
-    check="_check",
-    layout=PRIMARY,
-    nested="_nested",
-    flat="_flat",
-    partial="_partial",
-    inside="_inside",
+_CHECK_HELPERS = (
+    static_hash,
+    types.MethodType,
+    NESTED_HASHES,
+    FLAT,
+    functools.partial,
+    bound_inside,
 )
-METHOD_NAMES = CheckNames(
-    hash="__pytreekit_hash__",
-    method="__pytreekit_method__",
-    check="__pytreekit_check__",
-    layout="__pytreekit_primary__",
-    nested="__pytreekit_nested__",
-    flat="__pytreekit_flat__",
-    partial="__pytreekit_partial__",
-    inside="__pytreekit_inside__",
-)
-METHOD_HELPERS = {
-    "__pytreekit_hash__": static_hash,
-    "__pytreekit_method__": types.MethodType,
-    "__pytreekit_nested__": NESTED_HASHES,
-    "__pytreekit_flat__": FLAT,
-    "__pytreekit_partial__": functools.partial,
-    "__pytreekit_inside__": bound_inside,
-}
+NODE_NAMES = CheckNames(*(f"_{n}" for n in CheckNames._fields))
+METHOD_NAMES = CheckNames(*(f"__pytreekit_{n}__" for n in CheckNames._fields))
+METHOD_HELPERS = dict(zip(METHOD_NAMES, _CHECK_HELPERS, strict=True))
 
 
 def check_lines(
@@ -422,7 +404,7 @@ def _replace(layout: Layout, storage: Storage, exact: bool, varied: bool) -> str
             2,
         ),
         "        for _v in changes.values():  # a method of obj: the copy would keep calling it",
-        "            if _v.__class__ is _Method or (",
+        "            if _v.__class__ is _method or (",
         "                (_v.__class__.__hash__ in _nested or _v.__class__ is _partial)",
         "                and _inside(_v, obj)",
         "            ):",
@@ -466,14 +448,9 @@ class NodeFunctions:
             "__builtins__": builtins,
             "_new": object.__new__,
             "_setattr": object.__setattr__,
-            "_hash": static_hash,
-            "_Method": types.MethodType,
+            **dict(zip(NODE_NAMES, _CHECK_HELPERS, strict=True)),
             "_check": check,
             "_Layout": Layout,
-            "_nested": NESTED_HASHES,
-            "_flat": FLAT,
-            "_partial": functools.partial,
-            "_inside": bound_inside,
             "_referents": gc.get_referents,
             "_modules": sys.modules,
             "_flatten_generic": self.flatten_generic,
