@@ -218,6 +218,9 @@ class LayoutTable:
     is atomic, also on free-threaded CPython).
     """
 
+    # Whether __hash__ hashes fields by name (instances may hold one set of fields in two orders).
+    hash_by_name = False
+
     def __init__(self, cls: type, storage: Storage, key_factories: dict[str, KeyFactory]) -> None:
         self.cls = cls
         self.storage = storage
@@ -242,12 +245,13 @@ class LayoutTable:
                 layout = self._by_names.get(key)
                 if layout is None:
                     self.check_names(names)
-                    layout = self._add(Layout(self.cls, records(names, static)))
+                    made = Layout(self.cls, records(names, static), hash_by_name=self.hash_by_name)
+                    layout = self._add(made)
         return layout
 
     def _add(self, layout: Layout) -> Layout:
         for backend, make_key in self.key_factories.items():
-            layout.keys[backend] = tuple(make_key(n) for n in layout.child_names)
+            layout.keys[backend] = tuple(map(make_key, layout.child_names))
         self._by_names[layout.names, layout.static] = layout
         return layout
 
@@ -255,7 +259,7 @@ class LayoutTable:
         with self.lock:
             self.key_factories[backend] = make_key
             for layout in self._by_names.values():
-                layout.keys[backend] = tuple(make_key(n) for n in layout.child_names)
+                layout.keys[backend] = tuple(map(make_key, layout.child_names))
 
     def check_names(self, names: tuple[str, ...]) -> None:
         """The field rule's refusal of names: ``TypeError`` naming the class unless every name can
@@ -391,7 +395,9 @@ class FixedLayouts(LayoutTable):
 
 class LearnedLayouts(LayoutTable):
     """The table of a class without annotations: layouts learnt from instances (the field rule);
-    the primary is the first an instance had."""
+    the primary is the one decoration proved (``declare``), else the first an instance had."""
+
+    hash_by_name = True
 
     def __init__(
         self,
@@ -420,18 +426,6 @@ class LearnedLayouts(LayoutTable):
     def is_current(self, layout: Layout) -> bool:
         """Whether ``layout`` is one an instance of the class as declared now can have."""
         return self._current.get(layout.names) is layout
-
-    def intern(self, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
-        key = (names, static)
-        layout = self._by_names.get(key)
-        if layout is None:
-            with self.lock:
-                layout = self._by_names.get(key)
-                if layout is None:
-                    self.check_names(names)
-                    made = Layout(self.cls, records(names, static), hash_by_name=True)
-                    layout = self._add(made)
-        return layout
 
     def declare(self, layout: Layout) -> bool:
         """Decoration proved that an instance ``__init__`` builds holding exactly ``layout``'s
