@@ -453,7 +453,7 @@ def _build(
         proven = None
         if plan.init == "wrap":
             proven, verdict = _classify(cls, options, table, plan.wrapped)
-        init = init_wrapper(cls, plan.wrapped, options.frozen, proven)
+        init = init_wrapper(cls, plan.wrapped, options.frozen, proven, table)
     apply_methods(cls, plan, init)
     _warn_unreached_post_init(cls)
     if parent is None:

@@ -13,15 +13,18 @@ from typing import Any, NamedTuple
 
 from .. import _markers as markers
 from .._compat import copy_annotations, signature
-from .layouts import Layout
+from .layouts import Layout, LayoutTable
 from .layouts import check as _check
 from .nodes import (
     INITIALISING_HELPERS,
     METHOD_HELPERS,
     METHOD_NAMES,
     check_lines,
+    countable,
+    counting,
     indent,
     method,
+    torch_guard,
     while_initialising,
 )
 
@@ -203,14 +206,28 @@ def _names_of(argval: Any) -> tuple[str, ...]:
     return argval if isinstance(argval, tuple) else (argval,)
 
 
+def _counts(table: LayoutTable) -> bool:
+    """Whether an instance holding exactly the primary's fields has them in the primary's order
+    (declared, or proven: not ``ordered``), and counting can tell such an instance."""
+    primary = table.primary
+    return primary is not None and not table.ordered and countable(primary, table.storage)
+
+
 def init_wrapper(
-    cls: type, init: Callable[..., Any], frozen: bool, proven: Layout | None = None
+    cls: type,
+    init: Callable[..., Any],
+    frozen: bool,
+    proven: Layout | None = None,
+    table: LayoutTable | None = None,
 ) -> types.FunctionType:
     """Wrap a user's ``__init__``: it runs unchanged (in a frozen class it may assign), then, when
     the outermost ``__init__`` of a ``super().__init__`` chain returns, the class's ``observe``
     completes and checks what it set. The wrapper has ``init``'s signature, so a call costs one
     plain call more, not the packing of ``*args, **kwargs``; it finds the class through the
-    instance, so a class pickled by value takes a working wrapper along."""
+    instance, so a class pickled by value takes a working wrapper along. ``proven``: the layout
+    ``prove_init`` proved; else an instance of ``cls`` whose ``table`` can count it (its primary
+    is the layout every instance holding exactly its fields has) is counted inline, in the
+    wrapper's own frame, and observed only where that fails."""
     params, arguments = _forwarding(init)
     this = "__pytreekit_self__"
     call = f"__pytreekit_init__({this}, {arguments})"
@@ -228,6 +245,8 @@ def init_wrapper(
         "__pytreekit_cls__": cls,
         **INITIALISING_HELPERS,
     }
+    observe = f"__pytreekit_kind__.{markers.SPEC}.nodes.observe({this})"
+    own: list[str] | None = None  # for an instance of cls itself: its check, then return
     if proven is not None:
         # Proven at decoration (prove_init): the instance holds exactly the layout's fields and
         # no method of its own, so only the static values are checked (a subclass's instance,
@@ -237,12 +256,15 @@ def init_wrapper(
         def failed(obj: object) -> None:  # a function: torch.compile cannot hold a Layout
             _check(obj, proven)
 
-        checked = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
-        helpers = {**helpers, **METHOD_HELPERS, "__pytreekit_failed__": failed}
-        proven_body = [
-            "if __pytreekit_kind__ is __pytreekit_cls__:",
-            *indent([*checked, "return"]),
-        ]
+        own = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
+        helpers["__pytreekit_failed__"] = failed
+    elif table is not None and _counts(table):
+        assert table.primary is not None
+        counted = counting(table.primary, this, METHOD_NAMES, "__pytreekit_refs__")
+        own = [*torch_guard(METHOD_NAMES, [observe, "return"]), *counted, observe]
+    if own is not None:
+        helpers.update(METHOD_HELPERS)
+        own_body = ["if __pytreekit_kind__ is __pytreekit_cls__:", *indent([*own, "return"])]
         if not frozen:
             # The instance's own class first: one test on the common path. A subclass's instance
             # comes through super() (returns unchecked: its __init__ checks) or inherits this
@@ -250,13 +272,13 @@ def init_wrapper(
             body = [
                 call,
                 f"__pytreekit_kind__ = {this}.__class__",
-                *proven_body,
+                *own_body,
                 "if __pytreekit_kind__.__init__ is not __init__:",
                 "    return",
             ]
         else:
-            body += proven_body
-    body.append(f"__pytreekit_kind__.{markers.SPEC}.nodes.observe({this})")
+            body += own_body
+    body.append(observe)
     wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)

@@ -175,6 +175,8 @@ class CheckNames(NamedTuple):
     flat: str  # layouts.FLAT
     partial: str  # functools.partial
     inside: str  # layouts.bound_inside
+    referents: str  # gc.get_referents
+    sys: str  # the sys module (a class pickled by value takes its methods' helpers by name)
 
 
 _CHECK_HELPERS = (
@@ -184,6 +186,8 @@ _CHECK_HELPERS = (
     FLAT,
     functools.partial,
     bound_inside,
+    gc.get_referents,
+    sys,
 )
 NODE_NAMES = CheckNames(*(f"_{n}" for n in CheckNames._fields))
 METHOD_NAMES = CheckNames(*(f"__pytreekit_{n}__" for n in CheckNames._fields))
@@ -329,35 +333,49 @@ def _unflatten(layout: Layout, storage: Storage) -> str:
 
 
 def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
-    """``observe(obj)``, run when a user's ``__init__`` returns. Its fast path recognises an
-    instance of exactly the primary layout without reading ``obj.__dict__`` (on CPython that turns
-    the instance's compact attribute storage into a real dict, slowing every later flatten): the
-    garbage collector's referents of such an instance are its attribute values and its class, so
-    their count says whether ``__init__`` set other attributes. Elsewhere the general path runs."""
-    names = layout.names
+    """``observe(obj)``, run when a user's ``__init__`` returns: counting (``counting``) where it
+    can tell, else reading the instance's order (``ordered``); else the general path."""
     slow = ["_observe_slow(obj)"]
-    if not names or not storage.has_dict or storage.slots:
-        return function("observe", "obj", slow)  # a slot could stand in for an attribute
+    if not countable(layout, storage):
+        return function("observe", "obj", slow)
     if ordered:
         return function("observe", "obj", [*_observe_in_order(layout), *slow])
-    if any(hasattr(layout.cls, n) for n in (*names, "__getattr__")):
-        return function("observe", "obj", slow)  # a class attribute could stand in
-    count = f"if len(refs) == {len(names) + 1}:"
-    if len(names) == 1:  # [dict, class] is also what a materialised __dict__ gives
-        count = "if len(refs) == 2 and refs[0].__class__ is not dict:"
-    reads = [f"obj.{n}" for n in names]
-    statics = [f"obj.{n}" for n in layout.static_names]
-    checked = check_lines(statics, reads, NODE_NAMES, ["pass"], "obj")
-    # torch.compile cannot trace the garbage collector, and may trace the __init__ of any class
-    # (optree is torch's pytree engine; dynamo traces plain classes too). Until torch is imported
-    # the guard costs one dict lookup; then one call of torch.compiler.is_compiling, which dynamo
-    # answers True while it traces.
-    guard = [
-        'if "torch" in _modules and _modules["torch"].compiler.is_compiling():',
-        "    return _observe_traced(obj)",
-    ]
-    refs = ["refs = _referents(obj)", count, *indent([*checked, "else:", "    return"])]
-    return function("observe", "obj", [*guard, *refs, *slow])
+    guard = torch_guard(NODE_NAMES, ["return _observe_traced(obj)"])
+    return function("observe", "obj", [*guard, *counting(layout, "obj", NODE_NAMES), *slow])
+
+
+def countable(layout: Layout, storage: Storage) -> bool:
+    """Whether ``counting`` can tell an instance holding exactly ``layout``'s fields: not where
+    a slot or a class attribute (or ``__getattr__``) could stand in for an attribute."""
+    names = layout.names
+    if not names or not storage.has_dict or storage.slots:
+        return False
+    return not any(hasattr(layout.cls, n) for n in (*names, "__getattr__"))
+
+
+def counting(layout: Layout, obj: str, names: CheckNames, refs: str = "refs") -> list[str]:
+    """Lines that return if ``obj`` holds exactly ``layout``'s fields, their values checked,
+    found without reading ``obj.__dict__`` (on CPython before 3.13 that turns the instance's
+    compact attribute storage into a real dict, slowing every later flatten): the garbage
+    collector's referents of such an instance are its attribute values and its class, so their
+    count says whether ``__init__`` set other attributes (``countable`` says where it can)."""
+    count = f"if len({refs}) == {len(layout.names) + 1}:"
+    if len(layout.names) == 1:  # [dict, class] is also what a materialised __dict__ gives
+        count = f"if len({refs}) == 2 and {refs}[0].__class__ is not dict:"
+    reads = [f"{obj}.{n}" for n in layout.names]
+    statics = [f"{obj}.{n}" for n in layout.static_names]
+    checked = check_lines(statics, reads, names, ["pass"], obj)
+    return [f"{refs} = {names.referents}({obj})", count, *indent([*checked, "else:", "    return"])]
+
+
+def torch_guard(names: CheckNames, tracing: list[str]) -> list[str]:
+    """``tracing`` while torch.compile traces: it cannot trace the garbage collector, and may
+    trace the ``__init__`` of any class (optree is torch's pytree engine; dynamo traces plain
+    classes too). Until torch is imported the guard costs one dict lookup; then one call of
+    torch.compiler.is_compiling, which dynamo answers True while it traces."""
+    modules = f"{names.sys}.modules"
+    test = f'if "torch" in {modules} and {modules}["torch"].compiler.is_compiling():'
+    return [test, *indent(tracing)]
 
 
 def _observe_in_order(layout: Layout) -> list[str]:
@@ -451,8 +469,6 @@ class NodeFunctions:
             **dict(zip(NODE_NAMES, _CHECK_HELPERS, strict=True)),
             "_check": check,
             "_Layout": Layout,
-            "_referents": gc.get_referents,
-            "_modules": sys.modules,
             "_flatten_generic": self.flatten_generic,
             "_flatten_with_keys_generic": self.flatten_with_keys_generic,
             "_unflatten_generic": self.unflatten_generic,
