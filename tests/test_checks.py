@@ -341,6 +341,28 @@ def _extra_classes(frozen: bool) -> dict[str, tuple[type, str]]:
             self.extra = 1
 
     @pytree_class(frozen=frozen)
+    class OwnInitCallsAMethod:  # not proven: the wrapper counts, the count fails, observe names it
+        w: Any
+
+        def __init__(self, w: Any) -> None:
+            self.w = w
+            self.set_up()
+
+        def set_up(self) -> None:
+            object.__setattr__(self, "extra", 1)
+
+    @pytree_class(frozen=frozen)
+    class OwnInitMakesTheDictReal:  # one field: [dict, class] must not pass for [w, class]
+        w: Any
+
+        def __init__(self, w: Any) -> None:
+            self.set_up()
+            object.__setattr__(self, "w", w)
+
+        def set_up(self) -> None:
+            self.__dict__["extra"] = 1
+
+    @pytree_class(frozen=frozen)
     class PostInitReadsDict:
         w: Any
 
@@ -352,6 +374,8 @@ def _extra_classes(frozen: bool) -> dict[str, tuple[type, str]]:
         "post-init": (PostInit, "__post_init__"),
         "post-init-reads-dict": (PostInitReadsDict, "__post_init__"),
         "annotated-own-init": (AnnotatedOwnInit, "__init__"),
+        "own-init-calls-a-method": (OwnInitCallsAMethod, "__init__"),
+        "own-init-makes-the-dict-real": (OwnInitMakesTheDictReal, "__init__"),
         # dataclasses' __init__ runs __post_init__: the wrapper sees what __init__ set
         "dataclass-post-init": (DataclassPostInit, "__init__"),
         "dataclass-own-init": (DataclassOwnInit, "__init__"),
