@@ -34,7 +34,6 @@ from .._compat import static_hash
 from .frozen import begin_init, end_init
 from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, Storage, bound_inside, check
 
-_serial = itertools.count()
 # Each live class that owns generated code holds a slot number, given back when the class is
 # freed, and numbers its compilations from 0: CPython keeps every code object's file name for good
 # (from 3.12, interned and immortal), so a freed class's names must be reused, never new ones made.
@@ -51,35 +50,21 @@ def _release(slot: int, filenames: list[str]) -> None:
     _free_slots.append(slot)
 
 
-def compile_source(
-    source: str,
-    globals_: dict[str, Any],
-    label: str,
-    into: dict[str, Any] | None = None,
-    owner: type | None = None,
-) -> None:
-    """Execute ``source`` with ``globals_``, defining its names ``into`` a dict of their own
-    (default: the globals); ``owner``: as ``compiled``."""
-    exec(compiled(source, label, owner), globals_, into)
-
-
-def compiled(source: str, label: str, owner: type | None = None) -> types.CodeType:
-    """``source`` compiled, its ``linecache`` entry living as long as ``owner``, the class the code
-    belongs to (a class defined in a loop or a function leaves nothing behind)."""
-    if owner is None:
-        filename = f"<pytreekit generated {label} #{next(_serial)}>"
-    else:
-        entry = _compiled.get(owner)
-        if entry is None:
-            slot = _free_slots.pop() if _free_slots else next(_slot_numbers)
-            entry = _compiled.setdefault(owner, (slot, []))
-            if entry[0] == slot:
-                weakref.finalize(owner, _release, *entry)
-            else:  # another thread gave the class its slot first
-                _free_slots.append(slot)
-        slot, filenames = entry
-        filename = f"<pytreekit generated {label} #{slot}.{len(filenames)}>"
-        filenames.append(filename)
+def compiled(source: str, label: str, owner: type) -> types.CodeType:
+    """``source`` compiled: the one place generated source is. Its ``linecache`` entry (so that
+    tracebacks and debuggers show it) lives as long as ``owner``, the class the code belongs to (a
+    class defined in a loop or a function leaves nothing behind)."""
+    entry = _compiled.get(owner)
+    if entry is None:
+        slot = _free_slots.pop() if _free_slots else next(_slot_numbers)
+        entry = _compiled.setdefault(owner, (slot, []))
+        if entry[0] == slot:
+            weakref.finalize(owner, _release, *entry)
+        else:  # another thread gave the class its slot first
+            _free_slots.append(slot)
+    slot, filenames = entry
+    filename = f"<pytreekit generated {label} #{slot}.{len(filenames)}>"
+    filenames.append(filename)
     # No modification time: linecache.checkcache keeps the entry (there is no file to check).
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     return compile(source, filename, "exec")
@@ -565,7 +550,7 @@ class NodeFunctions:
         )
         fresh: dict[str, Any] = {}
         label = f"{self.cls.__qualname__} nodes"
-        compile_source(source, self.namespace, label, fresh, self.cls)
+        exec(compiled(source, label, self.cls), self.namespace, fresh)
         for function in [*(getattr(self, n) for n in _SINGLE), *(self.keyed[b] for b in keyed)]:
             function.__doc__ = fresh[function.__name__].__doc__
             self._swap(function, fresh[function.__name__].__code__)
