@@ -1,7 +1,9 @@
 """The generated dataclass-like __init__ for annotated classes."""
 
 import inspect
+import linecache
 import sys
+import traceback
 
 import jax
 import jax.numpy as jnp
@@ -436,3 +438,91 @@ def test_subclasses_of_a_class_with_a_proven_init_are_observed(frozen):
         Extends(1.0, [2], 3.0)
     with pytest.raises(TypeError, match=r"Inherits\.n\b"):
         Inherits(1.0, [2])
+
+
+# -- a proven __init__ in one frame: its own code compiled again, the check appended -------------
+
+
+def test_a_proven_init_runs_in_one_frame_of_its_own_code():
+    @pytree_class(static=("n",))
+    class Linear:
+        def __init__(self, w, n):
+            self.w = 1.0 / w
+            self.n = n
+
+    own = Linear.__init__.__wrapped__
+    code, line = Linear.__init__.__code__, inspect.getsourcelines(own)[1]
+    assert code is not own.__code__
+    assert (code.co_filename, code.co_firstlineno) == (__file__, line)
+    with pytest.raises(ZeroDivisionError) as raised:
+        Linear(0.0, 2)
+    frames = traceback.extract_tb(raised.value.__traceback__)
+    # This test, then the user's own line: no frame of pytreekit's in between.
+    assert [f.filename for f in frames] == [__file__, __file__]
+    assert (frames[-1].lineno, frames[-1].line) == (line + 1, "self.w = 1.0 / w")
+    with pytest.raises(TypeError, match=r"Linear\.n\b"):
+        Linear(1.0, [2])
+    assert list(inspect.signature(Linear).parameters) == ["w", "n"]
+    assert pytreekit.fields(Linear(2.0, 3))[0].name == "w"
+
+
+def _identity(function):
+    return function
+
+
+SCALE = 2.0
+
+
+def _no_source():
+    namespace: dict = {}
+    exec("class Made:\n    def __init__(self, w):\n        self.w = w\n", namespace)
+    return namespace["Made"]
+
+
+def _closure():
+    scale = SCALE
+
+    class Closes:
+        def __init__(self, w):
+            self.w = w * scale
+
+    return Closes
+
+
+def _mangled():
+    class Mangled:
+        def __init__(self, w):
+            self.__w = w  # compiled outside its class, this name would not be mangled
+            self.v = w
+
+    return Mangled
+
+
+def _decorated():
+    class Decorated:
+        @_identity
+        def __init__(self, w):
+            self.w = w
+
+    return Decorated
+
+
+def _stale_source():
+    filename = "<test_init stale source>"
+    written, shown = "self.w = w", "self.w = w + 1"
+    source = "class Stale:\n    def __init__(self, w):\n        {}\n"
+    linecache.cache[filename] = (1, None, source.format(shown).splitlines(True), filename)
+    namespace: dict = {}
+    exec(compile(source.format(written), filename, "exec"), namespace)
+    return namespace["Stale"]
+
+
+@pytest.mark.parametrize("make", [_no_source, _closure, _mangled, _decorated, _stale_source])
+def test_a_proven_init_whose_source_is_not_its_code_keeps_the_wrapper(make):
+    cls = pytree_class(make())
+    assert cls.__pytreekit_spec__.init_proof.startswith("proven")
+    assert cls.__init__.__code__.co_filename.startswith("<pytreekit generated")
+    obj = cls(3.0)
+    assert obj == cls(3.0) and len(jax.tree_util.tree_leaves(obj)) == 1
+    if make is _stale_source:
+        assert obj.w == 3.0  # what the class's code does, not what its source says

@@ -3,9 +3,13 @@
 (``init_wrapper``)."""
 
 from __future__ import annotations
+import __future__
 
+import ast
 import dis
+import functools
 import inspect
+import operator
 import types
 import weakref
 from collections.abc import Callable
@@ -258,6 +262,10 @@ def init_wrapper(
 
         own = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
         helpers["__pytreekit_failed__"] = failed
+        if not frozen:
+            one = _one_frame(cls, init, proven, {**helpers, **METHOD_HELPERS})
+            if one is not None:
+                return _like(one, init)
     elif table is not None and _counts(table):
         assert table.primary is not None
         counted = counting(table.primary, this, METHOD_NAMES, "__pytreekit_refs__")
@@ -279,7 +287,11 @@ def init_wrapper(
         else:
             body += own_body
     body.append(observe)
-    wrapper = method(cls, "__init__", f"{this}, {params}", body, helpers)
+    return _like(method(cls, "__init__", f"{this}, {params}", body, helpers), init)
+
+
+def _like(wrapper: types.FunctionType, init: Callable[..., Any]) -> types.FunctionType:
+    """``wrapper`` with ``init``'s defaults, documentation and annotations, and marked."""
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)
     for attribute in ("__doc__", "__type_params__"):
@@ -290,3 +302,101 @@ def init_wrapper(
     wrapper.__wrapped__ = init  # type: ignore[attr-defined]
     setattr(wrapper, markers.WRAPS_INIT, True)
     return wrapper
+
+
+# -- a proven __init__ in one frame: its own code, compiled again with the check appended -------
+
+_FUTURE = functools.reduce(
+    operator.or_, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
+)
+
+
+def _one_frame(
+    cls: type, init: Callable[..., Any], proven: Layout, helpers: dict[str, Any]
+) -> types.FunctionType | None:
+    """``init`` compiled again from its source, with the check of an instance of ``cls`` that
+    holds ``proven``'s fields and the wrapper's handling of other instances appended: one frame
+    where the wrapper makes two.
+    Its lines keep their file and numbers (tracebacks, debuggers and coverage see the user's
+    code). ``None`` unless the source compiles to exactly ``init``'s code (it may have changed
+    on disk, use private names that only its class mangles, close over variables, be
+    decorated, or return early)."""
+    code = getattr(init, "__code__", None)
+    if type(init) is not types.FunctionType or code is None or code.co_freevars:
+        return None
+    if any(n.startswith("__pytreekit") or n == code.co_name for n in code.co_names):
+        return None  # its own name as a global would become the function itself
+    definition = _definition(init, code)
+    if definition is None:
+        return None
+    this = code.co_varnames[0]
+    statics = [f"{this}.{n}" for n in proven.static_names]
+    check = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
+    end = definition.end_lineno or definition.lineno
+    lines = [
+        f"__pytreekit_kind__ = {this}.__class__",
+        "if __pytreekit_kind__ is __pytreekit_cls__:",
+        *indent(check or ["pass"]),
+        f"elif __pytreekit_kind__.__init__ is {code.co_name}:",
+        f"    __pytreekit_kind__.{markers.SPEC}.nodes.observe({this})",
+    ]
+    appended = ast.parse("\n".join(lines)).body
+    for node in (n for stmt in appended for n in ast.walk(stmt)):
+        if "lineno" in node._attributes:
+            _place(node, end)
+    definition.body.extend(appended)
+    factory = ast.parse(f"def __pytreekit_make__({', '.join(helpers)}):\n    pass")
+    make = factory.body[0]
+    assert isinstance(make, ast.FunctionDef)
+    theirs = {id(n) for n in ast.walk(definition)}
+    make.body = [definition, ast.Return(ast.Name(code.co_name, ast.Load()))]
+    for node in ast.walk(make):  # the factory's own lines: the def's first
+        if id(node) not in theirs and "lineno" in node._attributes:
+            _place(node, definition.lineno)
+    flags = code.co_flags & _FUTURE
+    module = compile(factory, code.co_filename, "exec", flags=flags, dont_inherit=True)
+    inner = _code_named(_code_named(module, "__pytreekit_make__"), code.co_name)
+    cells = tuple(types.CellType(helpers.get(n)) for n in inner.co_freevars)
+    made = types.FunctionType(inner, init.__globals__, "__init__", None, cells)
+    cells[inner.co_freevars.index(code.co_name)].cell_contents = made
+    made.__qualname__ = f"{cls.__qualname__}.__init__"
+    made.__module__ = cls.__module__
+    return made
+
+
+def _definition(init: Callable[..., Any], code: types.CodeType) -> ast.FunctionDef | None:
+    """``init``'s ``def`` parsed from its source at its lines and columns, if compiling it alone
+    gives exactly its code."""
+    try:
+        lines, first = inspect.getsourcelines(init)
+        source = "".join(lines)
+        wrapped = source[:1].isspace()  # a method: its block parses inside one of its own
+        tree = ast.parse("if 1:\n" + source if wrapped else source)
+    except (OSError, TypeError, SyntaxError):
+        return None
+    ast.increment_lineno(tree, first - 2 if wrapped else first - 1)
+    definition = tree.body[0].body[0] if wrapped else tree.body[0]  # type: ignore[attr-defined]
+    if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
+        return None
+    if any(isinstance(n, ast.Return) for n in ast.walk(definition)):
+        return None  # a check appended at the end would not run on its way out
+    alone = ast.Module(body=[definition], type_ignores=[])
+    try:
+        compiled_alone = compile(
+            alone, code.co_filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True
+        )
+    except (SyntaxError, ValueError):
+        return None
+    again = _code_named(compiled_alone, code.co_name)
+    same = again.replace(co_flags=code.co_flags, co_qualname=code.co_qualname)
+    return definition if same == code else None
+
+
+def _place(node: ast.AST, line: int) -> None:
+    """Put a node pytreekit adds on ``line`` of the user's file."""
+    node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
+    node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+
+
+def _code_named(code: types.CodeType, name: str) -> types.CodeType:
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
