@@ -477,7 +477,7 @@ def _joined(parts: Iterable[list[Any]]) -> list[Any]:
     return result
 
 
-# -- copy and pickle ----------------------------------------------------------------------------
+# -- copy, pickle and copy.replace -------------------------------------------------------------
 
 
 def pytree_getstate(self: object) -> dict[str, Any]:
@@ -510,9 +510,6 @@ def pytree_setstate(self: object, state: Any) -> None:
     else:
         return
     table.note(self, layout)
-
-
-# -- copy.replace -------------------------------------------------------------------------------
 
 
 def pytree_replace(self: object, /, **changes: Any) -> object:  # pragma: Python 3.13+
