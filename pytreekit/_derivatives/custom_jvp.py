@@ -101,7 +101,8 @@ def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> 
         ) from None
     filled = []
     for (path, primal), tangent in zip(primal_leaves, tangent_leaves, strict=True):
-        expected_dtype = _tangent_dtype(primal)
+        dtype = jnp.result_type(primal)  # a tangent's: float0 for integers
+        expected_dtype = dtype if jnp.issubdtype(dtype, jnp.inexact) else jax.dtypes.float0
         problem = _tangent_problem(primal, tangent, expected_dtype)
         if problem is not None:
             where = f"output{keystr(path)}" if path else "the output"
@@ -156,12 +157,6 @@ def _cut(value: Any) -> str:
 
 def _dtype_name(dtype: Any) -> str:
     return "float0" if dtype == jax.dtypes.float0 else np.dtype(dtype).name
-
-
-def _tangent_dtype(primal: Any) -> Any:
-    """The dtype JAX expects of a tangent for ``primal``."""
-    dtype = jnp.result_type(primal)
-    return dtype if jnp.issubdtype(dtype, jnp.inexact) else jax.dtypes.float0
 
 
 @overload

@@ -112,7 +112,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         for position in arguments_split.dynamic:
             primal = arguments_split.leaves[position]
             cotangent = by_position.get(position)
-            if cotangent is not None and _inexact(primal):
+            if cotangent is not None and jax.numpy.issubdtype(primal.dtype, jax.numpy.inexact):
                 shape = tuple(getattr(cotangent, "shape", ()))
                 if shape != tuple(primal.shape):
                     where = _leaf_name(arguments_split, position, names)
@@ -141,10 +141,6 @@ def _leaf_name(arguments_split: Split, position: int, names: list[str]) -> str:
         return names[index]
     path = paths[position - (ends[index] - treedef.num_leaves)]
     return f"{names[index]}{jax.tree_util.keystr(path)}"
-
-
-def _inexact(leaf: Any) -> bool:
-    return bool(jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact))
 
 
 @overload
