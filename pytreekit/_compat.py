@@ -23,8 +23,6 @@ from jax.core import Tracer
 
 from . import _markers as markers
 
-_KNOWN_PYTHON = "3.11 to 3.14"
-
 
 class PrivateAPIMoved(ImportError):
     """A private API pytreekit relies on is not where the supported versions keep it."""
@@ -36,9 +34,9 @@ def _private(owner: object, name: str, where: str, needed_for: str) -> Any:
     except AttributeError:
         raise PrivateAPIMoved(
             f"pytreekit needs {where}.{name} ({needed_for}), which this version does not have "
-            f"(Python {sys.version.split()[0]}, jax {jax.__version__}; known in Python "
-            f"{_KNOWN_PYTHON} and the jax versions pytreekit supports). Please report it, with "
-            f"these versions."
+            f"(Python {sys.version.split()[0]}, jax {jax.__version__}; known in Python 3.11 to "
+            f"3.14 and the jax versions pytreekit supports). Please report it, with these "
+            f"versions."
         ) from None
 
 
