@@ -1,10 +1,7 @@
 """Every private API of CPython, JAX and torch that pytreekit touches, and what differs between
-the supported versions of Python and JAX (annotations, ``Field.doc``, ``==``, varying manual axes
-under ``shard_map``), reached from here only.
-
-Each private name is looked up once, with the versions it is known in; where one has moved, the
-error says which name and what pytreekit needs it for, instead of a silent fallback (a renamed
-``dataclasses._FIELD`` must not make every class lose its fields without a word).
+the supported versions of Python and JAX, reached from here only. A private name that moved raises
+``PrivateAPIMoved`` naming it, never a silent fallback (a renamed ``dataclasses._FIELD`` must not
+make every class lose its fields without a word).
 """
 
 from __future__ import annotations
@@ -26,8 +23,6 @@ from jax.core import Tracer
 
 from . import _markers as markers
 
-_KNOWN_PYTHON = "3.11 to 3.14"
-
 
 class PrivateAPIMoved(ImportError):
     """A private API pytreekit relies on is not where the supported versions keep it."""
@@ -39,16 +34,15 @@ def _private(owner: object, name: str, where: str, needed_for: str) -> Any:
     except AttributeError:
         raise PrivateAPIMoved(
             f"pytreekit needs {where}.{name} ({needed_for}), which this version does not have "
-            f"(Python {sys.version.split()[0]}, jax {jax.__version__}; known in Python "
-            f"{_KNOWN_PYTHON} and the jax versions pytreekit supports). Please report it, with "
-            f"these versions."
+            f"(Python {sys.version.split()[0]}, jax {jax.__version__}; known in Python 3.11 to "
+            f"3.14 and the jax versions pytreekit supports). Please report it, with these "
+            f"versions."
         ) from None
 
 
 # -- CPython's dataclasses --------------------------------------------------------------------
 
-# Which entries of __dataclass_fields__ are fields and which are InitVar pseudo-fields: only the
-# private markers tell them apart (an InitVar annotated as a string is still a string).
+# Only the private markers tell fields from InitVars (an InitVar annotated as a string is a str).
 _FIELD = _private(dataclasses, "_FIELD", "dataclasses", "to tell fields from InitVars")
 _FIELD_INITVAR = _private(dataclasses, "_FIELD_INITVAR", "dataclasses", "to find InitVars")
 
@@ -58,9 +52,7 @@ def is_field(f: dataclasses.Field[Any]) -> bool:
 
 
 class DataclassEntries(NamedTuple):
-    """The fields and ``InitVar`` pseudo-fields of a dataclass, in dataclasses' order (``ClassVar``
-    entries left out); the names of the ``InitVar`` ones; the ids of the fields it shares with a
-    base."""
+    """A dataclass's fields and ``InitVar``s in order, the ``InitVar`` names, ids of a base's."""
 
     entries: list[dataclasses.Field[Any]]
     init_vars: frozenset[str]
@@ -68,9 +60,8 @@ class DataclassEntries(NamedTuple):
 
 
 def dataclass_entries(cls: type, kind: type) -> DataclassEntries:
-    """``cls``'s entries. Those of its fields that dataclasses made for ``cls`` alone, plain
-    ``dataclasses.Field`` objects, become instances of ``kind`` (a subclass adding no slot) in
-    place: a copy would not be what ``dataclasses.fields`` returns."""
+    """``cls``'s entries; its own plain fields become ``kind`` in place (a copy would not be what
+    ``dataclasses.fields`` returns)."""
     table: dict[str, dataclasses.Field[Any]] = cls.__dict__["__dataclass_fields__"]
     inherited = {
         id(f)
@@ -89,21 +80,17 @@ def dataclass_entries(cls: type, kind: type) -> DataclassEntries:
     return DataclassEntries(entries, frozenset(init_vars), inherited)
 
 
-# The record dataclasses keeps of a class's options (``_DataclassParams``, undocumented) and the
-# methods it writes (compiled from a string): read here only.
+# dataclasses' undocumented record of a class's options (_DataclassParams): read here only.
 DATACLASS_PARAMS = "__dataclass_params__"
 
 
 def own_dataclass_params(cls: type) -> Any:
-    """The options record dataclasses left on ``cls`` itself (``None``: dataclasses never ran on
-    it); compare records by identity to tell whether dataclasses ran again."""
+    """The options record dataclasses left on ``cls`` itself (``None``: it never ran on it)."""
     return cls.__dict__.get(DATACLASS_PARAMS)
 
 
 def dataclass_option(params: Any, name: str) -> Any:
-    """One option (``"frozen"``, ``"eq"``, ...) from an options record; ``None`` where the
-    running Python's record does not keep it (3.11 keeps neither ``match_args`` nor
-    ``kw_only``)."""
+    """One option from an options record (``None``: 3.11 keeps no ``match_args``, ``kw_only``)."""
     return getattr(params, name, None)
 
 
@@ -113,14 +100,10 @@ def written_by_dataclasses(function: Any) -> bool:
     return code is not None and code.co_filename in ("<string>", "__create_fn__")
 
 
-# Python 3.13's dataclasses compare field by field (`self.x == other.x and ...`), no longer as
-# tuples, whose comparison takes identical items for equal: a field whose value is the same NaN
-# in both instances makes them unequal (an instance still equals itself).
+# Python 3.13's dataclasses compare field by field, not as tuples: the same NaN in both is unequal.
 DATACLASS_EQ_FIELD_BY_FIELD = sys.version_info >= (3, 13)
 
-# copy.replace(obj, **changes) calls obj.__replace__ (Python 3.13). dataclasses gives every
-# dataclass its own __replace__, which builds the copy through __init__; pytreekit gives its
-# classes one that does not, in its place.
+# Python 3.13's copy.replace: pytreekit replaces the __replace__ dataclasses writes (via __init__).
 HAS_COPY_REPLACE = hasattr(copy, "replace")
 DATACLASSES_REPLACE: Any = (
     _private(dataclasses, "_replace", "dataclasses", "to tell the __replace__ it gives classes")
@@ -128,16 +111,13 @@ DATACLASSES_REPLACE: Any = (
     else None
 )
 
-# Python 3.14 gave dataclasses' fields a docstring: ``Field.doc``, ``dataclasses.field(doc=...)``.
-# Before, pytreekit keeps a field's ``doc`` in its metadata (see ``_fields.Field``).
+# Python 3.14's Field.doc; before, pytreekit keeps a field's doc in its metadata.
 FIELD_HAS_DOC = hasattr(dataclasses.Field, "doc")  # a slot
 
 
 def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool, frozen: bool) -> Any:
-    """Make ``cls.__dataclass_params__`` say what the class has, and return it: pytreekit asks
-    dataclasses not to write ``__init__``, ``__repr__`` and ``__eq__`` (it writes its own), nor,
-    for a class decorated again whose frozen ``__setattr__`` stays, the frozen methods; tools read
-    these flags."""
+    """Make ``cls``'s options record say what the class has (pytreekit writes the methods that
+    dataclasses did not), for tools that read it; return it."""
     params = own_dataclass_params(cls)
     for flag, value in (("init", init), ("repr", repr), ("eq", eq), ("frozen", frozen)):
         _private(params, flag, "dataclasses._DataclassParams", "to record the class's flags")
@@ -146,15 +126,7 @@ def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool, froz
 
 
 # -- CPython's annotations ----------------------------------------------------------------------
-#
-# Python 3.14 defers annotations (PEP 649 and 749): they are evaluated when read, and a name
-# defined later in the module (a class referring to itself, or to one below it) is an error only
-# if it is read too soon. dataclasses reads a class's annotations in annotationlib's FORWARDREF
-# format (an undefined name stays a ForwardRef), and gives the __init__ it writes an
-# __annotate__ that reads the class's annotations in the format asked. pytreekit reads them as
-# dataclasses does on each Python, so that nothing is evaluated at decoration that dataclasses
-# leaves alone. Before 3.14, annotations are evaluated when the class or function is defined (or
-# are strings, under `from __future__ import annotations`): reading them evaluates nothing.
+# Python 3.14 defers annotations (PEP 649): pytreekit reads them as dataclasses does (FORWARDREF).
 
 if sys.version_info >= (3, 14):  # pragma: Python 3.14+
     import annotationlib
@@ -166,8 +138,7 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
     )
 
     def class_annotations(cls: type) -> dict[str, Any]:
-        """The annotations of ``cls``'s own body, as dataclasses reads them (a name not defined
-        yet as an ``annotationlib.ForwardRef``)."""
+        """The annotations of ``cls``'s own body, as dataclasses reads them."""
         return annotationlib.get_annotations(cls, format=annotationlib.Format.FORWARDREF)
 
     def signature(
@@ -181,9 +152,7 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
         )
 
     def copy_annotations(source: object, target: Callable[..., Any]) -> None:
-        """Give ``target`` the annotations of ``source`` (a function it wraps), unevaluated: its
-        ``__annotate__`` (what ``functools.wraps`` copies on 3.14), or the annotations a function
-        without one was given."""
+        """Give ``target`` the annotations of ``source`` (a function it wraps), unevaluated."""
         annotate = getattr(source, "__annotate__", None)
         if annotate is not None:
             target.__annotate__ = annotate
@@ -191,28 +160,21 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
             target.__annotations__ = source.__annotations__
 
     def annotations_given_since(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
-        """The entries of ``cls.__dict__`` holding annotations the class was given after its
-        namespace was ``namespace`` (3.14's ``make_dataclass`` sets them on the class it
-        created), or ``{}``. Reading annotations leaves entries too (an empty cache, no annotate
-        function): those are not annotations given."""
+        """The entries of ``cls.__dict__`` holding annotations given since its namespace was
+        ``namespace`` (3.14's ``make_dataclass`` sets them), not those reading them leaves."""
         entries = cls.__dict__
         annotate = entries.get("__annotate_func__")
         if annotate is not None and annotate is not namespace.get("__annotate_func__"):
             return {"__annotate_func__": annotate}
         given = entries.get("__annotations_cache__")  # cls.__annotations__ = {...}
-        if given and "__annotate_func__" not in entries:
-            return (
-                {}
-                if given is namespace.get("__annotations_cache__")
-                else {"__annotations_cache__": given}
-            )
+        same = given is namespace.get("__annotations_cache__")
+        if given and "__annotate_func__" not in entries and not same:
+            return {"__annotations_cache__": given}
         return {}
 
     def travelling(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
-        """``cls``'s namespace as pickle may send it: its annotations as a dict, not as the
-        annotate function, whose closure holds the class's own namespace (a pickler reaching
-        it from the class would pickle the class's spec a second time, before the first is
-        memoized: the class would arrive twice). cloudpickle leaves the function out too."""
+        """``cls``'s namespace as pickle may send it: annotations as a dict, not the annotate
+        function, whose closure would pickle the spec again (the class would arrive twice)."""
         if "__annotate_func__" not in namespace:
             return dict(namespace)
         sent = {k: v for k, v in namespace.items() if k != "__annotate_func__"}
@@ -224,8 +186,7 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
         return sent
 
     def set_annotations(function: Callable[..., Any], annotations: dict[str, Any]) -> None:
-        """Give ``function`` these (evaluated) annotations through an ``__annotate__``, which
-        ``functools.wraps`` copies on 3.14 (it no longer copies ``__annotations__``)."""
+        """Give ``function`` these annotations through an ``__annotate__`` (what 3.14 copies)."""
 
         def __annotate__(format: int, /) -> dict[str, Any]:
             if format == annotationlib.Format.STRING:
@@ -242,11 +203,8 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
         fields: Sequence[tuple[str, Any]],
         converted: Mapping[str, Callable[[], Any]],
     ) -> None:
-        """Annotate ``init``, ``cls``'s generated ``__init__``, as dataclasses annotates the
-        ``__init__`` it writes: an ``__annotate__`` that reads, in the format asked, the
-        annotation of each of ``fields`` (its parameters) on ``cls`` or the base declaring it, and
-        ``return: None``. A ``converted`` field is annotated with what its converter accepts (the
-        function given computes it, when the annotations are read)."""
+        """Annotate ``cls``'s generated ``__init__`` as dataclasses does (lazily, in the format
+        asked); a ``converted`` field with what its converter accepts."""
         names = [name for name, _ in fields]
 
         def __annotate__(format: int, /) -> dict[str, Any]:
@@ -272,35 +230,28 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
 else:
 
     def class_annotations(cls: type) -> dict[str, Any]:
-        """The annotations of ``cls``'s own body, as dataclasses reads them."""
         return inspect.get_annotations(cls)
 
     def signature(
         function: Callable[..., Any], *, follow_wrapped: bool = True
     ) -> inspect.Signature:
-        """``inspect.signature`` (annotations were evaluated when the function was defined)."""
         return inspect.signature(function, follow_wrapped=follow_wrapped)
 
     def copy_annotations(source: object, target: Callable[..., Any]) -> None:
-        """Give ``target`` the annotations of ``source`` (a function it wraps)."""
         if hasattr(source, "__annotations__"):
             target.__annotations__ = source.__annotations__
 
     def annotations_given_since(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
-        """The entries of ``cls.__dict__`` holding annotations the class was given after its
-        namespace was ``namespace`` (``cls.__annotations__ = {...}``), or ``{}``. Reading a
-        class's annotations leaves an empty dict: that is no annotation given."""
+        # Reading a class's annotations leaves an empty dict: that is no annotation given.
         given = cls.__dict__.get("__annotations__")  # noqa: RUF063 - the entry, not the annotations
         if given and given is not namespace.get("__annotations__"):
             return {"__annotations__": given}
         return {}
 
     def travelling(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
-        """``cls``'s namespace as pickle may send it."""
         return dict(namespace)
 
     def set_annotations(function: Callable[..., Any], annotations: dict[str, Any]) -> None:
-        """Give ``function`` these annotations."""
         function.__annotations__ = annotations
 
     def annotate_init(
@@ -309,9 +260,6 @@ else:
         fields: Sequence[tuple[str, Any]],
         converted: Mapping[str, Callable[[], Any]],
     ) -> None:
-        """Annotate ``init``, ``cls``'s generated ``__init__``, as dataclasses annotates the
-        ``__init__`` it writes: each of ``fields`` (its parameters, with the type dataclasses
-        recorded) and ``return: None``; a ``converted`` field with what its converter accepts."""
         annotations = {
             name: converted[name]() if name in converted else annotation
             for name, annotation in fields
@@ -347,15 +295,12 @@ def registered_with_jax(cls: type) -> bool:
 
 
 def jax_from_children(cls: type) -> Callable[..., Any]:
-    """How ``jax.export`` rebuilds ``cls`` from aux data and children (what JAX's own
-    registration call stores)."""
+    """How ``jax.export`` rebuilds ``cls`` (what JAX's own registration stores)."""
     from_iter: Callable[..., Any] = _JAX_TREE_REGISTRY[cls].from_iter
     return from_iter
 
 
-# JAX offers only a call that refuses a second registration; pytreekit writes these to let a
-# registration by hand stand and to point a name defined again (a notebook cell run twice) at the
-# newest class. (jax.export's serialization registry arrived in jax 0.4.35, pytreekit's floor.)
+# JAX's call refuses a second registration: pytreekit writes these registries (jax >= 0.4.35).
 _export_by_type: dict[type, Any] = _private(
     _jax_export_module, "serialization_registry", "jax._src.export._export", "jax.export"
 )
@@ -373,31 +318,22 @@ def export_registries() -> tuple[dict[type, Any], dict[str, Any]]:
 export_lock = threading.Lock()
 
 
-def _ours(entry: Any) -> bool:
-    """Whether a ``jax.export`` registry entry is pytreekit's own registration."""
-    return getattr(entry[1], markers.CLASS, None) is not None
-
-
-# ``import pytreekit`` wraps ``jax.export.register_pytree_node_serialization``: JAX refuses a second
-# registration of a class or name and cannot unregister one, so without the wrapper a user's
-# registration by hand (JAX's documented route) would fail for every pytree class pytreekit
-# registered first. The wrapper removes pytreekit's own entry first, and puts it back if JAX
-# refuses; it changes nothing else, and only once per process.
+# ``import pytreekit`` wraps ``jax.export.register_pytree_node_serialization`` so that a user's own
+# registration (JAX cannot unregister) replaces pytreekit's, put back if JAX refuses.
 def _take_ours(registry: dict[Any, Any], key: Any) -> tuple[dict[Any, Any], Any, Any] | None:
     """Remove pytreekit's own registration under ``key``, and say what it was."""
     try:
         entry = registry.get(key)
     except TypeError:  # unhashable: JAX says what is wrong with it
         return None
-    if entry is None or not _ours(entry):
+    if entry is None or getattr(entry[1], markers.CLASS, None) is None:  # not pytreekit's
         return None
     del registry[key]
     return registry, key, entry
 
 
 def _giving_way(register: Callable[..., Any]) -> Callable[..., Any]:
-    """``jax.export.register_pytree_node_serialization``, which first removes pytreekit's own
-    registration of the class (and of the name) it is given, and puts it back if JAX refuses."""
+    """``register``, first removing pytreekit's own registration of the class and the name."""
 
     @functools.wraps(register)
     def register_pytree_node_serialization(*args: Any, **kwargs: Any) -> Any:
@@ -437,22 +373,18 @@ def _refusing_tracers(value: Any) -> int:
     return hash(value)
 
 
-# What a static value must pass. Newer JAX refuses to hash a tracer; older releases (the floor,
-# 0.4.35) hash it by identity with a FutureWarning, and would let a traced value become static.
+# What a static value must pass: jax 0.4.35 hashes a tracer by identity (newer JAX refuses).
 static_hash: Callable[[Any], int] = hash if Tracer.__hash__ is None else _refusing_tracers
 
 
-# Under shard_map, JAX 0.6 and later type a value with the mesh axes it varies over (its varying
-# manual axes, ``jax.typeof(x).vma``), and a tangent must carry its primal's. jnp.zeros_like keeps
-# them from JAX 0.7 on; JAX 0.6 drops them (jax.lax.pvary puts them back). Older JAX has no such
-# type, nor jax.typeof.
+# A tangent must carry its primal's varying manual axes (jax.typeof(x).vma, JAX 0.6+, shard_map):
+# jnp.zeros_like keeps them from JAX 0.7 on, JAX 0.6 drops them (jax.lax.pvary puts them back).
 _typeof: Callable[[Any], Any] | None = getattr(jax, "typeof", None)
 _pvary: Callable[[Any, tuple[str, ...]], Any] | None = getattr(jax.lax, "pvary", None)
 
 
 def zeros_like(x: Any, dtype: Any) -> Any:
-    """Zeros of ``dtype`` shaped like ``x``, with its sharding and varying manual axes: a zero
-    tangent JAX accepts for the primal ``x`` (``jnp.zeros(shape)`` has neither)."""
+    """Zeros of ``dtype`` like ``x``, its sharding and varying manual axes too: a zero tangent."""
     if dtype == jax.dtypes.float0 and not isinstance(x, Tracer):
         # Outside a trace, float0 zeros are NumPy's, as JAX makes them (jnp.zeros_like drops an
         # explicit mesh axis's sharding there); a traced value's are jnp.zeros_like's below.
@@ -469,23 +401,20 @@ def zeros_like(x: Any, dtype: Any) -> Any:
 
 # -- torch ------------------------------------------------------------------------------------
 
-
 # torch's pytree registry has no public module: this one is what the torch backend needs.
 TORCH_PYTREE = "torch.utils._pytree"
 
 
 def torch_pytree() -> ModuleType:
-    """``torch.utils._pytree``: torch's pytree registry has no public module."""
     import torch.utils._pytree as torch_pytree
 
     return torch_pytree
 
 
 def unregister_from_torch(cls: type) -> None:
-    """Undo a torch registration (a later registry refused the class): torch's Python registry,
-    and its C++ one (optree's namespace "torch") if torch registered there too."""
+    """Undo a torch registration: its Python registry, and its C++ one (optree's) if used."""
     pytree = torch_pytree()
-    where = "torch.utils._pytree"
+    where = TORCH_PYTREE
     _private(pytree, "_deregister_pytree_node", where, "to undo a registration")(cls)
     pending: list[Any] = _private(
         pytree, "_cxx_pytree_pending_imports", where, "to undo a registration"
@@ -498,23 +427,19 @@ def unregister_from_torch(cls: type) -> None:
 
 
 # -- the standard library's private attributes the artifacts wing reads (issue 33) --------------
-#
-# Read through the C descriptors of ``type``: no metaclass property or __getattr__ of the class
-# runs (static data's reader rebuilds classes an artifact names).
+# Read through type's C descriptors: no metaclass property or __getattr__ of the class runs.
 _OWN_DICT: Any = vars(type)["__dict__"]
 _MRO: Any = vars(type)["__mro__"]
 
 
 def enum_members(cls: type) -> dict[str, Any] | None:
-    """An enum class's members by name: ``Enum._member_map_``, private to enum (``None``: not
-    an enum's)."""
+    """An enum class's members by name (``Enum._member_map_``; ``None``: not an enum)."""
     members = _OWN_DICT.__get__(cls).get("_member_map_")
     return members if type(members) is dict else None
 
 
 def frozen_dataclasses(cls: type, first: int = 0) -> Iterator[tuple[type, bool]]:
-    """Each class of ``cls.__mro__[first:]`` that dataclasses ran on, with whether it made the
-    class frozen (``_DataclassParams.frozen``, private to dataclasses)."""
+    """Each class of ``cls.__mro__[first:]`` that dataclasses ran on, and whether it is frozen."""
     for klass in _MRO.__get__(cls)[first:]:
         params = _OWN_DICT.__get__(klass).get(DATACLASS_PARAMS)
         if params is not None:
@@ -523,5 +448,5 @@ def frozen_dataclasses(cls: type, first: int = 0) -> Iterator[tuple[type, bool]]
 
 
 def dataclass_frozen(cls: type) -> bool:
-    """Whether ``cls`` is a frozen dataclass (its nearest dataclass in the MRO says so)."""
+    """Whether ``cls``'s nearest dataclass in its MRO is frozen."""
     return next((frozen for _, frozen in frozen_dataclasses(cls)), False)

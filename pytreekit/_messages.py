@@ -8,8 +8,7 @@ from typing import Any
 
 
 def looks_like_array(value: Any) -> bool:
-    """An array of any library (JAX, NumPy, torch, a tracer): it has a shape and a dtype. Python
-    numbers are not arrays."""
+    """An array of any library (JAX, NumPy, torch, a tracer), not a Python number."""
     return (
         hasattr(value, "shape")
         and hasattr(value, "dtype")
@@ -46,8 +45,7 @@ def close_match(name: str, candidates: Iterable[str], cutoff: float) -> str | No
 
 
 def unhashable_error(cls: type, name: str, value: Any, role: str) -> TypeError:
-    """Why ``cls.name``'s value must be hashable and is not. ``role``: ``"static"`` (the value
-    lives in the treedef) or ``"hash"`` (hashing a frozen instance hashes its fields)."""
+    """Why ``cls.name``'s value must be hashable and is not (``role``: static or hash)."""
     owner = cls.__qualname__
     if role == "static":
         why = (

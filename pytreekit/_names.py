@@ -1,12 +1,7 @@
-"""Functions and classes by module and qualified name, found without running code, for the two
-formats that store them so: pickle (a stand-in, ``_classes/pickling.py``) and static data
-(``_artifacts``, which writes ``"module:qualname"`` and reads it back).
-
-Both ask ``public_name`` under which name an object can be found again: its own module, else the
-public module of its package that holds it under its qualified name (``jax.nn.relu`` says it
-lives in ``jax._src.nn.functions``, which a later JAX need not keep). Lookups go through the
-``__dict__`` of modules and classes (``find_in``): no module ``__getattr__``, no property and no
-metaclass runs, and a module is found only if it is imported already.
+"""Functions and classes by module and qualified name, found without running code, for pickle's
+stand-ins and static data. ``public_name`` prefers a public module of the package
+(``jax.nn.relu`` says it lives in ``jax._src.nn.functions``, which a later JAX need not keep).
+Lookups read ``__dict__``s only: no module ``__getattr__``, property or metaclass runs.
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ from typing import Any
 _MODULE_DICT: Any = vars(types.ModuleType)["__dict__"]
 _TYPE_DICT: Any = vars(type)["__dict__"]
 _TYPE_MRO: Any = vars(type)["__mro__"]
-# What ``lookup`` and ``find_in`` return for a name that holds nothing: the one sentinel pytreekit
-# uses, the standard library's (a field without a default is ``MISSING`` too).
+# What ``lookup`` and ``find_in`` return for a name that holds nothing: pytreekit's one sentinel.
 MISSING: Any = dataclasses.MISSING
 
 
@@ -60,9 +54,8 @@ def is_class(obj: Any) -> bool:
 
 
 def find_in(module: str, qualname: str) -> tuple[Any, Any, str]:
-    """The object ``module:qualname`` names in this process (``MISSING``: none), the namespace
-    holding it and its key there, through ``__dict__``s only: the module must be imported
-    already, and each dotted step but the last must be a class."""
+    """The object ``module:qualname`` names in an imported module (``MISSING``: none), the
+    namespace holding it and its key there; each dotted step but the last a class."""
     found: Any = sys.modules.get(module)
     if found is None or not issubclass(type(found), types.ModuleType):
         return MISSING, None, ""
@@ -85,8 +78,7 @@ def find_in(module: str, qualname: str) -> tuple[Any, Any, str]:
 
 
 def class_bound(value: Any) -> bool:
-    """Whether ``value`` is a method bound to a class (``dict.fromkeys``, a classmethod): a new
-    object at each lookup, found again as an equal one."""
+    """Whether ``value`` is a method bound to a class (``dict.fromkeys``, a classmethod)."""
     kind = type(value)
     return (kind is types.MethodType or kind is types.BuiltinMethodType) and is_class(
         getattr(value, "__self__", None)
@@ -97,10 +89,8 @@ def private_module(name: str) -> bool:
     return name.startswith("_") or "._" in name
 
 
-# value -> its name and where it was found: checked again at each use (a module attribute may be
-# rebound), with one dict lookup. A value found nowhere is remembered too (searching every module
-# of its package again each time it is pickled would be slow). Weak, so that a class or function
-# is freed with its module; values that cannot be weakly referenced (builtins) live as long anyway.
+# value -> its name and where it was found (checked again at each use), or None: found nowhere.
+# Weak, so that a class or function is freed with its module; builtins live as long anyway.
 _Found = tuple[tuple[str, str], Any, str] | None
 _names: weakref.WeakKeyDictionary[Any, _Found] = weakref.WeakKeyDictionary()
 _builtin_names: dict[Any, _Found] = {}
@@ -125,8 +115,7 @@ def _remember(value: Any, found: _Found) -> None:
 
 def public_name(value: Any) -> tuple[str, str] | None:
     """``(module, qualname)`` under which ``find_in`` finds ``value`` itself, preferring public
-    modules; ``None`` when there is none (a lambda, a function defined inside another, an object
-    its module does not hold under its name)."""
+    modules; ``None`` when there is none (a lambda, say)."""
     known = _remembered(value)
     if known is None:
         return None
@@ -156,9 +145,8 @@ def _qualnames(value: Any) -> list[str] | None:
 
 
 def _modules_to_search(module: str | None) -> list[str]:
-    """Its module if public, its package's public modules (shortest name first), then its module.
-    A value naming no module (numpy < 1.25's ufuncs): every public module, as
-    ``pickle.whichmodule`` searches them."""
+    """Its module if public, its package's public modules (shortest name first), its module; for
+    a value naming no module (numpy < 1.25's ufuncs) every public module, as pickle does."""
     if module is None:
         return _public_modules("", module)
     first = [] if private_module(module) else [module]
@@ -186,9 +174,7 @@ _NATIVELY_BY_NAME = (type, types.FunctionType, types.BuiltinFunctionType, types.
 
 
 def by_reference(value: Any) -> tuple[str, str] | None:
-    """``(module, qualname)`` to store ``value`` under, for a callable pickle would not store by
-    name itself (it does so for classes and functions, and fails on ``jnp.tanh``); ``None``
-    otherwise."""
+    """``(module, qualname)`` for a callable pickle would not store by name (``jnp.tanh``)."""
     if isinstance(value, _NATIVELY_BY_NAME) or not callable(value):
         return None
     return public_name(value)

@@ -1,15 +1,7 @@
-"""The pytree registries a class is registered with, and ``register_backend``.
-
-Each registry has a thin adapter module beside this one (``register``, ``unregister``, and
-``KEY``, the type of a child's key in key paths); an adapter is imported only when a class asks
-for its backend, so ``import pytreekit`` never imports optree or torch.
-
-Registration is all or nothing: the registries that can undo a registration (optree, torch) go
-first and are undone if a later one refuses; JAX, which cannot, goes last.
-
-Some classes follow every registry in use (``follow_every_backend``): ``Static`` must be a node
-wherever the classes holding it are, or optree and torch would see it as a leaf. Such a class is
-registered with a registry together with the first class pytreekit registers there.
+"""The pytree registries a class is registered with, and ``register_backend``. Each has an adapter
+module beside this one (``register``, ``unregister``, ``KEY``: a child's key type), imported only
+when a class asks for it. Registration is all or nothing: optree and torch, which can undo one,
+go first; JAX, which cannot, last.
 """
 
 from __future__ import annotations
@@ -57,8 +49,7 @@ def adapter(backend: str, cls: type) -> ModuleType:
         )
     library, module, advice = _ADAPTERS[backend]
     try:
-        # Through __import__ every time (cheap once loaded), so the library's absence is seen
-        # however it comes about, even after the adapter was first imported.
+        # Every time (cheap once loaded): the library's absence is seen however it comes about.
         __import__(library)
         return importlib.import_module(module)
     except ImportError as error:
@@ -74,11 +65,8 @@ def key_factories(backends: Iterable[str], cls: type) -> dict[str, KeyFactory]:
 
 
 def register_all(cls: type, nodes: NodeFunctions, backends: Iterable[str]) -> None:
-    """Register ``cls`` with each backend, or with none (a refusal undoes the ones before).
-
-    Each class following every backend (``follow_every_backend``) is registered with a backend
-    right after the first class registered there, and undone with it.
-    """
+    """Register ``cls`` with each backend, or with none (a refusal undoes the ones before), and
+    the classes following every backend with each backend new to them."""
     order = sorted(backends, key=_REGISTRATION_ORDER.index)
     undo: list[Callable[[], None]] = []
     try:
@@ -103,9 +91,8 @@ _in_use: set[str] = set()
 
 
 def follow_every_backend(cls: type) -> None:
-    """Register the pytree class ``cls`` with every backend pytreekit registers any class with,
-    now and whenever a class is first registered with another: a class others hold that must be
-    a node wherever they are (``Static``, a pytree without leaves)."""
+    """Register ``cls`` with every backend pytreekit registers any class with, now and later: a
+    class others hold must be a node wherever they are (``Static``; a leaf to optree otherwise)."""
     with decoration_lock:
         # JAX too, whatever cls was decorated with: then no follower is ever registered with JAX
         # after a class's own JAX registration, which cannot be undone.
@@ -140,7 +127,7 @@ def _register_follower(follower: type, backend: str) -> list[Callable[[], None]]
 
 
 def _add_key_factory(spec: ClassSpec, backend: str) -> None:
-    """Make ``spec``'s class's node functions ready for one more backend's keys."""
+    """Make ``spec``'s node functions ready for one more backend's keys."""
     (make_key,) = key_factories([backend], spec.cls).values()
     with spec.table.lock:
         spec.table.add_key_factory(backend, make_key)

@@ -15,8 +15,7 @@ from .split import Split
 
 
 class CustomGradientMethod(CustomVJPMethod[S, P, R]):
-    """What ``custom_gradient_method`` makes: a descriptor that binds like a method, around a
-    method that returns its own gradient function."""
+    """What ``custom_gradient_method`` makes: a descriptor that binds like a method."""
 
     kind = "custom_gradient_method"
 

@@ -22,8 +22,7 @@ JVPRule: TypeAlias = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[R, T]]
 
 
 class CustomJVPMethod(CustomMethod[S, P, R]):
-    """What ``custom_jvp_method`` makes: a descriptor that binds like a method. ``rule`` is the
-    JVP rule ``defjvp`` registered (``None`` before)."""
+    """What ``custom_jvp_method`` makes: a descriptor that binds like a method."""
 
     kind = "custom_jvp_method"
 
@@ -33,8 +32,7 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         self._custom.defjvp(named_after(None, self._jvp))
 
     def defjvp(self, rule: JVPRule[R, T]) -> JVPRule[R, T]:
-        """Register ``rule(primals, tangents) -> (primal_out, tangent_out)`` (as described at
-        ``custom_jvp_method``). Returns ``rule``, so it can decorate."""
+        """Register ``rule(primals, tangents) -> (primal_out, tangent_out)``; returns ``rule``."""
         if not callable(rule):
             raise TypeError(
                 f"{self.name}.defjvp() takes the JVP rule, a function "
@@ -84,8 +82,7 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
 
 
 def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> Any:
-    """``tangent_out`` checked against ``out`` (structure, container types and static parts
-    included, then shapes and dtypes), ``None`` made zeros of the right tangent dtype."""
+    """``tangent_out`` checked against ``out``, its ``None`` leaves made zeros."""
     primal_leaves, treedef = tree_flatten_with_path(out)
     treedef = cast(PyTreeDef, treedef)
     try:
@@ -104,7 +101,8 @@ def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> 
         ) from None
     filled = []
     for (path, primal), tangent in zip(primal_leaves, tangent_leaves, strict=True):
-        expected_dtype = _tangent_dtype(primal)
+        dtype = jnp.result_type(primal)  # a tangent's: float0 for integers
+        expected_dtype = dtype if jnp.issubdtype(dtype, jnp.inexact) else jax.dtypes.float0
         problem = _tangent_problem(primal, tangent, expected_dtype)
         if problem is not None:
             where = f"output{keystr(path)}" if path else "the output"
@@ -119,8 +117,7 @@ def _matching_tangent(name: str, rule_name: str, out: Any, tangent_out: Any) -> 
 
 
 def _tangent_problem(primal: Any, tangent: Any, expected_dtype: Any) -> str | None:
-    """What is wrong with ``tangent`` as the tangent of the output leaf ``primal``, if anything
-    (``None`` is zero: nothing)."""
+    """What is wrong with ``tangent`` as the tangent of the output leaf ``primal``, if anything."""
     if tangent is None:
         return None
     if isinstance(tangent, int) and expected_dtype != jax.dtypes.float0:
@@ -149,7 +146,6 @@ def _tangent_problem(primal: Any, tangent: Any, expected_dtype: Any) -> str | No
 
 
 def _described(primal: Any) -> str:
-    """A primal output leaf: ``a Python float``, ``a float32 array``."""
     if isinstance(primal, (bool, int, float, complex)):
         return f"a Python {type(primal).__name__}"
     return f"a {_dtype_name(jnp.result_type(primal))} array"
@@ -161,12 +157,6 @@ def _cut(value: Any) -> str:
 
 def _dtype_name(dtype: Any) -> str:
     return "float0" if dtype == jax.dtypes.float0 else np.dtype(dtype).name
-
-
-def _tangent_dtype(primal: Any) -> Any:
-    """The dtype JAX expects of a tangent for ``primal`` (Python scalars as JAX sees them)."""
-    dtype = jnp.result_type(primal)
-    return dtype if jnp.issubdtype(dtype, jnp.inexact) else jax.dtypes.float0
 
 
 @overload

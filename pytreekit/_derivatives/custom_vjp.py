@@ -18,8 +18,7 @@ Res = TypeVar("Res")
 
 
 class CustomVJPMethod(CustomMethod[S, P, R]):
-    """What ``custom_vjp_method`` makes: a descriptor that binds like a method. ``fwd`` and
-    ``bwd`` are the rules ``defvjp`` registered (``None`` before)."""
+    """What ``custom_vjp_method`` makes: a descriptor that binds like a method."""
 
     kind = "custom_vjp_method"
     keeps_shapes = True
@@ -33,9 +32,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     def defvjp(
         self, fwd: Callable[Concatenate[S, P], tuple[R, Res]], bwd: Callable[[Res, Any], Any]
     ) -> None:
-        """Register ``fwd(self, *args) -> (out, residuals)`` and
-        ``bwd(residuals, g) -> (self_cotangent, *arg_cotangents)`` (as described at
-        ``custom_vjp_method``)."""
+        """Register ``fwd(self, *args) -> (out, residuals)`` and ``bwd(residuals, g)``."""
         for role, rule, shape in (
             ("fwd", fwd, "fwd(self, *args) -> (out, residuals)"),
             ("bwd", bwd, "bwd(residuals, g) -> (self_cotangent, *arg_cotangents)"),
@@ -82,12 +79,11 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         cotangents = cast(Callable[[Any, Any], Any], self.bwd)(residuals, cotangent_out)
         return (list(self._dynamic_cotangents(arguments_split, cotangents)),)
 
-    def _bwd_rule(self) -> str:
-        """The rule that gives the cotangents, as messages name it."""
+    def _bwd_rule(self) -> str:  # as messages name it
         return f"the bwd rule {getattr(self.bwd, '__qualname__', repr(self.bwd))}"
 
     def _dynamic_cotangents(self, arguments_split: Split, cotangents: Any) -> tuple[Any, ...]:
-        """Lay the user's per-argument cotangents out as JAX wants them: one per array leaf."""
+        """The user's per-argument cotangents as JAX wants them: one per array leaf."""
         count = len(arguments_split.treedef.children())
         names = list(self.parameter_names[:count])
         names += [f"argument {i}" for i in range(len(names), count)]  # through *args
@@ -116,7 +112,7 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         for position in arguments_split.dynamic:
             primal = arguments_split.leaves[position]
             cotangent = by_position.get(position)
-            if cotangent is not None and _inexact(primal):
+            if cotangent is not None and jax.numpy.issubdtype(primal.dtype, jax.numpy.inexact):
                 shape = tuple(getattr(cotangent, "shape", ()))
                 if shape != tuple(primal.shape):
                     where = _leaf_name(arguments_split, position, names)
@@ -145,10 +141,6 @@ def _leaf_name(arguments_split: Split, position: int, names: list[str]) -> str:
         return names[index]
     path = paths[position - (ends[index] - treedef.num_leaves)]
     return f"{names[index]}{jax.tree_util.keystr(path)}"
-
-
-def _inexact(leaf: Any) -> bool:
-    return bool(jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact))
 
 
 @overload

@@ -180,9 +180,8 @@ def _check_is_leaf(caller: str, is_leaf: Any) -> None:
 def _where_not_prefix(
     prefix: Any, tree: Any, names: tuple[str, str], stop: Callable[[Any], bool], error: Exception
 ) -> str:
-    """Where ``prefix`` stops being a prefix of ``tree`` (``names``: how the message calls the
-    two): the first key path at which their nodes differ, both nodes described. Only runs to
-    explain a failed ``flatten_up_to``; ``stop`` tells the prefix's leaves."""
+    """The first key path where ``prefix`` stops being a prefix of ``tree``, both nodes described
+    (``stop`` tells the prefix's leaves)."""
     prefix_name, tree_name = names
     stack: list[tuple[tuple[Any, ...], Any, Any]] = [((), prefix, tree)]
     while stack:

@@ -104,8 +104,7 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
 def _wrong_tangent(
     primals: tuple[Any, ...], dynamic: tuple[int, ...], tangents: list[Any]
 ) -> str | None:
-    """Explain the first tangent leaf that does not match its primal leaf, if one does not (run
-    only after the linear map refused its tangents: JAX decides what it accepts)."""
+    """Explain the first tangent leaf that does not match its primal leaf, if any."""
     paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(primals)[0]]
     leaves = jax.tree_util.tree_leaves(primals)
     for position, tangent in zip(dynamic, tangents, strict=True):

@@ -1,10 +1,6 @@
-"""``CustomMethod``, the descriptor base of the custom derivative methods.
-
-``jax.custom_jvp`` and ``jax.custom_vjp`` are not descriptors, so on a method they lose ``self``.
-``CustomMethod`` binds like a function (``Class.method`` is the wrapper itself, so
-``@Class.method.defjvp`` works) and works as ``__call__``. Keyword arguments are moved to their
-positions, with defaults filled in, as JAX's own custom derivatives do: JAX's machinery is
-positional.
+"""``CustomMethod``, the descriptor base of the custom derivative methods: ``jax.custom_jvp`` and
+``jax.custom_vjp`` are no descriptors, so on a method they lose ``self``. Keyword arguments are
+moved to their positions (defaults filled in), as JAX's machinery is positional.
 """
 
 from __future__ import annotations
@@ -105,12 +101,11 @@ class CustomMethod(Generic[S, P, R]):
         self._copy_rules(kept)
         return kept
 
-    def _jax_custom(self) -> Any:
-        """``jax.custom_jvp`` or ``jax.custom_vjp``: each kind says which it wraps."""
+    def _jax_custom(self) -> Any:  # jax.custom_jvp or jax.custom_vjp
         raise NotImplementedError
 
     def _copy_rules(self, other: Any) -> None:
-        """Give ``other``, a new method of the same kind, this one's rules (each kind says how)."""
+        """Give ``other``, a new method of the same kind, this one's rules."""
 
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         """The undecorated computation, on rebuilt arguments (what JAX's custom_* wraps)."""
@@ -143,9 +138,8 @@ def named_after(user_function: Any, call: Callable[..., Any]) -> Callable[..., A
 
 
 def inherit_rules(cls: type) -> None:
-    """A plain method overriding a custom method of a base: an override of an abstract one is
-    its implementation and keeps its rules (as tjax does); an override of a concrete one replaces
-    the method, rules included, as Python overriding does, and a warning says so."""
+    """A plain method overriding a base's custom method keeps its rules if that one is abstract
+    (as tjax does); otherwise it replaces it, rules included, and a warning says so."""
     for name, value in list(vars(cls).items()):
         if not isinstance(value, types.FunctionType):
             continue
@@ -185,7 +179,6 @@ def non_pair(result: Any) -> str | None:
 
 
 def _check_wrappable(kind: str, fn: Any) -> None:
-    """Refuse at decoration what a descriptor around a plain function cannot wrap."""
     for wrapper in (staticmethod, classmethod, property):
         if isinstance(fn, wrapper):
             raise TypeError(

@@ -15,8 +15,7 @@ PyTreeDef: TypeAlias = Any
 
 
 class Split:
-    """A flattened tree with its dynamic leaves taken out (``dynamic`` holds their positions;
-    ``leaves`` has ``None`` or a ``Shaped`` there)."""
+    """A flattened tree with its dynamic leaves (at ``dynamic``) taken out."""
 
     __slots__ = ("dynamic", "leaves", "residuals", "treedef")
 
@@ -62,9 +61,8 @@ def leaves_by_position(
     per_argument: Sequence[Any],
     mismatch: Callable[[int, PyTreeDef, Any], Exception],
 ) -> dict[int, Any]:
-    """Lay trees given per argument (tangents, cotangents) onto the split's leaf positions: each
-    ``None`` or of its argument's structure, with anything at its leaves (``mismatch(index,
-    expected, given)`` makes the error for one that is not)."""
+    """Trees given per argument (tangents, cotangents; ``None`` or of its structure) by the split's
+    leaf positions; ``mismatch(index, expected, given)`` makes the error."""
     by_position: dict[int, Any] = {}
     start = 0  # the leaf position where the argument's leaves begin
     for index, (tree, treedef) in enumerate(
