@@ -592,28 +592,24 @@ def _unnamed(value: Any) -> _Refused:
         )
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
-        what = next(why for why, test in _NAMELESS if test(module, qualname))
+    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
         return _Refused(
             value,
-            f"functions and classes are stored by module and name, and {value!r:.60} {what}; "
-            f"define it at module level",
+            f"functions and classes are stored by module and name, and {module}.{qualname} is not "
+            f"{value!r:.60} (nor is any public module of {module.partition('.')[0]} holding it "
+            f"under that name)",
         )
+    if not isinstance(qualname, str):
+        what = "has no name"
+    elif not isinstance(module, str):
+        what = "names no module"
+    else:
+        what = "is a lambda" if "<lambda>" in qualname else "is defined inside a function"
     return _Refused(
         value,
-        f"functions and classes are stored by module and name, and {module}.{qualname} is not "
-        f"{value!r:.60} (nor is any public module of {module.partition('.')[0]} holding it "
-        f"under that name)",
+        f"functions and classes are stored by module and name, and {value!r:.60} {what}; "
+        f"define it at module level",
     )
-
-
-# Why a function or class is not found by its own name, in order.
-_NAMELESS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
-    ("has no name", lambda module, qualname: not isinstance(qualname, str)),
-    ("names no module", lambda module, qualname: not isinstance(module, str)),
-    ("is a lambda", lambda module, qualname: "<lambda>" in qualname),
-    ("is defined inside a function", lambda module, qualname: True),
-)
 
 
 def _class_reference(value: Any) -> str:
@@ -883,7 +879,8 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     why = _rebuildable(cls) or next(filter(None, (_store_check(cls, n) for n in names)), None)
     if why is not None:
         raise _Refused(value, why)
-    state = _set_fields(value, names)
+    # An unset field stays unset.
+    state = {n: item for n in names if (item := getattr(value, n, MISSING)) is not MISSING}
     extra = [
         key
         for key in getattr(value, "__dict__", {})
@@ -892,11 +889,6 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     if extra:
         raise _Refused(value, f"it holds {extra[0]!r}, which is not a field of {cls.__qualname__}")
     return f'["dc",{_class_reference(value)},{_encode_fields(state, depth, cls=cls)}]'
-
-
-def _set_fields(value: Any, names: list[str]) -> dict[str, Any]:
-    """The fields set on ``value`` (an unset field stays unset)."""
-    return {name: item for name in names if (item := getattr(value, name, MISSING)) is not MISSING}
 
 
 _PLAIN_CONTAINERS = frozenset({tuple, list, frozenset})
@@ -1221,26 +1213,17 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
         return True
     if hint is None or hint is type(None):
         return value is None
-    origin = _origin(hint)
+    origin: Any = hint if hint is collections.abc.Callable else typing.get_origin(hint)
+    args = typing.get_args(hint)
     form = _entry(_FORMS, origin)
     if form is not None:
-        return form(typing.get_args(hint), value, depth + 1)
+        return form(args, value, depth + 1)
     if origin is None:  # a TypeVar, a string that could not be evaluated, a NewType...
         return not is_class(hint) or _instance_of(value, hint)
-    return _generic_admits(origin, typing.get_args(hint), value, depth + 1)
-
-
-def _origin(hint: Any) -> Any:
-    if hint is collections.abc.Callable:
-        return hint
-    return typing.get_origin(hint)
-
-
-def _generic_admits(origin: Any, args: tuple[Any, ...], value: Any, depth: int) -> bool:
     if not is_class(origin) or not _instance_of(value, origin):
         return not is_class(origin)
     items = _entry(_CONTAINERS, origin)
-    return not args or items is None or items(args, value, depth)
+    return not args or items is None or items(args, value, depth + 1)
 
 
 def _entry(table: tuple[tuple[Any, Check], ...], origin: Any) -> Check | None:
@@ -1300,9 +1283,8 @@ def _instance_of(value: Any, cls: type) -> bool:
     kind = type(value)
     if cls in mro(kind) or kind in _WIDER.get(cls, ()):
         return True
-    if type(cls) is abc.ABCMeta:  # collections.abc's: registered virtual subclasses
-        return isinstance(value, cls)
-    return False
+    # collections.abc's: registered virtual subclasses
+    return type(cls) is abc.ABCMeta and isinstance(value, cls)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -1640,9 +1622,6 @@ def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[
     return cls, state
 
 
-_SLOT = types.MemberDescriptorType
-
-
 def _check_state_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
     for name in names:
         if type(name) is not str:  # no repr: a decoded object's repr is its class's code
@@ -1660,7 +1639,7 @@ def _hides(cls: type, name: str) -> str | None:
     """Why a stored ``name`` would hide what a class without declared fields holds under it (a
     method the instance's code calls)."""
     found = lookup(cls, name)
-    if found is MISSING or type(found) is _SLOT:
+    if found is MISSING or type(found) is types.MemberDescriptorType:
         return None
     return (
         f"it names the field {name!r} of {cls.__qualname__}, which the class holds already as a "
@@ -1713,7 +1692,14 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
 def _check_layout(cls: type, state: dict[str, Any]) -> None:
     """That a pytree class's state holds ``(names, static flags)`` and values of those fields."""
     layout: Any = state.get(markers.FIELDS)
-    if not _is_layout(layout):
+    if not (
+        type(layout) is tuple
+        and len(layout) == 2
+        and type(layout[0]) is tuple
+        and type(layout[1]) is tuple
+        and len(layout[0]) == len(layout[1])
+        and all(type(flag) is bool for flag in layout[1])
+    ):
         raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
     names = layout[0]
     _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
@@ -1721,17 +1707,6 @@ def _check_layout(cls: type, state: dict[str, Any]) -> None:
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
     if not {key for key in state if key != markers.FIELDS} <= set(names):
         raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
-
-
-def _is_layout(layout: Any) -> bool:
-    return (
-        type(layout) is tuple
-        and len(layout) == 2
-        and type(layout[0]) is tuple
-        and type(layout[1]) is tuple
-        and len(layout[0]) == len(layout[1])
-        and all(type(flag) is bool for flag in layout[1])
-    )
 
 
 def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
