@@ -1213,66 +1213,36 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
         return True
     if hint is None or hint is type(None):
         return value is None
+    # Forms are told by identity (a class's __eq__ is not run) before the value's class is asked.
     origin: Any = hint if hint is collections.abc.Callable else typing.get_origin(hint)
     args = typing.get_args(hint)
-    form = _entry(_FORMS, origin)
-    if form is not None:
-        return form(args, value, depth + 1)
+    depth += 1
+    if origin is typing.Union or origin is types.UnionType:
+        return any(admits_value(arg, value, depth) for arg in args)
+    if origin is typing.Literal:
+        return any(type(value) is type(arg) and value == arg for arg in args)
+    if origin is type:
+        target = args[0] if args else object
+        return is_class(value) and (not is_class(target) or target in mro(value))
+    if origin is collections.abc.Callable:
+        return callable(value)
     if origin is None:  # a TypeVar, a string that could not be evaluated, a NewType...
         return not is_class(hint) or _instance_of(value, hint)
     if not is_class(origin) or not _instance_of(value, origin):
         return not is_class(origin)
-    items = _entry(_CONTAINERS, origin)
-    return not args or items is None or items(args, value, depth + 1)
-
-
-def _entry(table: tuple[tuple[Any, Check], ...], origin: Any) -> Check | None:
-    """``origin``'s check in ``table``, found by identity (a class's ``__eq__`` is not run)."""
-    return next((check for kind, check in table if kind is origin), None)
-
-
-def _all_of(hint: Any, items: Iterable[Any], depth: int) -> bool:
-    return all(admits_value(hint, item, depth) for item in items)
-
-
-def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
-    target = args[0] if args else object
-    return is_class(value) and (not is_class(target) or target in mro(value))
-
-
-def _tuple_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
-    if len(args) == 2 and args[1] is Ellipsis:
-        return _all_of(args[0], value, depth)
-    return len(args) == len(value) and all(
-        admits_value(arg, item, depth) for arg, item in zip(args, value, strict=True)
-    )
-
-
-def _dict_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
-    return len(args) != 2 or (
-        _all_of(args[0], value, depth) and _all_of(args[1], value.values(), depth)
-    )
-
-
-Check = Callable[[tuple[Any, ...], Any, int], bool]
-# Forms decided before the value's class is asked, then the containers whose items are checked.
-_FORMS: tuple[tuple[Any, Check], ...] = (
-    (typing.Union, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
-    (types.UnionType, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
-    (
-        typing.Literal,
-        lambda args, value, depth: any(type(value) is type(a) and value == a for a in args),
-    ),
-    (type, _type_of),
-    (collections.abc.Callable, lambda args, value, depth: callable(value)),
-)
-_CONTAINERS: tuple[tuple[type, Check], ...] = (
-    (tuple, _tuple_of),
-    (list, lambda args, value, depth: _all_of(args[0], value, depth)),
-    (frozenset, lambda args, value, depth: _all_of(args[0], value, depth)),
-    (set, lambda args, value, depth: _all_of(args[0], value, depth)),
-    (dict, _dict_of),
-)
+    if not args:
+        return True
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        return len(args) == len(value) and all(
+            admits_value(arg, item, depth) for arg, item in zip(args, value, strict=True)
+        )
+    if origin is tuple or origin is list or origin is frozenset or origin is set:
+        return all(admits_value(args[0], item, depth) for item in value)
+    if origin is dict and len(args) == 2:
+        return all(admits_value(args[0], key, depth) for key in value) and all(
+            admits_value(args[1], item, depth) for item in value.values()
+        )
+    return True
 
 
 # PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
