@@ -690,6 +690,14 @@ def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> 
     return ",".join(parts) + "]"
 
 
+def _encode_at(value: Any, depth: int, where: str, *args: Any) -> str:
+    """``_encode``, a refusal placed at ``where.format(*args)`` (formatted only then)."""
+    try:
+        return _encode(value, depth)
+    except _Refused as refused:
+        raise refused.at(where.format(*args)) from None
+
+
 def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
     spec = _dtype_spec(value)
     if spec is None:
@@ -700,10 +708,7 @@ def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
 def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
     parts = []
     for item in value:
-        try:
-            parts.append(_encode(item, depth))
-        except _Refused as refused:
-            raise refused.at("<an element>") from None
+        parts.append(_encode_at(item, depth, "<an element>"))
         if not _hash_safe(item):
             raise _Refused(item, _unsafe_key(item))
     parts.sort()  # iteration order varies between processes; the bytes should not
@@ -717,16 +722,10 @@ def _encode_dict(value: dict[Any, Any], depth: int) -> str:
         return _encode_fields(value, depth, "[{!r:.40}]")
     parts = ['["d"']
     for index, (key, item) in enumerate(value.items()):
-        try:
-            parts.append(_encode(key, depth))
-            if not _hash_safe(key):
-                raise _Refused(key, _unsafe_key(key))
-        except _Refused as refused:
-            raise refused.at(f"<key {index}>") from None
-        try:
-            parts.append(_encode(item, depth))
-        except _Refused as refused:
-            raise refused.at(f"[{key!r:.40}]") from None
+        parts.append(_encode_at(key, depth, "<key {}>", index))
+        if not _hash_safe(key):
+            raise _Refused(key, _unsafe_key(key)).at(f"<key {index}>")
+        parts.append(_encode_at(item, depth, "[{!r:.40}]", key))
     return ",".join(parts) + "]"
 
 
@@ -788,10 +787,7 @@ def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
         raise _Refused(
             value, f"its registered codec's encode raised {type(error).__name__}: {error}"
         ) from error
-    try:
-        text = _encode(data, depth)
-    except _Refused as refused:
-        raise refused.at(f"<{codec.cls.__qualname__} codec>") from None
+    text = _encode_at(data, depth, "<{} codec>", codec.cls.__qualname__)
     if not _is_plain(data, depth):
         raise _Refused(
             value,
@@ -811,10 +807,7 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
         (".args", value.args),
         (".keywords", value.keywords),
     ):
-        try:
-            parts.append(_encode(item, depth))
-        except _Refused as refused:
-            raise refused.at(part) from None
+        parts.append(_encode_at(item, depth, part))
         if part != ".func" and not _is_plain(item, depth):
             raise _Refused(
                 value,
@@ -859,11 +852,9 @@ def _encode_namedtuple(value: tuple[Any, ...], depth: int) -> str:
     if len(names) != len(value) or getattr(value, "__dict__", None):
         raise _Refused(value, f"this {cls.__qualname__} holds more than its fields {names}")
     parts = ['["n"', _class_reference(value)]
-    try:
-        for item in value:
-            parts.append(_encode(item, depth))
-    except _Refused as refused:
-        raise refused.at(f".{names[len(parts) - 2]}") from None
+    parts.extend(
+        _encode_at(item, depth, ".{}", name) for name, item in zip(names, value, strict=True)
+    )
     return ",".join(parts) + "]"
 
 
