@@ -434,17 +434,17 @@ _ML_NAMES = {dtype.type: name for name, dtype in _ML_DTYPES.items()}
 _DTYPE_STR = re.compile(r"[<>|][biufcmMOSUV][0-9]{0,9}(\[[0-9]{0,9}[A-Za-z]{1,7}\])?\Z")
 
 
-def _dtype_spec(dtype: np.dtype[Any]) -> str | None:
-    name = _ML_NAMES.get(dtype.type)
-    if name is not None:
-        return name
-    spec = dtype.str
-    if dtype.fields is None and _DTYPE_STR.match(spec) and np.dtype(spec) == dtype:
-        return spec
-    return None
+def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
+    spec = _ML_NAMES.get(value.type)
+    if spec is None:
+        spec = value.str
+        if value.fields is not None or not _DTYPE_STR.match(spec) or np.dtype(spec) != value:
+            raise _Refused(value, "only NumPy's own and ml_dtypes' dtypes are stored")
+    return f'["dt",{_quote(spec)}]'
 
 
-def _dtype(spec: Any) -> np.dtype[Any]:
+def _decode_dtype(node: list[Any], depth: int, reader: Reader) -> np.dtype[Any]:
+    spec = node[1]
     if type(spec) is str:
         dtype = _ML_DTYPES.get(spec)
         if dtype is not None:
@@ -696,13 +696,6 @@ def _encode_at(value: Any, depth: int, where: str, *args: Any) -> str:
         return _encode(value, depth)
     except _Refused as refused:
         raise refused.at(where.format(*args)) from None
-
-
-def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
-    spec = _dtype_spec(value)
-    if spec is None:
-        raise _Refused(value, "only NumPy's own and ml_dtypes' dtypes are stored")
-    return f'["dt",{_quote(spec)}]'
 
 
 def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
@@ -1299,11 +1292,7 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
         if _JSON_SCALARS.issuperset(map(type, items)) and not reader.surrogates:
             return tuple(items)
         return tuple(_decode_items(items, depth, reader))
-    return _DECODERS[_checked_tag(node, tag, reader)](node, depth, reader)
-
-
-def _checked_tag(node: list[Any], tag: Any, reader: Reader) -> str:
-    """``tag``, once ``TAGS`` says the array holds what it takes, where it stands."""
+    # What TAGS says the array holds, checked before the tag's decoder runs.
     if type(tag) is not str:
         raise _Bad("an array must start with a tag")
     spec = TAGS.get(tag)
@@ -1317,7 +1306,7 @@ def _checked_tag(node: list[Any], tag: Any, reader: Reader) -> str:
             "registered codec decodes): numbers, strings, bytes, None, dtypes and containers of "
             f"them, not {spec.holds}"
         )
-    return tag
+    return _DECODERS[tag](node, depth, reader)
 
 
 def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
@@ -1713,7 +1702,7 @@ _DECODERS: dict[str, Decoder] = {
     "c": _decode_complex,
     "r": _decode_function,
     "k": lambda node, depth, reader: _resolve_class(node[1], reader),
-    "dt": lambda node, depth, reader: _dtype(node[1]),
+    "dt": _decode_dtype,
     "e": _decode_member,
     "n": _decode_namedtuple,
     "dc": _decode_dataclass,
