@@ -20,7 +20,7 @@ import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from .. import _markers as markers
@@ -416,25 +416,23 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
 
 
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
-    if depth <= MAX_DEPTH:
-        for part in _parts(node, names):
-            _collect(part, names, depth + 1)
-
-
-def _parts(node: Any, names: dict[str, str]) -> Iterable[Any]:
-    """What ``node`` holds besides names, after noting the name it holds, if any."""
+    """Note the names ``node`` holds, then what it holds besides names."""
+    if depth > MAX_DEPTH:
+        return
+    parts: list[Any]
     if type(node) is dict:
-        values: Iterable[Any] = node.values()
-        return values
-    if type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
-        return ()
-    parts: list[Any] = node[1:]
-    status = _NAMING.get(node[0])
-    if status is not None:
-        if parts and type(parts[0]) is str and parts[0] not in names:
-            names[parts[0]] = status(parts[0])
-        parts = parts[1:]
-    return parts
+        parts = list(node.values())
+    elif type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
+        return
+    else:
+        parts = node[1:]
+        status = _NAMING.get(node[0])
+        if status is not None:
+            if parts and type(parts[0]) is str and parts[0] not in names:
+                names[parts[0]] = status(parts[0])
+            parts = parts[1:]
+    for part in parts:
+        _collect(part, names, depth + 1)
 
 
 def _status(name: str) -> str:
