@@ -287,7 +287,17 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
     if all(name in known for name in names) and len(names) == len(known):
         return
     declared: frozenset[str] = getattr(table, "static_names", frozenset())
-    refused = _hiding(table, names, known.union(declared))
+    fields, slots = known.union(declared), table.storage.slots
+    refused = next(
+        (
+            name
+            for name in names
+            if name not in fields
+            and name not in slots
+            and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
+        ),
+        None,
+    )
     if refused is None:
         refused = _not_kept(table, names, known)
     if refused is not None:
@@ -295,20 +305,6 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
             f"it names the field {refused!r:.60}, which no instance of the class can hold."
         )
     _learn(table.cls, names, tuple(n in declared for n in names))
-
-
-def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str | None:
-    """The first name that would hide what the class holds (or a dunder name)."""
-    return next(
-        (
-            name
-            for name in names
-            if name not in fields
-            and name not in table.storage.slots
-            and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
-        ),
-        None,
-    )
 
 
 def _not_kept(table: Any, names: tuple[str, ...], known: frozenset[str]) -> str | None:
