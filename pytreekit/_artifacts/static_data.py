@@ -199,14 +199,20 @@ def _rebuildable(cls: type) -> str | None:
     return None
 
 
-def _store_check(cls: type, name: str) -> str | None:
-    """Why ``name`` cannot be stored on an instance of ``cls`` without running code."""
+def _store_check(cls: type, name: str, hiding: bool = False) -> str | None:
+    """Why ``name`` cannot be stored on an instance of ``cls`` without running code (``hiding``:
+    nor hide what a class without declared fields holds under it, a method its code calls)."""
     attribute = lookup(cls, name)
     if attribute is MISSING or type(attribute) is types.MemberDescriptorType:  # a slot
         return None
     kind = type(attribute)
     if lookup(kind, "__set__") is not MISSING or lookup(kind, "__delete__") is not MISSING:
         return f"{cls.__qualname__}.{name} is a {type_name(attribute)}, which storing would run"
+    if hiding:
+        return (
+            f"it names the field {name!r} of {cls.__qualname__}, which the class holds already "
+            f"as a {type_name(attribute)}; a stored value would hide it"
+        )
     return None
 
 
@@ -1580,21 +1586,9 @@ def _check_state_names(cls: type, names: Iterable[Any], allowed_names: Any) -> N
             raise _Bad(f"{name!r:.40} is not a field name")
         if allowed_names is not None and name not in allowed_names:
             raise _Bad(f"{cls.__qualname__} has no field {name!r}")
-        why = _store_check(cls, name) or (_hides(cls, name) if allowed_names is None else None)
+        why = _store_check(cls, name, hiding=allowed_names is None)
         if why is not None:
             raise _Bad(why)
-
-
-def _hides(cls: type, name: str) -> str | None:
-    """Why a stored ``name`` would hide what a class without declared fields holds under it (a
-    method the instance's code calls)."""
-    found = lookup(cls, name)
-    if found is MISSING or type(found) is types.MemberDescriptorType:
-        return None
-    return (
-        f"it names the field {name!r} of {cls.__qualname__}, which the class holds already as a "
-        f"{type_name(found)}; a stored value would hide it"
-    )
 
 
 def _dataclass_names(cls: type) -> frozenset[str] | None:
