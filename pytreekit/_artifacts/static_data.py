@@ -679,15 +679,8 @@ def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> 
     parts = [head]
     try:
         for item in items:
-            kind = type(item)  # the common cases inline: a model's statics are mostly these
-            if kind is str and item.isascii():
-                parts.append(_quote(item))
-            elif kind is int:
-                parts.append(_encode_int(item))
-            elif kind is bool:
-                parts.append("true" if item else "false")
-            else:
-                parts.append(_encode(item, depth))
+            scalar = _SCALARS.get(type(item))  # inline: a model's statics are mostly scalars
+            parts.append(scalar(item) if scalar is not None else _encode(item, depth))
     except _Refused as refused:
         raise refused.at(f"[{len(parts) - 1}]") from None
     return ",".join(parts) + "]"
