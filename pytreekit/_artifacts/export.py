@@ -228,19 +228,14 @@ def _pickled_state(nodes: NodeFunctions, state: Any) -> State:
 def _as_format_3(nodes: NodeFunctions, state: Any, version: Any) -> tuple[Any, Any]:
     """(class written or ``None``, the state as format 3 would hold it)."""
     if version == 1 and len(state) == 4:  # pytreekit 0.2
-        state = _from_format_1(nodes, state)
+        _, names, static_names, statics = state
+        if names is None:  # an annotated class's: its fields as they are now
+            names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
+        if type(names) is tuple and type(static_names) is tuple:
+            state = (3, names, tuple(n in static_names for n in names), statics)
     if type(state) is tuple and len(state) == 5 and state[0] == FORMAT:
         return state[1], (3, *state[2:])
     return None, state
-
-
-def _from_format_1(nodes: NodeFunctions, state: tuple[Any, ...]) -> tuple[Any, ...]:
-    _, names, static_names, statics = state
-    if names is None:  # an annotated class's: its fields as they are now
-        names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
-    if type(names) is tuple and type(static_names) is tuple:
-        return (3, names, tuple(n in static_names for n in names), statics)
-    return state
 
 
 def _no_layout(written: Any) -> StaticDataError:
