@@ -153,15 +153,13 @@ def _hash_safe(value: Any) -> bool:
     kind = type(value)
     if kind in ATOMS:
         return True
-    known: bool | None = _hash_safe_types.get(kind)
-    if known is not None:
-        safe = known
-    else:
-        safe = lookup(kind, "__hash__") is not None
-        for name in ("__hash__", "__eq__"):
-            method = lookup(kind, name)
-            if type(method) is types.FunctionType and id(method) not in _TRUSTED_METHODS:
-                safe = False
+    safe: bool | None = _hash_safe_types.get(kind)
+    if safe is None:
+        methods = (lookup(kind, "__hash__"), lookup(kind, "__eq__"))
+        safe = methods[0] is not None and not any(
+            type(method) is types.FunctionType and id(method) not in _TRUSTED_METHODS
+            for method in methods
+        )
         _hash_safe_types.set(kind, safe)
     if safe and (kind is frozenset or issubclass(kind, tuple)):
         return all(_hash_safe(item) for item in value)
@@ -1038,7 +1036,18 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
     """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused).
     Text (a torch context) is read as the bytes it encodes would be."""
     try:
-        text = _text_of(data)
+        if isinstance(data, str) and data.startswith(MAGIC_TEXT):
+            if not data.isascii():
+                raise _Bad("the text is not ASCII, which static data always is")
+            text = data[len(MAGIC) :]
+        else:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
+            raw = bytes(data)
+            if not raw.startswith(MAGIC):
+                kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
+                raise _Bad(f"the format is {kind}, not pytreekit's ({MAGIC!r})")
+            text = raw[len(MAGIC) :].decode("ascii")
         # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
         # once, and in the strings only if there is one.
         reader.surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
@@ -1055,20 +1064,6 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
         ) from None
     except ValueError as error:  # JSONDecodeError, an int too long
         raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
-
-
-def _text_of(data: bytes | bytearray | memoryview | str) -> str:
-    if isinstance(data, str) and data.startswith(MAGIC_TEXT):
-        if not data.isascii():
-            raise _Bad("the text is not ASCII, which static data always is")
-        return data[len(MAGIC) :]
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
-    raw = bytes(data)
-    if not raw.startswith(MAGIC):
-        kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
-        raise _Bad(f"the format is {kind}, not pytreekit's ({MAGIC!r})")
-    return raw[len(MAGIC) :].decode("ascii")
 
 
 def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
