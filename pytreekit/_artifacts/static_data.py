@@ -347,6 +347,18 @@ def is_safe_reference(value: Any) -> bool:
     return _read_defaults() and key in _default
 
 
+def _may_name(value: Any, admitted: tuple[type, ...]) -> bool:
+    """Whether an artifact may name ``value``: a safe reference, or in a field whose declared type
+    names ``admitted``, one of them or a pytree class of this process derived from one."""
+    if is_safe_reference(value):
+        return True
+    if not admitted or not is_class(value):
+        return False
+    if value in admitted:
+        return True
+    return markers.SPEC in own_dict(value) and any(base in admitted for base in mro(value))
+
+
 def _references(values: Any, call: str) -> dict[Any, Any]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(
@@ -564,9 +576,7 @@ def _reference(value: Any) -> str:
     refused unless a reader with this process's safe references would load it."""
     name = public_name(value)
     if name is not None:
-        if not (
-            is_safe_reference(value) or (is_class(value) and _admits(_admitted_var.get(), value))
-        ):
+        if not _may_name(value, _admitted_var.get()):
             joined = ":".join(name)
             what = "class" if is_class(value) else "function"
             raise _Refused(
@@ -1440,7 +1450,7 @@ def _resolve(name: Any, reader: Reader) -> Any:
         found = known[0]
     else:
         found = _find(name, reader)
-    if is_safe_reference(found) or (is_class(found) and _admits(reader.admitted, found)):
+    if _may_name(found, reader.admitted):
         return found
     what = "class" if is_class(found) else "function"
     raise _Bad(
@@ -1467,15 +1477,6 @@ def _find(name: str, reader: Reader) -> Any:
     if namespace.get(key) is found and len(_resolved) < _MAX_RESOLVED:
         _resolved[name] = (found, module, namespace, key)
     return found
-
-
-def _admits(admitted: tuple[type, ...], cls: type) -> bool:
-    """Whether ``cls`` is one of ``admitted`` or a pytree class of this process derived from one."""
-    if not admitted:
-        return False
-    if cls in admitted:
-        return True
-    return markers.SPEC in own_dict(cls) and any(base in admitted for base in mro(cls))
 
 
 def _dotted(name: str) -> bool:
