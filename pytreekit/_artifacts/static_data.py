@@ -294,19 +294,15 @@ def _read_defaults() -> bool:
         return False
     with _allow_lock:
         for module in fresh:
-            _default.update((id(found), found) for found in _module_defaults(module))
+            namespace = module_dict(sys.modules[module])
+            named = [namespace.get(name, MISSING) for name in _DEFAULTS.get(module, ())]
+            found = [f for f in named if f is not MISSING and type(f) is not types.ModuleType]
+            if module in _WHOLE_MODULES:
+                leaf = _leaf_kinds(module, namespace)
+                found.extend(value for value in list(namespace.values()) if leaf(value))
+            _default.update((id(value), value) for value in found)
             _defaults_read.add(module)
     return True
-
-
-def _module_defaults(module: str) -> list[Any]:
-    namespace = module_dict(sys.modules[module])
-    named = [namespace.get(name, MISSING) for name in _DEFAULTS.get(module, ())]
-    found = [f for f in named if f is not MISSING and type(f) is not types.ModuleType]
-    if module in _WHOLE_MODULES:
-        leaf = _leaf_kinds(module, namespace)
-        found.extend(value for value in list(namespace.values()) if leaf(value))
-    return found
 
 
 class _Scope:
@@ -949,10 +945,9 @@ class LoadedPartial(functools.partial[Any]):
 
 
 Encoder = Callable[[Any, int], str]
-# The encoder of each other class, decided once by _encoder_for from _KINDS.
-_learned_encoders = TypeCache()
 # Each type's encoder: the containers and other built-in kinds here; the rest decided once per
-# type by _encoder_for (a registered codec is looked up first).
+# type by _encoder_for from _KINDS, into _learned_encoders (a registered codec is looked up first).
+_learned_encoders = TypeCache()
 _encoders: dict[type, Encoder] = {
     list: lambda value, depth: _encode_items('["l"', value, depth),
     dict: _encode_dict,
