@@ -3,6 +3,9 @@
 An annotated class against ``dataclasses.dataclass`` on the same class body; a class without
 annotations against defining the same class undecorated (what the decorator adds is then the
 whole cost). Each class is defined fresh outside the timed part, since a class is decorated once.
+Each comes from the same source, so what pytreekit keeps per function's code (the proof of an
+``__init__``, its one-frame version: about 100 µs more for a class whose code is new) is made
+once.
 """
 
 from __future__ import annotations

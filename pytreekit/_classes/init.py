@@ -9,6 +9,7 @@ import ast
 import dis
 import functools
 import inspect
+import linecache
 import operator
 import types
 import weakref
@@ -316,46 +317,20 @@ def _one_frame(
 ) -> types.FunctionType | None:
     """``init`` compiled again from its source, with the check of an instance of ``cls`` that
     holds ``proven``'s fields and the wrapper's handling of other instances appended: one frame
-    where the wrapper makes two.
-    Its lines keep their file and numbers (tracebacks, debuggers and coverage see the user's
-    code). ``None`` unless the source compiles to exactly ``init``'s code (it may have changed
-    on disk, use private names that only its class mangles, close over variables, be
-    decorated, or return early)."""
+    where the wrapper makes two. Its lines keep their file and numbers (tracebacks, debuggers and
+    coverage see the user's code). ``None`` unless the source compiles to exactly ``init``'s code
+    (it may have changed on disk, use private names that only its class mangles, close over
+    variables, be decorated), or where it may return before its end."""
     code = getattr(init, "__code__", None)
-    if type(init) is not types.FunctionType or code is None or code.co_freevars:
+    if type(init) is not types.FunctionType or code is None:
         return None
-    if any(n.startswith("__pytreekit") or n == code.co_name for n in code.co_names):
-        return None  # its own name as a global would become the function itself
-    definition = _definition(init, code)
-    if definition is None:
+    key = (proven.static_names, tuple(helpers))
+    known = _one_frames.setdefault(code, {})  # a class defined again runs the same code
+    if key not in known:
+        known[key] = _one_frame_code(init, code, proven.static_names, tuple(helpers))
+    inner = known[key]
+    if inner is None:
         return None
-    this = code.co_varnames[0]
-    statics = [f"{this}.{n}" for n in proven.static_names]
-    check = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
-    end = definition.end_lineno or definition.lineno
-    lines = [
-        f"__pytreekit_kind__ = {this}.__class__",
-        "if __pytreekit_kind__ is __pytreekit_cls__:",
-        *indent(check or ["pass"]),
-        f"elif __pytreekit_kind__.__init__ is {code.co_name}:",
-        f"    __pytreekit_kind__.{markers.SPEC}.nodes.observe({this})",
-    ]
-    appended = ast.parse("\n".join(lines)).body
-    for node in (n for stmt in appended for n in ast.walk(stmt)):
-        if "lineno" in node._attributes:
-            _place(node, end)
-    definition.body.extend(appended)
-    factory = ast.parse(f"def __pytreekit_make__({', '.join(helpers)}):\n    pass")
-    make = factory.body[0]
-    assert isinstance(make, ast.FunctionDef)
-    theirs = {id(n) for n in ast.walk(definition)}
-    make.body = [definition, ast.Return(ast.Name(code.co_name, ast.Load()))]
-    for node in ast.walk(make):  # the factory's own lines: the def's first
-        if id(node) not in theirs and "lineno" in node._attributes:
-            _place(node, definition.lineno)
-    flags = code.co_flags & _FUTURE
-    module = compile(factory, code.co_filename, "exec", flags=flags, dont_inherit=True)
-    inner = _code_named(_code_named(module, "__pytreekit_make__"), code.co_name)
     cells = tuple(types.CellType(helpers.get(n)) for n in inner.co_freevars)
     made = types.FunctionType(inner, init.__globals__, "__init__", None, cells)
     cells[inner.co_freevars.index(code.co_name)].cell_contents = made
@@ -364,30 +339,90 @@ def _one_frame(
     return made
 
 
+_one_frames: weakref.WeakKeyDictionary[
+    types.CodeType, dict[tuple[tuple[str, ...], tuple[str, ...]], types.CodeType | None]
+] = weakref.WeakKeyDictionary()
+
+
+def _one_frame_code(
+    init: Callable[..., Any],
+    code: types.CodeType,
+    statics: tuple[str, ...],
+    helpers: tuple[str, ...],
+) -> types.CodeType | None:
+    if code.co_freevars:
+        return None
+    if any(n.startswith("__pytreekit") or n == code.co_name for n in code.co_names):
+        return None  # its own name as a global would become the function itself
+    if sum(op in _RETURNS for op in code.co_code[::2]) != 1:
+        return None  # a check appended to the body must run on every way out
+    definition = _definition(init, code)
+    if definition is None or isinstance(definition.body[-1], ast.Return):
+        return None
+    this = code.co_varnames[0]
+    read = [f"{this}.{n}" for n in statics]
+    check = check_lines(read, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
+    # One parse: the factory that closes over the helpers and returns the function, and (at top
+    # level here) the lines appended to the function's body.
+    factory = ast.parse(
+        "\n".join(
+            [
+                f"def __pytreekit_make__({', '.join(helpers)}):",
+                f"    return {code.co_name}",
+                f"__pytreekit_kind__ = {this}.__class__",
+                "if __pytreekit_kind__ is __pytreekit_cls__:",
+                *indent(check or ["pass"]),
+                f"elif __pytreekit_kind__.__init__ is {code.co_name}:",
+                f"    __pytreekit_kind__.{markers.SPEC}.nodes.observe({this})",
+            ]
+        )
+    )
+    make, *appended = factory.body
+    returned = make.body[0] if isinstance(make, ast.FunctionDef) else None
+    assert isinstance(make, ast.FunctionDef) and isinstance(returned, ast.Return)
+    assert returned.value is not None
+    end = definition.end_lineno or definition.lineno
+    for node in (node for stmt in appended for node in ast.walk(stmt)):
+        if "lineno" in node._attributes:
+            _place(node, end)
+    for node in (make, *make.args.args, returned, returned.value):
+        _place(node, definition.lineno)  # the factory's own lines: the def's first
+    definition.body.extend(appended)
+    make.body.insert(0, definition)
+    factory.body = [make]
+    flags = code.co_flags & _FUTURE
+    module = compile(factory, code.co_filename, "exec", flags=flags, dont_inherit=True)
+    return _code_named(_code_named(module, "__pytreekit_make__"), code.co_name)
+
+
+_RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+
+
 def _definition(init: Callable[..., Any], code: types.CodeType) -> ast.FunctionDef | None:
     """``init``'s ``def`` parsed from its source at its lines and columns, if compiling it alone
     gives exactly its code."""
+    first = code.co_firstlineno
+    last = max((p[1] for p in code.co_positions() if p[1] is not None), default=first)
+    source = "".join(linecache.getlines(code.co_filename, init.__globals__)[first - 1 : last])
+    if not source:
+        return None  # defined by exec, say: no source to compile
+    wrapped = source[:1].isspace()  # a method: its block parses inside one of its own
+    # Blank lines before it: every node has its line in the user's file.
+    padding = "\n" * (first - 2) + "if 1:\n" if wrapped else "\n" * (first - 1)
     try:
-        lines, first = inspect.getsourcelines(init)
-        source = "".join(lines)
-        wrapped = source[:1].isspace()  # a method: its block parses inside one of its own
-        tree = ast.parse("if 1:\n" + source if wrapped else source)
-    except (OSError, TypeError, SyntaxError):
+        tree = ast.parse(padding + source)
+    except (SyntaxError, ValueError):
         return None
-    ast.increment_lineno(tree, first - 2 if wrapped else first - 1)
     definition = tree.body[0].body[0] if wrapped else tree.body[0]  # type: ignore[attr-defined]
     if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
         return None
-    if any(isinstance(n, ast.Return) for n in ast.walk(definition)):
-        return None  # a check appended at the end would not run on its way out
     alone = ast.Module(body=[definition], type_ignores=[])
+    flags = code.co_flags & _FUTURE
     try:
-        compiled_alone = compile(
-            alone, code.co_filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True
-        )
-    except (SyntaxError, ValueError):
+        module = compile(alone, code.co_filename, "exec", flags=flags, dont_inherit=True)
+    except SyntaxError:
         return None
-    again = _code_named(compiled_alone, code.co_name)
+    again = _code_named(module, code.co_name)
     same = again.replace(co_flags=code.co_flags, co_qualname=code.co_qualname)
     return definition if same == code else None
 

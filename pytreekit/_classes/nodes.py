@@ -15,7 +15,6 @@ place: registered with ``linecache`` while its class lives, so tracebacks and de
 
 from __future__ import annotations
 
-import ast
 import builtins
 import functools
 import gc
@@ -27,7 +26,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from .. import _markers as markers
 from .._compat import static_hash
@@ -104,11 +103,7 @@ def method(
     result = types.FunctionType(code, module_globals, name, None, cells)
     if name in code.co_freevars:
         cells[code.co_freevars.index(name)].cell_contents = result
-    arguments = cast(ast.FunctionDef, ast.parse(f"def f({params}): pass").body[0]).args
-    value = functools.partial(_default, helpers)
-    result.__defaults__ = tuple(map(value, arguments.defaults)) or None
-    keyword = zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
-    result.__kwdefaults__ = {a.arg: value(d) for a, d in keyword if d} or None
+    result.__defaults__, result.__kwdefaults__ = _defaults(params, helpers)
     result.__qualname__ = f"{cls.__qualname__}.{name}"
     result.__module__ = cls.__module__
     return result
@@ -118,9 +113,24 @@ def _code_in(code: types.CodeType) -> types.CodeType:
     return next(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
-def _default(helpers: Mapping[str, Any], node: ast.expr) -> Any:
-    """A parameter's default as generated code writes it: a helper's name or a literal."""
-    return helpers[node.id] if isinstance(node, ast.Name) else ast.literal_eval(node)
+def _defaults(
+    params: str, helpers: Mapping[str, Any]
+) -> tuple[tuple[Any, ...] | None, dict[str, Any] | None]:
+    """``__defaults__`` and ``__kwdefaults__`` of generated ``params``, whose defaults are
+    helpers' names or ``None`` (a wrapper's placeholders, replaced by the wrapped function's)."""
+    positional: list[Any] = []
+    keyword: dict[str, Any] = {}
+    starred = False
+    for parameter in params.split(", "):
+        name, _, default = parameter.partition("=")
+        starred = starred or name.startswith("*")
+        if default:
+            value = None if default == "None" else helpers[default]
+            if starred:
+                keyword[name] = value
+            else:
+                positional.append(value)
+    return tuple(positional) or None, keyword or None
 
 
 INITIALISING_HELPERS = {"__pytreekit_begin__": begin_init, "__pytreekit_end__": end_init}
