@@ -595,7 +595,7 @@ def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
 
 
 def _parent_spec(cls: type) -> ClassSpec | None:
-    for base in cls.__mro__[1:]:
+    for base in cls.__mro__[1:-1]:  # object is no pytree class
         spec = own_spec(base)
         if spec is not None:
             return spec

@@ -48,7 +48,7 @@ class ClassSpec:
     dataclass_params: Any = None
     # Made a pytree class by inheritance, not by an explicit @pytree_class.
     automatic: bool = False
-    # What decoration proved about the user's __init__ (codegen.prove_init): "proven: ..." where
+    # What decoration proved about the user's __init__ (init.prove_init): "proven: ..." where
     # its wrapper checks only static values, else why every instance is observed.
     init_proof: str = ""
 
