@@ -20,7 +20,7 @@ import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from .. import _markers as markers
@@ -146,7 +146,8 @@ def _static_names(names: tuple[str, ...], static: tuple[bool, ...]) -> tuple[str
 
 
 def _data_state(nodes: NodeFunctions, raw: bytes | str) -> State:
-    """Formats 3 and 4: the head as plain data, names against the class, values as declared."""
+    """Formats 3 and 4 as static data: the head read as plain data and checked, the field names
+    checked against the class, then each static value read as its field declares."""
     reader = Reader(_NO_IMPORT)
     tree = parse(raw, reader)
     written, names, static, value_nodes = _head(tree)
@@ -228,14 +229,19 @@ def _pickled_state(nodes: NodeFunctions, state: Any) -> State:
 def _as_format_3(nodes: NodeFunctions, state: Any, version: Any) -> tuple[Any, Any]:
     """(class written or ``None``, the state as format 3 would hold it)."""
     if version == 1 and len(state) == 4:  # pytreekit 0.2
-        _, names, static_names, statics = state
-        if names is None:  # an annotated class's: its fields as they are now
-            names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
-        if type(names) is tuple and type(static_names) is tuple:
-            state = (3, names, tuple(n in static_names for n in names), statics)
+        state = _from_format_1(nodes, state)
     if type(state) is tuple and len(state) == 5 and state[0] == FORMAT:
         return state[1], (3, *state[2:])
     return None, state
+
+
+def _from_format_1(nodes: NodeFunctions, state: tuple[Any, ...]) -> tuple[Any, ...]:
+    _, names, static_names, statics = state
+    if names is None:  # an annotated class's: its fields as they are now
+        names = tuple(f.name for f in nodes.table.fields_of(nodes.cls))
+    if type(names) is tuple and type(static_names) is tuple:
+        return (3, names, tuple(n in static_names for n in names), statics)
+    return state
 
 
 def _no_layout(written: Any) -> StaticDataError:
@@ -281,17 +287,7 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
     if all(name in known for name in names) and len(names) == len(known):
         return
     declared: frozenset[str] = getattr(table, "static_names", frozenset())
-    fields, slots = known.union(declared), table.storage.slots
-    refused = next(
-        (
-            name
-            for name in names
-            if name not in fields
-            and name not in slots
-            and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
-        ),
-        None,
-    )
+    refused = _hiding(table, names, known.union(declared))
     if refused is None:
         refused = _not_kept(table, names, known)
     if refused is not None:
@@ -299,6 +295,20 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
             f"it names the field {refused!r:.60}, which no instance of the class can hold."
         )
     _learn(table.cls, names, tuple(n in declared for n in names))
+
+
+def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str | None:
+    """The first name that would hide what the class holds (or a dunder name)."""
+    return next(
+        (
+            name
+            for name in names
+            if name not in fields
+            and name not in table.storage.slots
+            and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
+        ),
+        None,
+    )
 
 
 def _not_kept(table: Any, names: tuple[str, ...], known: frozenset[str]) -> str | None:
@@ -326,7 +336,8 @@ def _learn(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> None:
 
 
 class _Probe:
-    """An instance-like namespace holding ``names``, for the table's field rule to read."""
+    """What the table's field rule reads of an instance (its ``__dict__``, its slots), holding
+    ``names``: the rule keeps the names an instance could hold as fields."""
 
     def __init__(self, names: tuple[str, ...], has_dict: bool) -> None:
         self.__dict__.update(dict.fromkeys(names) if has_dict else {})
@@ -378,7 +389,8 @@ _OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 
 def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
-    """Every static-data tree in ``artifact``: raw (jax.export), or in JSON text (torch, .pt2)."""
+    """Every static-data JSON tree in ``artifact``: raw (jax.export stores the bytes), or a JSON
+    string holding them (a torch treespec, also inside a ``.pt2`` file)."""
     if isinstance(artifact, (bytes, bytearray)):
         text = bytes(artifact).decode("latin-1")
     elif isinstance(artifact, str):
@@ -404,23 +416,25 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
 
 
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
-    """Note the names ``node`` holds, then what it holds besides names."""
-    if depth > MAX_DEPTH:
-        return
-    parts: list[Any]
+    if depth <= MAX_DEPTH:
+        for part in _parts(node, names):
+            _collect(part, names, depth + 1)
+
+
+def _parts(node: Any, names: dict[str, str]) -> Iterable[Any]:
+    """What ``node`` holds besides names, after noting the name it holds, if any."""
     if type(node) is dict:
-        parts = list(node.values())
-    elif type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
-        return
-    else:
-        parts = node[1:]
-        status = _NAMING.get(node[0])
-        if status is not None:
-            if parts and type(parts[0]) is str and parts[0] not in names:
-                names[parts[0]] = status(parts[0])
-            parts = parts[1:]
-    for part in parts:
-        _collect(part, names, depth + 1)
+        values: Iterable[Any] = node.values()
+        return values
+    if type(node) is not list or not node or type(node[0]) is not str or node[0] in _OPAQUE:
+        return ()
+    parts: list[Any] = node[1:]
+    status = _NAMING.get(node[0])
+    if status is not None:
+        if parts and type(parts[0]) is str and parts[0] not in names:
+            names[parts[0]] = status(parts[0])
+        parts = parts[1:]
+    return parts
 
 
 def _status(name: str) -> str:

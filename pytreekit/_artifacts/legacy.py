@@ -136,6 +136,10 @@ class allow_pickled_artifacts:
             _permissions.reset(self._token)
 
 
+def _pickle_allowed(cls: type) -> bool:
+    return any(permission.covers(cls) for permission in _permissions.get())
+
+
 class _Pickler(pickle.Pickler):
     """Pickle, with objects found by name (``jnp.tanh``) stored by reference."""
 
@@ -189,7 +193,7 @@ def unpickled(raw: bytes, cls: type) -> Any:
             f"with pytreekit.pickle_static_fields, and {cls.__qualname__} is not: the artifact "
             f"was edited. It is refused, also inside allow_pickled_artifacts()."
         )
-    if not any(permission.covers(cls) for permission in _permissions.get()):
+    if not _pickle_allowed(cls):
         writer = _PICKLED_BY.get(written) if written is not None else "an unknown writer"
         again = (
             ""
@@ -215,7 +219,8 @@ _INTS = frozenset({"BININT1", "BININT2", "BININT", "INT", "LONG1"})
 
 
 def _pickled_format(raw: bytes) -> int | None:
-    """The format number (the tuple's first int) read from the opcodes, without unpickling."""
+    """The format number pickled static data starts with, read from the opcodes (the first int
+    of the tuple), without unpickling."""
     with contextlib.suppress(Exception):  # malformed opcodes: the writer is unknown
         for opcode, argument, _ in pickletools.genops(raw):
             if opcode.name in ("PROTO", "FRAME", "MARK"):

@@ -84,7 +84,8 @@ class UnencodableError(TypeError):
 
 
 class _Bad(Exception):
-    """Raised inside ``loads`` (``_Refused``: ``dumps``); containers on the way out add the path."""
+    """Raised inside ``loads`` (``_Refused``: ``dumps``); each container on the way out adds its
+    part of the path."""
 
     def __init__(self, reason: str, value: Any = None) -> None:
         self.reason = reason
@@ -153,13 +154,15 @@ def _hash_safe(value: Any) -> bool:
     kind = type(value)
     if kind in ATOMS:
         return True
-    safe: bool | None = _hash_safe_types.get(kind)
-    if safe is None:
-        methods = (lookup(kind, "__hash__"), lookup(kind, "__eq__"))
-        safe = methods[0] is not None and not any(
-            type(method) is types.FunctionType and id(method) not in _TRUSTED_METHODS
-            for method in methods
-        )
+    known: bool | None = _hash_safe_types.get(kind)
+    if known is not None:
+        safe = known
+    else:
+        safe = lookup(kind, "__hash__") is not None
+        for name in ("__hash__", "__eq__"):
+            method = lookup(kind, name)
+            if type(method) is types.FunctionType and id(method) not in _TRUSTED_METHODS:
+                safe = False
         _hash_safe_types.set(kind, safe)
     if safe and (kind is frozenset or issubclass(kind, tuple)):
         return all(_hash_safe(item) for item in value)
@@ -196,20 +199,14 @@ def _rebuildable(cls: type) -> str | None:
     return None
 
 
-def _store_check(cls: type, name: str, hiding: bool = False) -> str | None:
-    """Why ``name`` cannot be stored on an instance of ``cls`` without running code (``hiding``:
-    nor hide what a class without declared fields holds under it, a method its code calls)."""
+def _store_check(cls: type, name: str) -> str | None:
+    """Why ``name`` cannot be stored on an instance of ``cls`` without running code."""
     attribute = lookup(cls, name)
     if attribute is MISSING or type(attribute) is types.MemberDescriptorType:  # a slot
         return None
     kind = type(attribute)
     if lookup(kind, "__set__") is not MISSING or lookup(kind, "__delete__") is not MISSING:
         return f"{cls.__qualname__}.{name} is a {type_name(attribute)}, which storing would run"
-    if hiding:
-        return (
-            f"it names the field {name!r} of {cls.__qualname__}, which the class holds already "
-            f"as a {type_name(attribute)}; a stored value would hide it"
-        )
     return None
 
 
@@ -274,7 +271,8 @@ _allow_lock = threading.Lock()
 
 
 def _leaf_kinds(module: str, namespace: dict[str, Any]) -> Callable[[Any], bool]:
-    """Which values of a whole module are leaf numeric (jax.numpy's scalar types: a metaclass)."""
+    """Which values of a whole module are leaf numeric: math's functions; NumPy's and jax.numpy's
+    ufuncs; the scalar types (jax.numpy's have a metaclass of their own)."""
     if module == "math":
         return lambda value: type(value) is types.BuiltinFunctionType
     ufunc = namespace.get("ufunc") if module == "jax.numpy" else np.ufunc
@@ -294,15 +292,19 @@ def _read_defaults() -> bool:
         return False
     with _allow_lock:
         for module in fresh:
-            namespace = module_dict(sys.modules[module])
-            named = [namespace.get(name, MISSING) for name in _DEFAULTS.get(module, ())]
-            found = [f for f in named if f is not MISSING and type(f) is not types.ModuleType]
-            if module in _WHOLE_MODULES:
-                leaf = _leaf_kinds(module, namespace)
-                found.extend(value for value in list(namespace.values()) if leaf(value))
-            _default.update((id(value), value) for value in found)
+            _default.update((id(found), found) for found in _module_defaults(module))
             _defaults_read.add(module)
     return True
+
+
+def _module_defaults(module: str) -> list[Any]:
+    namespace = module_dict(sys.modules[module])
+    named = [namespace.get(name, MISSING) for name in _DEFAULTS.get(module, ())]
+    found = [f for f in named if f is not MISSING and type(f) is not types.ModuleType]
+    if module in _WHOLE_MODULES:
+        leaf = _leaf_kinds(module, namespace)
+        found.extend(value for value in list(namespace.values()) if leaf(value))
+    return found
 
 
 class _Scope:
@@ -325,7 +327,8 @@ _BOUND = (types.MethodType, types.BuiltinMethodType)
 
 
 def _identity(value: Any) -> Any:
-    """Its id, or for a method bound to a class (new at each lookup) its class's id and name."""
+    """What the lists hold ``value`` under: its id, or for a method bound to a class (a new
+    object at each lookup) its class's id and its name."""
     if type(value) in _BOUND and class_bound(value):
         return (id(value.__self__), value.__name__)
     return id(value)
@@ -341,18 +344,6 @@ def is_safe_reference(value: Any) -> bool:
     if scopes and any(scope.alive and key in scope.objects for scope in scopes):
         return True
     return _read_defaults() and key in _default
-
-
-def _may_name(value: Any, admitted: tuple[type, ...]) -> bool:
-    """Whether an artifact may name ``value``: a safe reference, or in a field whose declared type
-    names ``admitted``, one of them or a pytree class of this process derived from one."""
-    if is_safe_reference(value):
-        return True
-    if not admitted or not is_class(value):
-        return False
-    if value in admitted:
-        return True
-    return markers.SPEC in own_dict(value) and any(base in admitted for base in mro(value))
 
 
 def _references(values: Any, call: str) -> dict[Any, Any]:
@@ -443,17 +434,17 @@ _ML_NAMES = {dtype.type: name for name, dtype in _ML_DTYPES.items()}
 _DTYPE_STR = re.compile(r"[<>|][biufcmMOSUV][0-9]{0,9}(\[[0-9]{0,9}[A-Za-z]{1,7}\])?\Z")
 
 
-def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
-    spec = _ML_NAMES.get(value.type)
-    if spec is None:
-        spec = value.str
-        if value.fields is not None or not _DTYPE_STR.match(spec) or np.dtype(spec) != value:
-            raise _Refused(value, "only NumPy's own and ml_dtypes' dtypes are stored")
-    return f'["dt",{_quote(spec)}]'
+def _dtype_spec(dtype: np.dtype[Any]) -> str | None:
+    name = _ML_NAMES.get(dtype.type)
+    if name is not None:
+        return name
+    spec = dtype.str
+    if dtype.fields is None and _DTYPE_STR.match(spec) and np.dtype(spec) == dtype:
+        return spec
+    return None
 
 
-def _decode_dtype(node: list[Any], depth: int, reader: Reader) -> np.dtype[Any]:
-    spec = node[1]
+def _dtype(spec: Any) -> np.dtype[Any]:
     if type(spec) is str:
         dtype = _ML_DTYPES.get(spec)
         if dtype is not None:
@@ -572,7 +563,9 @@ def _reference(value: Any) -> str:
     refused unless a reader with this process's safe references would load it."""
     name = public_name(value)
     if name is not None:
-        if not _may_name(value, _admitted_var.get()):
+        if not (
+            is_safe_reference(value) or (is_class(value) and _admits(_admitted_var.get(), value))
+        ):
             joined = ":".join(name)
             what = "class" if is_class(value) else "function"
             raise _Refused(
@@ -599,24 +592,28 @@ def _unnamed(value: Any) -> _Refused:
         )
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
+    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname:
+        what = next(why for why, test in _NAMELESS if test(module, qualname))
         return _Refused(
             value,
-            f"functions and classes are stored by module and name, and {module}.{qualname} is not "
-            f"{value!r:.60} (nor is any public module of {module.partition('.')[0]} holding it "
-            f"under that name)",
+            f"functions and classes are stored by module and name, and {value!r:.60} {what}; "
+            f"define it at module level",
         )
-    if not isinstance(qualname, str):
-        what = "has no name"
-    elif not isinstance(module, str):
-        what = "names no module"
-    else:
-        what = "is a lambda" if "<lambda>" in qualname else "is defined inside a function"
     return _Refused(
         value,
-        f"functions and classes are stored by module and name, and {value!r:.60} {what}; "
-        f"define it at module level",
+        f"functions and classes are stored by module and name, and {module}.{qualname} is not "
+        f"{value!r:.60} (nor is any public module of {module.partition('.')[0]} holding it "
+        f"under that name)",
     )
+
+
+# Why a function or class is not found by its own name, in order.
+_NAMELESS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
+    ("has no name", lambda module, qualname: not isinstance(qualname, str)),
+    ("names no module", lambda module, qualname: not isinstance(module, str)),
+    ("is a lambda", lambda module, qualname: "<lambda>" in qualname),
+    ("is defined inside a function", lambda module, qualname: True),
+)
 
 
 def _class_reference(value: Any) -> str:
@@ -683,25 +680,34 @@ def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> 
     parts = [head]
     try:
         for item in items:
-            scalar = _SCALARS.get(type(item))  # inline: a model's statics are mostly scalars
-            parts.append(scalar(item) if scalar is not None else _encode(item, depth))
+            kind = type(item)  # the common cases inline: a model's statics are mostly these
+            if kind is str and item.isascii():
+                parts.append(_quote(item))
+            elif kind is int:
+                parts.append(_encode_int(item))
+            elif kind is bool:
+                parts.append("true" if item else "false")
+            else:
+                parts.append(_encode(item, depth))
     except _Refused as refused:
         raise refused.at(f"[{len(parts) - 1}]") from None
     return ",".join(parts) + "]"
 
 
-def _encode_at(value: Any, depth: int, where: str, *args: Any) -> str:
-    """``_encode``, a refusal placed at ``where.format(*args)`` (formatted only then)."""
-    try:
-        return _encode(value, depth)
-    except _Refused as refused:
-        raise refused.at(where.format(*args)) from None
+def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
+    spec = _dtype_spec(value)
+    if spec is None:
+        raise _Refused(value, "only NumPy's own and ml_dtypes' dtypes are stored")
+    return f'["dt",{_quote(spec)}]'
 
 
 def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
     parts = []
     for item in value:
-        parts.append(_encode_at(item, depth, "<an element>"))
+        try:
+            parts.append(_encode(item, depth))
+        except _Refused as refused:
+            raise refused.at("<an element>") from None
         if not _hash_safe(item):
             raise _Refused(item, _unsafe_key(item))
     parts.sort()  # iteration order varies between processes; the bytes should not
@@ -715,17 +721,24 @@ def _encode_dict(value: dict[Any, Any], depth: int) -> str:
         return _encode_fields(value, depth, "[{!r:.40}]")
     parts = ['["d"']
     for index, (key, item) in enumerate(value.items()):
-        parts.append(_encode_at(key, depth, "<key {}>", index))
-        if not _hash_safe(key):
-            raise _Refused(key, _unsafe_key(key)).at(f"<key {index}>")
-        parts.append(_encode_at(item, depth, "[{!r:.40}]", key))
+        try:
+            parts.append(_encode(key, depth))
+            if not _hash_safe(key):
+                raise _Refused(key, _unsafe_key(key))
+        except _Refused as refused:
+            raise refused.at(f"<key {index}>") from None
+        try:
+            parts.append(_encode(item, depth))
+        except _Refused as refused:
+            raise refused.at(f"[{key!r:.40}]") from None
     return ",".join(parts) + "]"
 
 
 def _encode_fields(
     state: dict[str, Any], depth: int, where: str = ".{}", cls: type | None = None
 ) -> str:
-    """A JSON object: a dict's string keys, or an instance's fields checked as ``cls`` declares."""
+    """A JSON object: the entries of a dict whose keys are strings, or the fields of an instance
+    of ``cls``, each checked against its declared type."""
     declared = declared_types(cls) if cls is not None else {}
     parts = []
     for name, item in state.items():
@@ -779,7 +792,10 @@ def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
         raise _Refused(
             value, f"its registered codec's encode raised {type(error).__name__}: {error}"
         ) from error
-    text = _encode_at(data, depth, "<{} codec>", codec.cls.__qualname__)
+    try:
+        text = _encode(data, depth)
+    except _Refused as refused:
+        raise refused.at(f"<{codec.cls.__qualname__} codec>") from None
     if not _is_plain(data, depth):
         raise _Refused(
             value,
@@ -799,7 +815,10 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
         (".args", value.args),
         (".keywords", value.keywords),
     ):
-        parts.append(_encode_at(item, depth, part))
+        try:
+            parts.append(_encode(item, depth))
+        except _Refused as refused:
+            raise refused.at(part) from None
         if part != ".func" and not _is_plain(item, depth):
             raise _Refused(
                 value,
@@ -844,9 +863,11 @@ def _encode_namedtuple(value: tuple[Any, ...], depth: int) -> str:
     if len(names) != len(value) or getattr(value, "__dict__", None):
         raise _Refused(value, f"this {cls.__qualname__} holds more than its fields {names}")
     parts = ['["n"', _class_reference(value)]
-    parts.extend(
-        _encode_at(item, depth, ".{}", name) for name, item in zip(names, value, strict=True)
-    )
+    try:
+        for item in value:
+            parts.append(_encode(item, depth))
+    except _Refused as refused:
+        raise refused.at(f".{names[len(parts) - 2]}") from None
     return ",".join(parts) + "]"
 
 
@@ -862,8 +883,7 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     why = _rebuildable(cls) or next(filter(None, (_store_check(cls, n) for n in names)), None)
     if why is not None:
         raise _Refused(value, why)
-    # An unset field stays unset.
-    state = {n: item for n in names if (item := getattr(value, n, MISSING)) is not MISSING}
+    state = _set_fields(value, names)
     extra = [
         key
         for key in getattr(value, "__dict__", {})
@@ -872,6 +892,11 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     if extra:
         raise _Refused(value, f"it holds {extra[0]!r}, which is not a field of {cls.__qualname__}")
     return f'["dc",{_class_reference(value)},{_encode_fields(state, depth, cls=cls)}]'
+
+
+def _set_fields(value: Any, names: list[str]) -> dict[str, Any]:
+    """The fields set on ``value`` (an unset field stays unset)."""
+    return {name: item for name in names if (item := getattr(value, name, MISSING)) is not MISSING}
 
 
 _PLAIN_CONTAINERS = frozenset({tuple, list, frozenset})
@@ -945,9 +970,10 @@ class LoadedPartial(functools.partial[Any]):
 
 
 Encoder = Callable[[Any, int], str]
-# Each type's encoder: the containers and other built-in kinds here; the rest decided once per
-# type by _encoder_for from _KINDS, into _learned_encoders (a registered codec is looked up first).
+# The encoder of each other class, decided once by _encoder_for from _KINDS.
 _learned_encoders = TypeCache()
+# Each type's encoder: the containers and other built-in kinds here; the rest decided once per
+# type by _encoder_for (a registered codec is looked up first).
 _encoders: dict[type, Encoder] = {
     list: lambda value, depth: _encode_items('["l"', value, depth),
     dict: _encode_dict,
@@ -1041,18 +1067,7 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
     """The JSON tree of static data, read strictly (what ``dumps`` never writes is refused).
     Text (a torch context) is read as the bytes it encodes would be."""
     try:
-        if isinstance(data, str) and data.startswith(MAGIC_TEXT):
-            if not data.isascii():
-                raise _Bad("the text is not ASCII, which static data always is")
-            text = data[len(MAGIC) :]
-        else:
-            if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
-            raw = bytes(data)
-            if not raw.startswith(MAGIC):
-                kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
-                raise _Bad(f"the format is {kind}, not pytreekit's ({MAGIC!r})")
-            text = raw[len(MAGIC) :].decode("ascii")
+        text = _text_of(data)
         # A lone surrogate can only come from a \uD800-\uDFFF escape: look for them in the text
         # once, and in the strings only if there is one.
         reader.surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
@@ -1071,6 +1086,20 @@ def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
         raise StaticDataError(f"cannot read static data: {error!s:.200}.") from None
 
 
+def _text_of(data: bytes | bytearray | memoryview | str) -> str:
+    if isinstance(data, str) and data.startswith(MAGIC_TEXT):
+        if not data.isascii():
+            raise _Bad("the text is not ASCII, which static data always is")
+        return data[len(MAGIC) :]
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
+    raw = bytes(data)
+    if not raw.startswith(MAGIC):
+        kind = "pickle" if is_pickle(raw) else f"unknown (starting {raw[:8]!r})"
+        raise _Bad(f"the format is {kind}, not pytreekit's ({MAGIC!r})")
+    return raw[len(MAGIC) :].decode("ascii")
+
+
 def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
     """The value a JSON tree from ``parse`` holds (``depth`` levels inside the data)."""
     try:
@@ -1085,7 +1114,8 @@ def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
 
 
 def hashable(value: Any, depth: int = 0) -> bool:
-    """Whether ``value``, built from static data, is hashable, without running its ``__hash__``."""
+    """Whether ``value``, built from static data, is hashable, told from its kind without
+    running its ``__hash__``."""
     kind = type(value)
     if kind in ATOMS or kind is frozenset or depth > MAX_DEPTH:
         return True
@@ -1191,36 +1221,75 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
         return True
     if hint is None or hint is type(None):
         return value is None
-    # Forms are told by identity (a class's __eq__ is not run) before the value's class is asked.
-    origin: Any = hint if hint is collections.abc.Callable else typing.get_origin(hint)
-    args = typing.get_args(hint)
-    depth += 1
-    if origin is typing.Union or origin is types.UnionType:
-        return any(admits_value(arg, value, depth) for arg in args)
-    if origin is typing.Literal:
-        return any(type(value) is type(arg) and value == arg for arg in args)
-    if origin is type:
-        target = args[0] if args else object
-        return is_class(value) and (not is_class(target) or target in mro(value))
-    if origin is collections.abc.Callable:
-        return callable(value)
+    origin = _origin(hint)
+    form = _entry(_FORMS, origin)
+    if form is not None:
+        return form(typing.get_args(hint), value, depth + 1)
     if origin is None:  # a TypeVar, a string that could not be evaluated, a NewType...
         return not is_class(hint) or _instance_of(value, hint)
+    return _generic_admits(origin, typing.get_args(hint), value, depth + 1)
+
+
+def _origin(hint: Any) -> Any:
+    if hint is collections.abc.Callable:
+        return hint
+    return typing.get_origin(hint)
+
+
+def _generic_admits(origin: Any, args: tuple[Any, ...], value: Any, depth: int) -> bool:
     if not is_class(origin) or not _instance_of(value, origin):
         return not is_class(origin)
-    if not args:
-        return True
-    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-        return len(args) == len(value) and all(
-            admits_value(arg, item, depth) for arg, item in zip(args, value, strict=True)
-        )
-    if origin is tuple or origin is list or origin is frozenset or origin is set:
-        return all(admits_value(args[0], item, depth) for item in value)
-    if origin is dict and len(args) == 2:
-        return all(admits_value(args[0], key, depth) for key in value) and all(
-            admits_value(args[1], item, depth) for item in value.values()
-        )
-    return True
+    items = _entry(_CONTAINERS, origin)
+    return not args or items is None or items(args, value, depth)
+
+
+def _entry(table: tuple[tuple[Any, Check], ...], origin: Any) -> Check | None:
+    """``origin``'s check in ``table``, found by identity (a class's ``__eq__`` is not run)."""
+    return next((check for kind, check in table if kind is origin), None)
+
+
+def _all_of(hint: Any, items: Iterable[Any], depth: int) -> bool:
+    return all(admits_value(hint, item, depth) for item in items)
+
+
+def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    target = args[0] if args else object
+    return is_class(value) and (not is_class(target) or target in mro(value))
+
+
+def _tuple_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    if len(args) == 2 and args[1] is Ellipsis:
+        return _all_of(args[0], value, depth)
+    return len(args) == len(value) and all(
+        admits_value(arg, item, depth) for arg, item in zip(args, value, strict=True)
+    )
+
+
+def _dict_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    return len(args) != 2 or (
+        _all_of(args[0], value, depth) and _all_of(args[1], value.values(), depth)
+    )
+
+
+Check = Callable[[tuple[Any, ...], Any, int], bool]
+# Forms decided before the value's class is asked, then the containers whose items are checked.
+_FORMS: tuple[tuple[Any, Check], ...] = (
+    (typing.Union, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
+    (types.UnionType, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
+    (
+        typing.Literal,
+        lambda args, value, depth: any(type(value) is type(a) and value == a for a in args),
+    ),
+    (type, _type_of),
+    (collections.abc.Callable, lambda args, value, depth: callable(value)),
+)
+_CONTAINERS: tuple[tuple[type, Check], ...] = (
+    (tuple, _tuple_of),
+    (list, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (frozenset, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (set, lambda args, value, depth: _all_of(args[0], value, depth)),
+    (dict, _dict_of),
+)
 
 
 # PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
@@ -1231,8 +1300,9 @@ def _instance_of(value: Any, cls: type) -> bool:
     kind = type(value)
     if cls in mro(kind) or kind in _WIDER.get(cls, ()):
         return True
-    # collections.abc's: registered virtual subclasses
-    return type(cls) is abc.ABCMeta and isinstance(value, cls)
+    if type(cls) is abc.ABCMeta:  # collections.abc's: registered virtual subclasses
+        return isinstance(value, cls)
+    return False
 
 
 def _refuse_constant(name: str) -> Any:
@@ -1286,7 +1356,11 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
         if _JSON_SCALARS.issuperset(map(type, items)) and not reader.surrogates:
             return tuple(items)
         return tuple(_decode_items(items, depth, reader))
-    # What TAGS says the array holds, checked before the tag's decoder runs.
+    return _DECODERS[_checked_tag(node, tag, reader)](node, depth, reader)
+
+
+def _checked_tag(node: list[Any], tag: Any, reader: Reader) -> str:
+    """``tag``, once ``TAGS`` says the array holds what it takes, where it stands."""
     if type(tag) is not str:
         raise _Bad("an array must start with a tag")
     spec = TAGS.get(tag)
@@ -1300,7 +1374,7 @@ def _decode(node: Any, depth: int, reader: Reader) -> Any:
             "registered codec decodes): numbers, strings, bytes, None, dtypes and containers of "
             f"them, not {spec.holds}"
         )
-    return _DECODERS[tag](node, depth, reader)
+    return tag
 
 
 def _decode_object(node: dict[str, Any], depth: int, reader: Reader) -> dict[str, Any]:
@@ -1445,7 +1519,7 @@ def _resolve(name: Any, reader: Reader) -> Any:
         found = known[0]
     else:
         found = _find(name, reader)
-    if _may_name(found, reader.admitted):
+    if is_safe_reference(found) or (is_class(found) and _admits(reader.admitted, found)):
         return found
     what = "class" if is_class(found) else "function"
     raise _Bad(
@@ -1472,6 +1546,16 @@ def _find(name: str, reader: Reader) -> Any:
     if namespace.get(key) is found and len(_resolved) < _MAX_RESOLVED:
         _resolved[name] = (found, module, namespace, key)
     return found
+
+
+def _admits(admitted: tuple[type, ...], cls: type) -> bool:
+    """Whether a field whose declared type names ``admitted`` may hold ``cls`` (or its instance):
+    a class the type names, or a pytree class decorated in this process that derives from one."""
+    if not admitted:
+        return False
+    if cls in admitted:
+        return True
+    return markers.SPEC in own_dict(cls) and any(base in admitted for base in mro(cls))
 
 
 def _dotted(name: str) -> bool:
@@ -1556,6 +1640,9 @@ def _fields_of(node: list[Any], depth: int, reader: Reader) -> tuple[type, dict[
     return cls, state
 
 
+_SLOT = types.MemberDescriptorType
+
+
 def _check_state_names(cls: type, names: Iterable[Any], allowed_names: Any) -> None:
     for name in names:
         if type(name) is not str:  # no repr: a decoded object's repr is its class's code
@@ -1564,9 +1651,21 @@ def _check_state_names(cls: type, names: Iterable[Any], allowed_names: Any) -> N
             raise _Bad(f"{name!r:.40} is not a field name")
         if allowed_names is not None and name not in allowed_names:
             raise _Bad(f"{cls.__qualname__} has no field {name!r}")
-        why = _store_check(cls, name, hiding=allowed_names is None)
+        why = _store_check(cls, name) or (_hides(cls, name) if allowed_names is None else None)
         if why is not None:
             raise _Bad(why)
+
+
+def _hides(cls: type, name: str) -> str | None:
+    """Why a stored ``name`` would hide what a class without declared fields holds under it (a
+    method the instance's code calls)."""
+    found = lookup(cls, name)
+    if found is MISSING or type(found) is _SLOT:
+        return None
+    return (
+        f"it names the field {name!r} of {cls.__qualname__}, which the class holds already as a "
+        f"{type_name(found)}; a stored value would hide it"
+    )
 
 
 def _dataclass_names(cls: type) -> frozenset[str] | None:
@@ -1614,14 +1713,7 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
 def _check_layout(cls: type, state: dict[str, Any]) -> None:
     """That a pytree class's state holds ``(names, static flags)`` and values of those fields."""
     layout: Any = state.get(markers.FIELDS)
-    if not (
-        type(layout) is tuple
-        and len(layout) == 2
-        and type(layout[0]) is tuple
-        and type(layout[1]) is tuple
-        and len(layout[0]) == len(layout[1])
-        and all(type(flag) is bool for flag in layout[1])
-    ):
+    if not _is_layout(layout):
         raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
     names = layout[0]
     _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
@@ -1629,6 +1721,17 @@ def _check_layout(cls: type, state: dict[str, Any]) -> None:
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
     if not {key for key in state if key != markers.FIELDS} <= set(names):
         raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
+
+
+def _is_layout(layout: Any) -> bool:
+    return (
+        type(layout) is tuple
+        and len(layout) == 2
+        and type(layout[0]) is tuple
+        and type(layout[1]) is tuple
+        and len(layout[0]) == len(layout[1])
+        and all(type(flag) is bool for flag in layout[1])
+    )
 
 
 def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -1674,7 +1777,7 @@ _DECODERS: dict[str, Decoder] = {
     "c": _decode_complex,
     "r": _decode_function,
     "k": lambda node, depth, reader: _resolve_class(node[1], reader),
-    "dt": _decode_dtype,
+    "dt": lambda node, depth, reader: _dtype(node[1]),
     "e": _decode_member,
     "n": _decode_namedtuple,
     "dc": _decode_dataclass,
