@@ -517,7 +517,18 @@ def _stale_source():
     return namespace["Stale"]
 
 
-@pytest.mark.parametrize("make", [_no_source, _closure, _mangled, _decorated, _stale_source])
+def _reserved_name():
+    class Reserved:
+        def __init__(self, w):
+            __pytreekit_kind__ = w  # a name the appended check uses
+            self.w = __pytreekit_kind__
+
+    return Reserved
+
+
+@pytest.mark.parametrize(
+    "make", [_no_source, _closure, _mangled, _decorated, _stale_source, _reserved_name]
+)
 def test_a_proven_init_whose_source_is_not_its_code_keeps_the_wrapper(make):
     cls = pytree_class(make())
     assert cls.__pytreekit_spec__.init_proof.startswith("proven")

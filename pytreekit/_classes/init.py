@@ -352,8 +352,10 @@ def _one_frame_code(
 ) -> types.CodeType | None:
     if code.co_freevars:
         return None
-    if any(n.startswith("__pytreekit") or n == code.co_name for n in code.co_names):
-        return None  # its own name as a global would become the function itself
+    if any(n.startswith("__pytreekit") for n in (*code.co_names, *code.co_varnames)):
+        return None  # the names the appended lines use
+    if code.co_name in code.co_names:
+        return None  # its own name, read as a global, would become the function itself
     if sum(op in _RETURNS for op in code.co_code[::2]) != 1:
         return None  # a check appended to the body must run on every way out
     definition = _definition(init, code)
