@@ -304,31 +304,43 @@ def _parameters(cls: type, entries: tuple[dataclasses.Field[Any], ...]) -> Lines
 def _assignments(this: str, prepared: Prepared, frozen: bool) -> Lines:
     """A store of each field's value, but those left to the class attribute or ``__post_init__``."""
     assert prepared.declared is not None
+    converters = prepared.declared.converters
     lines: list[str] = []
     helpers: dict[str, Any] = {}
     for index, f in enumerate(prepared.entries):
-        converter = prepared.declared.converters.get(f.name)
-        default = f"__pytreekit_default_{index}__"
         if f.name in prepared.init_vars:
             continue
-        if f.default_factory is not MISSING:
-            helpers[default] = f.default_factory
-            value = f"{default}()"
-            if f.init:
-                value = f"{default}() if {f.name} is __pytreekit_has_factory__ else {f.name}"
-        elif f.init:
-            value = f.name
-        elif converter is not None and f.default is not MISSING:
-            helpers[default] = f.default
-            value = default
-        else:
+        value, more = _value(f, index, converters.get(f.name))
+        if value is None:
             continue
-        if converter is not None:
-            helpers[f"__pytreekit_convert_{index}__"] = converter
-            value = f"__pytreekit_convert_{index}__({value})"
+        helpers.update(more)
         store = f"__pytreekit_setattr__({this}, {f.name!r}, {value})"
         lines.append(store if frozen else f"{this}.{f.name} = {value}")
     return lines, helpers
+
+
+def _value(
+    f: dataclasses.Field[Any], index: int, converter: Callable[[Any], Any] | None
+) -> tuple[str | None, dict[str, Any]]:
+    """The expression a field is set to (``None``: not set), and the helpers it calls."""
+    default = f"__pytreekit_default_{index}__"
+    helpers: dict[str, Any] = {}
+    if f.default_factory is not MISSING:
+        helpers[default] = f.default_factory
+        value = f"{default}()"
+        if f.init:
+            value = f"{default}() if {f.name} is __pytreekit_has_factory__ else {f.name}"
+    elif f.init:
+        value = f.name
+    elif converter is not None and f.default is not MISSING:
+        helpers[default] = f.default
+        value = default
+    else:
+        return None, helpers
+    if converter is not None:
+        helpers[f"__pytreekit_convert_{index}__"] = converter
+        value = f"__pytreekit_convert_{index}__({value})"
+    return value, helpers
 
 
 def _checks(
@@ -339,27 +351,38 @@ def _checks(
     frozen: bool,
     after_post_init: Callable[[object], None] | None,
 ) -> Lines:
-    """What runs after the assignments: ``__post_init__``, the layout's check, ``after_post_init``
-    (which refuses attributes that are not fields)."""
-    helpers: dict[str, Any] = {**METHOD_HELPERS, "__pytreekit_check__": check}
-    helpers["__pytreekit_primary__"] = layout
+    """What runs after the assignments: ``__post_init__``, the layout's check, ``after_post_init``.
+    Without a ``__post_init__`` only the static values stored can be wrong."""
+    helpers = {**METHOD_HELPERS, "__pytreekit_check__": check, "__pytreekit_primary__": layout}
     on_failure = [f"__pytreekit_check__({this}, __pytreekit_primary__)"]
-    statics = [f"{this}.{name}" for name in layout.static_names]
-    if not hasattr(cls, "__post_init__"):
-        # Only arguments and defaults were stored: only static values can be wrong, and a field
-        # left unset (init=False without a default) is not read.
-        unset = {
-            f.name
-            for f in prepared.entries
-            if not f.init and f.default is MISSING and f.default_factory is MISSING
-        }
-        statics = [f"{this}.{name}" for name in layout.static_names if name not in unset]
-        return check_lines(statics, [], METHOD_NAMES, on_failure), helpers
+    if hasattr(cls, "__post_init__"):
+        lines, more = _post_init(this, cls, prepared, layout, frozen, after_post_init, on_failure)
+        return lines, helpers | more
+    # A field left unset (init=False without a default) is not read.
+    stored = {
+        f.name
+        for f in prepared.entries
+        if f.init or f.default is not MISSING or f.default_factory is not MISSING
+    }
+    statics = [f"{this}.{name}" for name in layout.static_names if name in stored]
+    return check_lines(statics, [], METHOD_NAMES, on_failure), helpers
+
+
+def _post_init(
+    this: str,
+    cls: type,
+    prepared: Prepared,
+    layout: Layout,
+    frozen: bool,
+    after_post_init: Callable[[object], None] | None,
+    on_failure: list[str],
+) -> Lines:
     init_vars = ", ".join(f.name for f in prepared.entries if f.name in prepared.init_vars)
     call = f"{this}.__post_init__({init_vars})"
     # The instance may assign its fields while __post_init__ runs.
     lines = while_initialising(this, call) if frozen else [call]
-    helpers.update(INITIALISING_HELPERS)
+    helpers: dict[str, Any] = dict(INITIALISING_HELPERS)
+    statics = [f"{this}.{name}" for name in layout.static_names]
     # A __post_init__ that provably only reads and stores fields (prove_init) can set no other
     # attribute and store no method of the instance: only static values are checked.
     proof = prove_init(cls.__dict__.get("__post_init__"), layout.name_set)
