@@ -1,7 +1,15 @@
 """The dataclass hand-over: ``prepare`` decides whether a class is annotated and makes an annotated
-one a dataclass (``dataclasses.dataclass`` decides all it decides, but writes no ``__init__``,
-``__repr__``, ``__eq__``); ``generated_init`` writes its ``__init__``: dataclasses' signature and
-stores, converters run before ``__post_init__``, the layout's check after it.
+one a dataclass, returning what it made (``Prepared``); ``generated_init`` writes its
+``__init__``.
+
+``dataclasses.dataclass`` decides everything dataclasses decide (which annotations are fields,
+``KW_ONLY``, ``InitVar``, ``ClassVar`` in all its spellings, defaults, field order under
+inheritance, its errors, ``__match_args__``). It is asked not to write ``__init__``,
+``__repr__`` and ``__eq__``: pytreekit writes its own with the same choices of fields.
+
+The generated ``__init__`` has the signature dataclasses would give the class and does what its
+``__init__`` does, plus two things: converters run on the values passed in (and on defaults)
+before ``__post_init__``, and the layout's check runs once ``__post_init__`` has returned.
 """
 
 from __future__ import annotations
@@ -49,8 +57,10 @@ _CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")
 
 
 class Prepared(NamedTuple):
-    """What ``prepare`` made of a class (``entries``: fields and ``InitVar``s in dataclasses'
-    order; ``own``: the body as written, without what dataclasses generated)."""
+    """What ``prepare`` made of a class: for an annotated one, its fields (``declared``) and its
+    ``InitVar`` pseudo-fields in dataclasses' order (``entries``); ``own``, the class body as the
+    user wrote it, without what dataclasses generated; ``params``, the dataclass parameters left
+    on the class."""
 
     fields: tuple[Field, ...] | None
     declared: Declared | None
@@ -67,41 +77,28 @@ def prepare(
     """Make ``cls`` (its namespace as written restored) a dataclass if it is annotated
     (``annotated``: as its pytree parent is; ``None``: decided here), and check its field names."""
     was_dataclass = DATACLASS_PARAMS in as_written
-    if annotated is None:  # a dataclass already, a class with fields, or one with no __init__
-        annotated = (
-            was_dataclass
-            or _has_fields(cls)
-            or nearest_init(cls, as_written)[1] in ("object", "generated")
-        )
-    if not annotated:
-        for name, value in cls.__dict__.items():
-            if isinstance(value, dataclasses.Field):
-                raise TypeError(
-                    f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is "
-                    f"not a field. Annotate it: `{name}: <type> = field(...)`."
-                )
-        _refuse_properties(cls, sorted(options.static), options.static)
+    if not (_is_annotated(cls, as_written) if annotated is None else annotated):
+        _check_unannotated(cls, options)
         return Prepared(None, None, (), frozenset(), as_written, False, own_dataclass_params(cls))
     params = _check_dataclass(cls, options) if was_dataclass else _make_dataclass(cls, options)
     entries, init_vars, inherited = dataclass_entries(cls, Field)
-    found = [f for f in entries if f.name not in init_vars]
-    names = [f.name for f in found]
-    unknown = [name for name in options.static if name not in names]
-    if unknown:
-        suggestion = close_match(unknown[0], names, SUGGEST)
-        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
-        raise TypeError(
-            f"{cls.__qualname__}: static={unknown!r} names no field; the fields are "
-            f"{tuple(names)}.{hint}"
-        )
-    declared = as_pytree_fields(found, frozenset(options.static), inherited)
-    cls.__dict__["__dataclass_fields__"].update(declared.made)
+    declared = _pytree_fields(cls, options, entries, init_vars, inherited)
     _refuse_properties(cls, [f.name for f in declared.fields], declared.static)
     own = as_written
     if was_dataclass:  # what dataclasses generated is pytreekit's to replace
         own = {k: v for k, v in own.items() if not written_by_dataclasses(cls.__dict__.get(k))}
     made = tuple(declared.made.get(f.name, f) for f in entries)
     return Prepared(declared.fields, declared, made, init_vars, own, was_dataclass, params)
+
+
+def _check_unannotated(cls: type, options: Options) -> None:
+    for name, value in cls.__dict__.items():
+        if isinstance(value, dataclasses.Field):
+            raise TypeError(
+                f"{cls.__qualname__}.{name} = field(...) has no type annotation, so it is "
+                f"not a field. Annotate it: `{name}: <type> = field(...)`."
+            )
+    _refuse_properties(cls, sorted(options.static), options.static)
 
 
 def _has_fields(cls: type) -> bool:
@@ -118,15 +115,19 @@ def _has_fields(cls: type) -> bool:
     return any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:])
 
 
+def _is_annotated(cls: type, as_written: Mapping[str, Any]) -> bool:
+    """A dataclass already (fields or none), or a class with fields, or one that runs no
+    ``__init__`` but ``object``'s (or one pytreekit generated): a dataclass too."""
+    return (
+        DATACLASS_PARAMS in as_written
+        or _has_fields(cls)
+        or nearest_init(cls, as_written)[1] in ("object", "generated")
+    )
+
+
 def _make_dataclass(cls: type, options: Options) -> Any:
-    # dataclasses' rule (frozen and non-frozen dataclasses do not mix), naming both classes.
-    for base, base_frozen in frozen_dataclasses(cls, 1) if len(cls.__mro__) > 2 else ():
-        if base_frozen != options.frozen:
-            this, that = ("frozen", "not frozen") if options.frozen else ("not frozen", "frozen")
-            raise TypeError(
-                f"{cls.__qualname__} is {this} but its base {base.__qualname__} is {that}; "
-                f"dataclasses do not mix the two. Make both frozen or neither."
-            )
+    if len(cls.__mro__) > 2:  # object is no dataclass
+        _check_frozen_inheritance(cls, options.frozen)
     had_doc = "__doc__" in cls.__dict__ and cls.__doc__
     if not had_doc:  # dataclasses would compute it from the __init__ it is not writing
         setattr(cls, "__doc__", "pending")
@@ -169,8 +170,43 @@ def _check_dataclass(cls: type, options: Options) -> Any:
     return params
 
 
+def _check_frozen_inheritance(cls: type, frozen: bool) -> None:
+    """dataclasses' rule (frozen and non-frozen dataclasses do not mix), naming both classes."""
+    for base, base_frozen in frozen_dataclasses(cls, 1):
+        if base_frozen != frozen:
+            this, that = ("frozen", "not frozen") if frozen else ("not frozen", "frozen")
+            raise TypeError(
+                f"{cls.__qualname__} is {this} but its base {base.__qualname__} is {that}; "
+                f"dataclasses do not mix the two. Make both frozen or neither."
+            )
+
+
+def _pytree_fields(
+    cls: type,
+    options: Options,
+    entries: list[dataclasses.Field[Any]],
+    init_vars: frozenset[str],
+    inherited: set[int],
+) -> Declared:
+    found = [f for f in entries if f.name not in init_vars]
+    names = [f.name for f in found]
+    unknown = [name for name in options.static if name not in names]
+    if unknown:
+        suggestion = close_match(unknown[0], names, SUGGEST)
+        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+        raise TypeError(
+            f"{cls.__qualname__}: static={unknown!r} names no field; the fields are "
+            f"{tuple(names)}.{hint}"
+        )
+    declared = as_pytree_fields(found, frozenset(options.static), inherited)
+    table: dict[str, dataclasses.Field[Any]] = cls.__dict__["__dataclass_fields__"]
+    table.update(declared.made)
+    return declared
+
+
 def _refuse_properties(cls: type, names: list[str], statics: typing.Collection[str]) -> None:
-    """Refuse a field name bound to a property: flatten would never see its value."""
+    """A field name that the class or a base binds to a property names a computed value, which
+    flatten would never see (or, for a static name, silently leave out)."""
     for name in names:
         owner = next((k for k in cls.__mro__ if name in vars(k)), None)
         if owner is None or not isinstance(vars(owner)[name], property):
@@ -186,7 +222,9 @@ def _refuse_properties(cls: type, names: list[str], statics: typing.Collection[s
 
 def later_run(cls: type, left: object) -> dict[str, Any] | None:
     """The options of a ``@dataclass`` that ran on ``cls`` after pytreekit left ``left`` as its
-    parameters (``None``: none ran); ``slots`` would make a new class, so it is not run again."""
+    dataclass parameters, as ``dataclasses.dataclass`` takes them; ``None`` if none ran. (Python
+    3.11's parameters do not record ``match_args`` and ``kw_only``; ``slots`` would make a new
+    class, so a slotted dataclass is not run again.)"""
     params = own_dataclass_params(cls)
     if params is None or params is left:
         return None
@@ -220,7 +258,8 @@ Lines = tuple[list[str], dict[str, Any]]
 
 
 class _Factory:
-    """The default of a parameter whose field has a ``default_factory``."""
+    """The default of a parameter whose field has a ``default_factory`` (shown as dataclasses
+    shows it)."""
 
     def __repr__(self) -> str:
         return "<factory>"
@@ -239,14 +278,7 @@ def generated_init(
     """``__init__`` for the annotated ``cls``; ``layout``: its fields' layout."""
     assert prepared.declared is not None
     converters = prepared.declared.converters
-    # A static field's default must be hashable (a converter's input need not be).
-    for f in prepared.declared.fields:
-        static = f.name in prepared.declared.static and f.name not in converters
-        try:
-            if static and f.default is not MISSING:
-                static_hash(f.default)
-        except TypeError:
-            raise unhashable_error(cls, f.name, f.default, "static") from None
+    _check_static_defaults(cls, prepared.declared)
     entries = prepared.entries
     this = "__pytreekit_self__" if any(f.name == "self" for f in entries) else "self"
     parameters, defaults = _parameters(cls, entries)
@@ -269,6 +301,18 @@ def generated_init(
     annotate_init(init, cls, [(f.name, f.type) for f in parameters_], accepted)
     setattr(init, markers.GENERATED, True)
     return init
+
+
+def _check_static_defaults(cls: type, declared: Declared) -> None:
+    """A static field's default must be hashable (a converter's input need not be): named when
+    the class is defined."""
+    for f in declared.fields:
+        if f.name not in declared.static or f.name in declared.converters or f.default is MISSING:
+            continue
+        try:
+            static_hash(f.default)
+        except TypeError:
+            raise unhashable_error(cls, f.name, f.default, "static") from None
 
 
 def _parameters(cls: type, entries: tuple[dataclasses.Field[Any], ...]) -> Lines:
@@ -302,7 +346,8 @@ def _parameters(cls: type, entries: tuple[dataclasses.Field[Any], ...]) -> Lines
 
 
 def _assignments(this: str, prepared: Prepared, frozen: bool) -> Lines:
-    """A store of each field's value, but those left to the class attribute or ``__post_init__``."""
+    """A store of each field's value; a field left to its class attribute (or to
+    ``__post_init__``) is not stored, as dataclasses does."""
     assert prepared.declared is not None
     converters = prepared.declared.converters
     lines: list[str] = []
@@ -322,7 +367,8 @@ def _assignments(this: str, prepared: Prepared, frozen: bool) -> Lines:
 def _value(
     f: dataclasses.Field[Any], index: int, converter: Callable[[Any], Any] | None
 ) -> tuple[str | None, dict[str, Any]]:
-    """The expression a field is set to (``None``: not set), and the helpers it calls."""
+    """The expression a field is set to (``None``: left to the class attribute, or to
+    ``__post_init__``), and the helpers it calls."""
     default = f"__pytreekit_default_{index}__"
     helpers: dict[str, Any] = {}
     if f.default_factory is not MISSING:
@@ -351,21 +397,23 @@ def _checks(
     frozen: bool,
     after_post_init: Callable[[object], None] | None,
 ) -> Lines:
-    """What runs after the assignments: ``__post_init__``, the layout's check, ``after_post_init``.
-    Without a ``__post_init__`` only the static values stored can be wrong."""
+    """What runs after the assignments: ``__post_init__``, then the layout's check and
+    ``after_post_init`` (which refuses attributes that are not fields). Without a
+    ``__post_init__`` only arguments and defaults were stored, so only static values can be
+    wrong, and a field left unset (``init=False`` without a default) is not read."""
     helpers = {**METHOD_HELPERS, "__pytreekit_check__": check, "__pytreekit_primary__": layout}
     on_failure = [f"__pytreekit_check__({this}, __pytreekit_primary__)"]
     if hasattr(cls, "__post_init__"):
         lines, more = _post_init(this, cls, prepared, layout, frozen, after_post_init, on_failure)
         return lines, helpers | more
-    # A field left unset (init=False without a default) is not read.
-    stored = {
-        f.name
-        for f in prepared.entries
-        if f.init or f.default is not MISSING or f.default_factory is not MISSING
-    }
-    statics = [f"{this}.{name}" for name in layout.static_names if name in stored]
+    fields = {f.name: f for f in prepared.entries}
+    statics = [f"{this}.{name}" for name in layout.static_names if _stored(fields[name])]
     return check_lines(statics, [], METHOD_NAMES, on_failure), helpers
+
+
+def _stored(f: dataclasses.Field[Any]) -> bool:
+    """Whether ``__init__`` stores the field: from an argument, a default or a factory."""
+    return f.init or f.default is not MISSING or f.default_factory is not MISSING
 
 
 def _post_init(
@@ -398,9 +446,10 @@ def _post_init(
 
 
 def _extras_lines(this: str, layout: Layout) -> Lines:
-    """After ``__post_init__``: the count of the instance's referents (its values and its class)
-    proves it holds only fields, else ``__pytreekit_extras__`` reads its dict (as it does while
-    torch.compile, which cannot trace the garbage collector, traces)."""
+    """After ``__post_init__``: the count of the instance's referents (its attribute values and
+    its class) proves it holds nothing but fields, without reading its dict; anything else asks
+    ``__pytreekit_extras__``. torch.compile cannot trace the garbage collector: while it traces,
+    the dict is read instead."""
     cls = layout.cls
     slow = f"__pytreekit_extras__({this})"
     if (
@@ -426,7 +475,8 @@ def _extras_lines(this: str, layout: Layout) -> Lines:
 
 
 def _accepted(converter: Callable[[Any], Any]) -> Any:
-    """What ``__init__`` accepts for a converter's field: the converter's input (for beartype)."""
+    """What ``__init__`` accepts for a converter's field: the converter's input (as type checkers
+    read it), so that run-time checkers such as beartype take what the converter takes."""
     try:
         first = next(iter(inspect.signature(converter, eval_str=True).parameters.values()))
     except Exception:  # no signature, no parameter, or an annotation that does not evaluate
