@@ -1,9 +1,26 @@
 """The methods pytreekit puts on a class: which, decided by ``plan`` (one table), installed by
-``apply``. They cover a layout's ``compared``, ``hashed`` and ``shown`` names (an annotated
-class's one layout, otherwise the instance's own). ``__eq__`` and ``__repr__`` walk nested
-instances and containers with a stack, so nesting as deep as JAX flattens never recurses. Each
-class gets its own copy of each method, named as the class's (``Model.__eq__``), as dataclasses
-writes them.
+``apply``.
+
+The same methods serve every class; the fields they cover are the ``compared``, ``hashed`` and
+``shown`` names of a layout (for an annotated class, its one layout, as dataclasses chooses them;
+otherwise the instance's own):
+
+- ``__eq__``: same class, equal fields, arrays compared as arrays (a Python bool, or a traced one
+  under a JAX transformation); nested instances and containers are walked with a stack, so
+  nesting as deep as JAX flattens compares without a ``RecursionError``. Fields are compared as
+  the running Python's dataclasses compare them (from 3.13, a value identical in both is
+  compared too: a NaN makes them unequal).
+- ``__hash__``: the hash of the hashed fields' values (as dataclasses hashes), an unhashable one
+  named.
+- ``__repr__``: arrays summarised as ``f32[3,2]``, walked with a stack too.
+- ``__getstate__``/``__setstate__``: copy and pickle carry the fields (and the layout they form),
+  never run ``__init__`` or ``__setattr__``, and store functions pickle cannot (``jnp.tanh``) by
+  name.
+- the frozen ``__setattr__``/``__delattr__`` (``frozen``); the ``__init__`` (generated:
+  ``dataclass``; the wrapper: ``codegen``) is made by the decorator and installed here.
+
+Each class gets its own copy of each method, named as the class's (``Model.__eq__``), as
+dataclasses writes them.
 """
 
 # No postponed annotations: these functions become methods of user classes, and checkers such as
@@ -13,7 +30,7 @@ import functools
 import operator
 import reprlib
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -59,8 +76,9 @@ InitStep = Literal["generate", "wrap", "wrap made", "keep"]
 
 
 class Plan(NamedTuple):
-    """What ``apply`` installs (``wrapped``: the ``__init__`` to wrap; ``document``: the docstring
-    dataclasses would write; ``inherited``: methods it inherits instead of its own)."""
+    """What ``apply`` installs: the ``__init__`` step (``wrapped``: the ``__init__`` to wrap),
+    the methods by name, whether the class becomes unhashable, whether it is given the
+    docstring dataclasses would write, and the methods it inherits instead of its own."""
 
     init: InitStep
     wrapped: Callable[..., Any] | None
@@ -80,9 +98,12 @@ def plan(
     automatic: bool = False,
 ) -> Plan:
     """What to put on ``cls`` by the table above; nothing is changed. ``own``: the class body as
-    written (a dataclass already keeps its ``__init__``, and of the rest only what dataclasses
-    generated is replaced). An ``automatic`` subclass keeps the eq, repr and hash it inherits
-    from a user's class (a mixin before the pytree base), as any dataclass subclass does."""
+    the user wrote it. ``annotated``: a generated ``__init__`` is offered. ``dataclass_methods``:
+    ``cls`` was a dataclass already, and keeps its ``__init__``; of the rest, only what
+    dataclasses generated is replaced (``own`` lists the others). ``automatic``: a subclass made
+    a pytree class by inheritance, which keeps the eq, repr and hash it inherits from a user's
+    class (a mixin before the pytree base), as any subclass of a dataclass does; ``@pytree_class``
+    on it decides as ``@dataclass`` does."""
     for name in ("__setattr__", "__delattr__") if options.frozen else ():
         if name in own:
             raise TypeError(
@@ -90,10 +111,7 @@ def plan(
                 f"needs to own {name} to freeze instances. Remove one of the two."
             )
     init, wrapped = _init_step(cls, own, annotated, dataclass_methods)
-    # The eq, repr and hash the class has of its own, or inherits from a user's class.
-    kept = {
-        n for n in ("__repr__", "__eq__", "__hash__") if n in own or (automatic and _users(cls, n))
-    }
+    kept = _kept(cls, own, automatic)
     hashing = _hash_action(cls, options, own, dataclass_methods, "__hash__" in kept)
     # An automatic subclass inherits the frozen methods, and leaves its namespace free for a
     # @dataclass(frozen=True) of its own still to run (which refuses to overwrite them).
@@ -119,12 +137,19 @@ _FROZEN = ("__setattr__", "__delattr__")
 
 
 def _inherits_frozen(cls: type) -> bool:
-    """Whether the bases' nearest ``__setattr__`` and ``__delattr__`` are pytreekit's."""
+    """Whether the bases' nearest ``__setattr__`` and ``__delattr__`` are pytreekit's frozen
+    ones."""
     for name, code in zip(_FROZEN, (frozen_setattr.__code__, frozen_delattr.__code__), strict=True):
         method = next((vars(k)[name] for k in cls.__mro__[1:] if name in vars(k)), None)
         if getattr(method, "__code__", None) is not code:
             return False
     return True
+
+
+def _kept(cls: type, own: Mapping[str, Any], automatic: bool) -> set[str]:
+    """The eq, repr and hash the class has of its own, or inherits from a user's class."""
+    names = ("__repr__", "__eq__", "__hash__")
+    return {n for n in names if n in own or (automatic and _users(cls, n))}
 
 
 def _init_step(
@@ -164,7 +189,8 @@ def _hash_action(
 
 
 def apply(cls: type, plan: Plan, init: Callable[..., Any] | None) -> None:
-    """Install what ``plan`` says on ``cls``, and ``init``, its new ``__init__`` if any."""
+    """Install what ``plan`` says on ``cls``; ``init``: its new ``__init__`` (generated, or the
+    wrapper), if any."""
     if init is not None:
         setattr(cls, "__init__", init)
     if plan.unhashable:
@@ -190,8 +216,11 @@ def apply(cls: type, plan: Plan, init: Callable[..., Any] | None) -> None:
 def nearest_init(
     cls: type, own: Mapping[str, Any] | None = None
 ) -> tuple[Callable[..., Any], InitKind]:
-    """The ``__init__`` that ``cls`` runs (``own``'s, else the bases' nearest) and who wrote it:
-    ``"wrapped"`` is a user's that a pytree class wraps already, ``"user"`` one not wrapped yet."""
+    """The ``__init__`` that ``cls`` runs: the one in ``own`` (its body as written; ``None``: look
+    in the bases only), else the nearest one its bases define (``object``'s at the latest); and
+    who wrote it: ``"object"``, ``"generated"`` (pytreekit, for an annotated class),
+    ``"wrapped"`` (a user, and a pytree class wraps it already: ``codegen.init_wrapper``) or
+    ``"user"`` (a user, not wrapped yet)."""
     init = None if own is None else own.get("__init__")
     if init is None:
         init = next(k.__dict__["__init__"] for k in cls.__mro__[1:] if "__init__" in k.__dict__)
@@ -205,7 +234,8 @@ def nearest_init(
 
 
 def _users(cls: type, name: str) -> bool:
-    """Whether ``cls`` inherits ``name`` from a user's class (or a dataclass's method)."""
+    """Whether ``cls`` inherits ``name`` from a user's class (or a dataclass's method), not from
+    pytreekit (which marks its methods, or made a pytree base unhashable) or ``object``."""
     for klass in cls.__mro__[1:-1]:
         if name in klass.__dict__:
             value = klass.__dict__[name]
@@ -233,6 +263,7 @@ def _writes(cls: type, own: Mapping[str, Any], names: tuple[str, ...]) -> bool:
 
 
 def _copy(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of one of pytreekit's functions, to be named as a method of one class."""
     assert isinstance(function, types.FunctionType)
     copy = types.FunctionType(function.__code__, function.__globals__, function.__name__)
     copy.__doc__ = function.__doc__
@@ -242,8 +273,9 @@ def _copy(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _layout(owner: type, obj: object) -> Layout:
-    """The layout ``owner``'s methods cover for ``obj``: ``owner``'s own if annotated (as
-    dataclasses' methods use their class's fields), else the one ``obj`` holds."""
+    """The layout whose fields a method that ``owner`` defines covers for ``obj``: ``owner``'s
+    own for an annotated class (as dataclasses' methods use the fields of the class that
+    generated them), the one ``obj`` holds otherwise."""
     layout: Layout = getattr(owner, markers.SPEC).nodes.layout_of(obj)
     return layout
 
@@ -266,7 +298,8 @@ def _arrays_equal(a: Any, b: Any) -> Any:
 
 
 def _truth(result: Any) -> Any:
-    """The truth of a comparison's result: a Python bool, or a traced one under a transform."""
+    """The truth of a comparison's result (a bool, a NumPy or JAX boolean, an elementwise array,
+    a user's truthy value): a Python bool, or a traced bool under a JAX transform."""
     if result is True or result is False:
         return result
     if not looks_like_array(result):
@@ -277,43 +310,10 @@ def _truth(result: Any) -> Any:
         return result.all()
 
 
-def _all_equal(a: Any, b: Any) -> Any:
-    """Whether ``a == b`` as pytreekit compares: a Python bool, or a traced one under a
-    transform. Each pair says whether it is two fields' values, which the running Python's
-    dataclasses compare even when identical (``DATACLASS_EQ_FIELD_BY_FIELD``)."""
-    stack: list[tuple[Any, Any, bool]] = [(a, b, False)]
-    traced = []
-    while stack:
-        a, b, fields = stack.pop()
-        if a is b and not fields:
-            continue
-        if looks_like_array(a) or looks_like_array(b):
-            result = _arrays_equal(a, b)
-        else:
-            parts = _parts(a, b)
-            if parts is None:
-                result = _truth(a == b)
-            elif parts is False:
-                return False
-            else:
-                stack.extend(parts)
-                continue
-        if result is False:
-            return False
-        if result is not True:
-            traced.append(result)
-    return functools.reduce(operator.and_, traced) if traced else True
-
-
-def _parts(a: Any, b: Any) -> list[tuple[Any, Any, bool]] | Literal[False] | None:
-    """The pairs that decide ``a == b``: items of two lists or tuples, values of two dicts,
-    compared fields of two instances of one class with pytreekit's ``__eq__``; ``False``:
-    unequal at once (different types, lengths, keys or fields); ``None``: ``==`` decides."""
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        same = type(a) is type(b) and len(a) == len(b)
-        return [(x, y, False) for x, y in zip(a, b, strict=True)] if same else False
-    if isinstance(a, dict) and isinstance(b, dict):
-        return [(a[k], b[k], False) for k in a] if a.keys() == b.keys() else False
+def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | Literal[False] | None:
+    """The fields pytreekit's ``__eq__`` compares for ``a == b``; ``False`` when it answers
+    ``False`` at once (instances holding different fields); ``None`` when it is not pytreekit's
+    ``__eq__`` that decides (another class, a user's)."""
     if a.__class__ is not b.__class__:
         return None
     owner: type | None = getattr(type(a).__eq__, markers.OWNER, None)
@@ -322,9 +322,62 @@ def _parts(a: Any, b: Any) -> list[tuple[Any, Any, bool]] | Literal[False] | Non
     layout, other = _layout(owner, a), _layout(owner, b)
     if layout is not other and set(layout.compared) != set(other.compared):
         return False
+    return layout.compared
+
+
+def _all_equal(a: Any, b: Any) -> Any:
+    """Whether ``a == b`` as pytreekit compares: a Python bool, or a traced bool under a JAX
+    transform. Each pair on the stack says whether it is two fields' values, which the running
+    Python's dataclasses compare even when identical (``DATACLASS_EQ_FIELD_BY_FIELD``), but
+    for arrays (pytreekit's rule) and instances (equal to themselves)."""
+    stack: list[tuple[Any, Any, bool]] = [(a, b, False)]
+    traced = []
+    while stack:
+        a, b, fields = stack.pop()
+        if a is b and not fields:
+            continue
+        result = _pair_equal(a, b, stack)
+        if result is False:
+            return False
+        if result is not True:
+            traced.append(result)
+    if not traced:
+        return True
+    return functools.reduce(operator.and_, traced)
+
+
+def _pair_equal(a: Any, b: Any, stack: list[tuple[Any, Any, bool]]) -> Any:
+    """Whether ``a == b``; ``True`` also where the pairs that decide it went on ``stack``."""
+    if looks_like_array(a) or looks_like_array(b):
+        return _arrays_equal(a, b)
+    parts = _parts(a, b)
+    if parts is None:
+        return _truth(a == b)
+    if parts is not False:
+        stack.extend(parts)
+        return True
+    return False
+
+
+def _parts(a: Any, b: Any) -> list[tuple[Any, Any, bool]] | Literal[False] | None:
+    """The pairs that decide ``a == b``: the items of two lists or tuples, the values of two
+    dicts, the compared fields of two instances pytreekit's ``__eq__`` compares; ``False``:
+    unequal at once; ``None``: none of these, ``==`` decides."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        same = type(a) is type(b) and len(a) == len(b)
+        return [(x, y, False) for x, y in zip(a, b, strict=True)] if same else False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [(a[k], b[k], False) for k in a] if a.keys() == b.keys() else False
+    return _field_pairs(a, b)
+
+
+def _field_pairs(a: Any, b: Any) -> list[tuple[Any, Any, bool]] | Literal[False] | None:
+    names = _compared_fields(a, b)
+    if not isinstance(names, tuple):
+        return names
     if a is b:  # pragma: Python 3.13+ (an instance equals itself, as a dataclass says)
         return []
-    return [(getattr(a, n), getattr(b, n), DATACLASS_EQ_FIELD_BY_FIELD) for n in layout.compared]
+    return [(getattr(a, n), getattr(b, n), DATACLASS_EQ_FIELD_BY_FIELD) for n in names]
 
 
 def _eq_method(owner: type) -> Callable[[object, object], Any]:
@@ -394,8 +447,8 @@ class _Leave(int):
 
 
 def summarise(value: Any) -> str:
-    """A short repr: arrays as ``f32[3,2]``, containers and pytree instances element-wise (one met
-    again inside itself as ``...``), anything else by ``repr``."""
+    """A short repr: arrays as ``f32[3,2]``, containers and pytree instances element-wise,
+    anything else by ``repr``. An instance met again inside itself shows as ``...``."""
     out: list[str] = []
     inside: set[int] = set()
     stack: list[Any] = [value]
@@ -427,6 +480,7 @@ def _expand(value: Any, inside: set[int]) -> list[Any]:
 
 
 def _instance(value: Any, owner: type, inside: set[int]) -> list[Any]:
+    """An instance whose ``__repr__`` is pytreekit's: its shown fields."""
     if id(value) in inside:
         return [_Text("...")]
     inside.add(id(value))
@@ -438,7 +492,7 @@ def _instance(value: Any, owner: type, inside: set[int]) -> list[Any]:
             parts.append([_Text(f"{name}=<unset>")])
     return [
         _Text(f"{type(value).__qualname__}("),
-        *_joined(parts),
+        *_joined(parts, flat=True),
         _Text(")"),
         _Leave(id(value)),
     ]
@@ -448,32 +502,31 @@ def _partial(value: functools.partial[Any]) -> list[Any]:
     # Its repr shows the function's memory address.
     keywords = [[_Text(f"{k}="), v] for k, v in value.keywords.items()]
     arguments = [[item] for item in (value.func, *value.args)] + keywords
-    return [_Text("functools.partial("), *_joined(arguments), _Text(")")]
+    return [_Text("functools.partial("), *_joined(arguments, flat=True), _Text(")")]
 
 
 # Containers summarised element-wise, by exact type.
 _CONTAINERS: dict[type, Callable[[Any], list[Any]]] = {
-    list: lambda value: [_Text("["), *_joined([v] for v in value), _Text("]")],
-    tuple: lambda value: [
-        _Text("("),
-        *_joined([v] for v in value),
-        _Text(",)" if len(value) == 1 else ")"),
-    ],
+    list: lambda value: [_Text("["), *_joined(value), _Text("]")],
+    tuple: lambda value: [_Text("("), *_joined(value), _Text(",)" if len(value) == 1 else ")")],
     dict: lambda value: [
         _Text("{"),
-        *_joined([_Text(f"{k!r}: "), v] for k, v in value.items()),
+        *_joined([[_Text(f"{k!r}: "), v] for k, v in value.items()], flat=True),
         _Text("}"),
     ],
     functools.partial: _partial,
 }
 
 
-def _joined(parts: Iterable[list[Any]]) -> list[Any]:
+def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
     result: list[Any] = []
-    for part in parts:
-        if result:
+    for index, item in enumerate(items):
+        if index:
             result.append(_Text(", "))
-        result.extend(part)
+        if flat:
+            result.extend(item)
+        else:
+            result.append(item)
     return result
 
 
@@ -513,7 +566,8 @@ def pytree_setstate(self: object, state: Any) -> None:
 
 
 def pytree_replace(self: object, /, **changes: Any) -> object:  # pragma: Python 3.13+
-    """A copy with ``changes`` applied, made as ``pytreekit.replace`` makes it."""
+    """A copy with ``changes`` applied, made as ``pytreekit.replace`` makes it: without
+    ``__init__``, static values checked, an unknown name named (``copy.replace``)."""
     spec = own_spec(type(self))
     assert spec is not None
     return spec.nodes.replace(self, changes)
