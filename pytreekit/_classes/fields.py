@@ -72,7 +72,8 @@ class Field(dataclasses.Field[Any]):
 
         @property
         def doc(self) -> str | None:
-            """The field's docstring (Python 3.14's ``Field.doc``, kept in the metadata before)."""
+            """The field's docstring: ``Field.doc`` of Python 3.14, kept in the metadata (under
+            ``"doc"``) before 3.14, so code written for 3.14 runs there too."""
             doc: str | None = _get(self.metadata, "doc", None)
             return doc
 
@@ -101,8 +102,9 @@ def flags(where: str, **values: Any) -> tuple[bool, ...]:
 
 
 def flag(value: Any, where: str, takes: str = "True or False") -> bool:
-    """``value`` as a bool: one equal to its truth (``1``, ``np.True_``) is accepted, as dataclasses
-    accepts it; another (``"no"``, ``None``, a list) could only set the flag by mistake."""
+    """``value`` as a bool, for an option that is a flag. A value equal to its truth (``1``,
+    ``np.True_``, from a config file or argparse) is accepted, as dataclasses accepts it; one
+    that is not (``"no"``, ``None``, a list) could only set the flag by mistake, and is refused."""
     if value is True or value is False:
         return value
     truth = same = False
@@ -141,7 +143,8 @@ def with_pytree_metadata(
     converter: Callable[[Any], Any] | None,
     doc: str | None = None,
 ) -> Any:
-    """``metadata`` with ``static``, ``converter`` and ``doc`` recorded in it."""
+    """``metadata`` with ``static``, ``converter`` and ``doc`` recorded in it (unchanged without
+    them)."""
     if not static and converter is None and doc is None:
         return metadata
     try:
@@ -162,7 +165,8 @@ def with_pytree_metadata(
 
 
 class Declared(NamedTuple):
-    """A class's fields as ``as_pytree_fields`` made them: in order, by name, and read off them."""
+    """A class's fields as ``as_pytree_fields`` made them: in order, by name, and what the
+    generated ``__init__`` needs of them."""
 
     fields: tuple[Field, ...]
     made: dict[str, Field]
@@ -173,8 +177,10 @@ class Declared(NamedTuple):
 def as_pytree_fields(
     found: Sequence[dataclasses.Field[Any]], static: frozenset[str], inherited: set[int]
 ) -> Declared:
-    """``found`` as pytreekit ``Field``s, static where their metadata or ``static`` says; a base's
-    (``inherited`` ids) copied to change, the class's own changed in place."""
+    """``found``, a class's fields, as pytreekit ``Field``s, static where their metadata or
+    ``static`` (names) says. A field in ``inherited`` (ids) is a base's too and is copied to
+    change; the others were made for this class only, and change in place (``dataclass_entries``
+    made them ``Field``s)."""
     made: dict[str, Field] = {}
     for f in found:
         declared = static_in_metadata(f.metadata)
@@ -184,6 +190,10 @@ def as_pytree_fields(
                 new = _copied(f)
             new.metadata = types.MappingProxyType(with_pytree_metadata(new.metadata, True, None))
         made[f.name] = new
+    return _declared(made)
+
+
+def _declared(made: dict[str, Field]) -> Declared:
     statics = frozenset(name for name, f in made.items() if static_in_metadata(f.metadata))
     converters = {name: _get(f.metadata, "converter", None) for name, f in made.items()}
     converters = {name: c for name, c in converters.items() if c is not None}
@@ -191,7 +201,8 @@ def as_pytree_fields(
 
 
 def _copied(f: dataclasses.Field[Any]) -> Field:
-    """A base's field, or another library's ``Field`` subclass, as a new ``Field``."""
+    """A base's field, or another library's ``Field`` subclass, as a new ``Field``: the standard
+    attributes copied."""
     new = Field.__new__(Field)
     for slot in _FIELD_SLOTS:
         if hasattr(f, slot):

@@ -1,5 +1,9 @@
 """Frozen instances: the error, the frozen ``__setattr__``/``__delattr__``, and which instances
-are still being initialised (their ``__init__`` and ``__post_init__`` may assign).
+are still being initialised (those may assign).
+
+A user's own ``__init__`` in a frozen class may assign ``self.x = ...``, and so may
+``__post_init__``: the instance counts as initialising while they run. Rebuilding (unflatten,
+``replace``, copy, pickle) writes storage directly and never comes through here.
 """
 
 # No postponed annotations: these functions become methods of user classes, and checkers such as

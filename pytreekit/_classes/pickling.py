@@ -1,6 +1,9 @@
 """What pickle cannot store of an instance's fields but finds by name: ``picklable`` replaces it by
 a ``StandIn`` (``__getstate__``), ``restored`` puts it back (``copy.copy`` hands ``__getstate__``'s
-values to ``__setstate__`` unpickled), in one walk through the containers pickle rebuilds.
+values to ``__setstate__`` unpickled). Both are one walk through the containers pickle rebuilds.
+
+Pickles written with a ``StandIn`` name ``new_object`` and ``import_by_name`` of
+``pytreekit._references``: that module and those names are part of those pickles' format.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from .._names import MISSING, by_reference, import_by_name, lookup
 
 
 class StandIn:
-    """What ``__getstate__`` gives pickle in place of ``value``: it pickles as ``reduction``."""
+    """What ``__getstate__`` gives pickle in place of ``value``: it pickles as ``reduction``
+    (functions by name, ``jnp.tanh`` among them), so it unpickles as the value again."""
 
     __slots__ = ("reduction", "value")
 
@@ -30,7 +34,8 @@ class StandIn:
 
 
 def new_object(cls: type, *args: Any) -> Any:
-    """``copyreg.__newobj__``, which pickle refuses for a ``StandIn`` (not of the class named)."""
+    """``copyreg.__newobj__`` under another name: pickle checks that an object reduced by
+    ``__newobj__`` is of the class it names, which a ``StandIn`` is not."""
     return cls.__new__(cls, *args)
 
 
@@ -57,7 +62,8 @@ _CONTAINERS: dict[type, tuple[Callable[[Any], list[Any]], Callable[[list[Any]], 
 
 
 def _walk(value: Any, each: Callable[[Any], Any]) -> Any:
-    """``value`` with ``each`` applied to what its containers hold (itself if nothing changed)."""
+    """``value`` with ``each`` applied to what its containers hold (dict keys too); ``value``
+    itself where nothing changed."""
     container = _CONTAINERS.get(type(value))
     if container is None:
         return each(value)
@@ -68,8 +74,9 @@ def _walk(value: Any, each: Callable[[Any], Any]) -> Any:
 
 
 def picklable(value: Any) -> Any:
-    """``value`` with what pickle cannot store but can find by name replaced by a ``StandIn``
-    (also inside ``functools.partial``, NamedTuples and frozen dataclasses)."""
+    """``value`` with what pickle cannot store by itself, but can find by name, replaced by a
+    ``StandIn`` (inside lists, tuples, dicts, frozensets, ``functools.partial``, NamedTuples and
+    frozen dataclasses; ``value`` itself where nothing is replaced)."""
     return _walk(value, _stand_in)
 
 

@@ -1,5 +1,9 @@
-"""What decoration decided about a class (``Options``, ``ClassSpec``: complete and immutable, set
-on the class last) and the public queries on it: ``fields`` and ``is_pytree_class``.
+"""What decoration decided about a class (``Options``, ``ClassSpec``, kept in one class attribute)
+and the public queries on it: ``fields`` and ``is_pytree_class``.
+
+A ``ClassSpec`` is complete and immutable when built; the decorator puts it on the class last,
+once every registry accepted the class. What a class learns later (its layouts) lives in its
+``LayoutTable``; the spec holds the table through the class's node functions.
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ class Options(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ClassSpec:
-    """Everything pytreekit knows about one class, decided once when it is decorated (``fields``:
-    ``None`` without annotations, read by decoration only; the rest reads ``table``)."""
+    """Everything pytreekit knows about one class, decided once when it is decorated.
+
+    Only decoration reads ``fields`` (``None`` for a class without annotations); everything else
+    reads the layouts of ``table``.
+    """
 
     cls: type
     options: Options
