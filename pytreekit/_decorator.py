@@ -1,7 +1,21 @@
-"""``@pytree_class``: turn a class into a registered pytree, in place (the steps:
-docs/architecture.md). The ``ClassSpec`` goes on the class last, the commit point; any failure
-before it puts the class's namespace back and undoes the registrations. Subclasses become pytree
-classes through ``__init_subclass__``, with the parent's options.
+"""``@pytree_class``: turn a class into a registered pytree, in place.
+
+A class walks down through the layers once, when it is decorated:
+
+1. check the options and refuse classes pytreekit cannot support (nothing changed yet);
+2. make it a dataclass (annotated classes: ``prepare``, which returns what it made), build its
+   layout table, plan its methods and apply the plan (``_classes.methods``);
+3. build its node functions (``_classes.nodes``: nothing is compiled);
+4. register it with every backend, all or nothing (``_backends``);
+5. put the ``ClassSpec`` on the class: the commit point, last (optree's rule).
+
+Any failure before the commit puts the class's namespace back as it was, so class and registries
+are exactly as before and decorating again works. Decoration runs under one lock, so a class
+decorated from several threads at once is decorated once and every thread gets it complete.
+
+Subclasses become pytree classes automatically through ``__init_subclass__``, with the parent's
+options. The class as the user wrote it is kept, so a later explicit ``@pytree_class(...)`` starts
+from it and its options win.
 """
 
 from __future__ import annotations
@@ -208,7 +222,8 @@ def _as_names(value: object) -> tuple[str, ...]:
 
 
 def _static_names(value: Iterable[str]) -> tuple[str, ...]:
-    # A bare string is refused: static="n, k" would name no field, leaving n and k leaves.
+    """``static=``: an iterable of identifiers. A bare string is refused: ``static="n, k"`` would
+    name no field and leave ``n`` and ``k`` leaves, silently, in a class without annotations."""
     if isinstance(value, str):
         raise TypeError(
             f"pytree_class(static={value!r}) takes an iterable of field names, not a string: "
@@ -255,7 +270,7 @@ def _names(value: Iterable[str], argument: str) -> tuple[str, ...]:
 
 _ABSENT: Any = object()
 # What decorating a class again replaces in place rather than removes first (dataclasses reads
-# none of these names on the class it processes).
+# neither of these names on the class it processes).
 _REPLACED_IN_PLACE = (
     markers.SPEC,
     markers.LAYOUT,
@@ -269,7 +284,8 @@ _REPLACED_IN_PLACE = (
 
 
 class _Start(NamedTuple):
-    """The namespace now (put back on failure), as written, a ``@dataclass`` to run again, kept."""
+    """Where a decoration starts: the namespace now (``before``, put back on failure), the class
+    as written, a ``@dataclass`` to run again on it, and what stays in place until replaced."""
 
     before: dict[str, Any]
     as_written: dict[str, Any]
@@ -323,7 +339,9 @@ def _merged(options: Options, parent: ClassSpec | None, existing: ClassSpec | No
 def _start(
     cls: type, options: Options, existing: ClassSpec | None, automatic: bool
 ) -> _Start | None:
-    """Where decorating ``cls`` starts; ``None``: the decoration ``existing`` records, again."""
+    """Where decorating ``cls`` starts; ``None``: the same decoration again, nothing to do (an
+    explicit one after the automatic set-up decides the dunders as @dataclass would, which may
+    differ)."""
     pending: dict[str, Any] | None = cls.__dict__.get(markers.PENDING)  # a failed set-up
     written = existing.as_written if existing is not None else pending
     # Annotations set after the class was made, and so after its automatic set-up (3.14's
@@ -333,23 +351,37 @@ def _start(
     # set-up (at class creation); it is run again on the class as written, so that its
     # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
     replay = None if existing is None else later_run(cls, existing.dataclass_params)
-    # The same decoration again (an explicit one after the automatic set-up is not: it decides
-    # the dunders as @dataclass would) has nothing to do.
-    same = existing is not None and options == existing.options and automatic >= existing.automatic
-    if same and not given and replay is None:
+    if not given and replay is None and _again(options, existing, automatic):
         return None
     before = _snapshot(cls)
-    kept: dict[str, Any] = {}
-    if existing is not None and replay is None:  # (a @dataclass run again writes what it lacks)
-        # What other threads call (its spec, its layout marker, its methods) stays in place
-        # until the new one replaces it: they see the old class or the new, never neither.
-        kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before}
-        # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
-        # refuses to overwrite them).
-        frozen_base = any(frozen for _, frozen in frozen_dataclasses(cls, 1))
-        if options.frozen and existing.options.frozen and not frozen_base:
-            kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
+    # (Not when a @dataclass is run again: it writes what it finds missing.)
+    kept = _kept(cls, options, existing, before) if replay is None else {}
     return _Start(before, {**(written or before), **given}, replay, kept)
+
+
+def _again(options: Options, existing: ClassSpec | None, automatic: bool) -> bool:
+    """Whether this decoration is the one ``existing`` records (an automatic one is not the
+    explicit one)."""
+    if existing is None:
+        return False
+    return options == existing.options and automatic >= existing.automatic
+
+
+def _kept(
+    cls: type, options: Options, existing: ClassSpec | None, before: dict[str, Any]
+) -> dict[str, Any]:
+    """Decorating a class in use again: what other threads call (its spec, its layout marker, its
+    methods) stays in place until the new one replaces it, so they see the old class or the new,
+    never one without either."""
+    if existing is None:
+        return {}
+    kept = {n: before[n] for n in _REPLACED_IN_PLACE if n in before}
+    # The frozen methods too, unless frozen dataclass bases make dataclasses write them (it
+    # refuses to overwrite them).
+    frozen_base = any(frozen for _, frozen in frozen_dataclasses(cls, 1))
+    if options.frozen and existing.options.frozen and not frozen_base:
+        kept.update((n, before[n]) for n in ("__setattr__", "__delattr__") if n in before)
+    return kept
 
 
 def _change(
@@ -360,13 +392,30 @@ def _change(
     automatic: bool,
     start: _Start,
 ) -> ClassSpec:
-    """Change ``cls`` into a pytree class and register it, the commit point excepted: undone by
-    the caller if it raises."""
+    """Everything that changes the class and the registries, the commit point excepted: undone
+    by the caller if it raises."""
     kept, as_written = start.kept, start.as_written
     _restore(cls, as_written, keep=kept.keys())
     if start.replay is not None:
         dataclasses.dataclass(cls, **start.replay)
         as_written = {n: v for n, v in _snapshot(cls).items() if n not in kept or v is not kept[n]}
+    spec = _build(cls, options, parent, as_written, existing, automatic)
+    new = [b for b in options.backends if existing is None or b not in existing.backends]
+    _backends.register_all(cls, spec.nodes, new)
+    _put_back(cls, kept, as_written)
+    return spec
+
+
+def _build(
+    cls: type,
+    options: Options,
+    parent: ClassSpec | None,
+    as_written: Mapping[str, Any],
+    existing: ClassSpec | None,
+    automatic: bool = False,
+) -> ClassSpec:
+    """Change ``cls`` into a pytree class (its namespace as written is restored already) and
+    describe it; no registry is touched."""
     if len(cls.__mro__) > 2:  # only a method overriding a base's can inherit custom rules
         inherit_rules(cls)
     factories = _backends.key_factories(options.backends, cls)  # refused before any change
@@ -398,20 +447,17 @@ def _change(
     _warn_unreached_post_init(cls)
     if parent is None:
         _install_subclass_hook(cls)
-    spec = _assemble(
+    return _assemble(
         cls, options, fields, table, as_written, prepared.params, existing, automatic, verdict
     )
-    new = [b for b in options.backends if existing is None or b not in existing.backends]
-    _backends.register_all(cls, spec.nodes, new)
-    _put_back(cls, kept, as_written)
-    return spec
 
 
 def _classify(
     cls: type, options: Options, table: LayoutTable, init: Callable[..., Any]
 ) -> tuple[Layout | None, str]:
-    """The one layout the user's ``__init__`` provably sets (its wrapper then checks only the
-    static values), or ``None``; and why, shown in the spec's repr."""
+    """The user's ``__init__`` being wrapped (``prove_init``): where it provably sets exactly
+    one layout's fields and nothing else reaches the instance, that layout (its wrapper then
+    checks only the static values); and why, shown in the spec's repr."""
     proof = prove_init(init)
     if proof.stores is None:
         order = proof.order
@@ -420,13 +466,15 @@ def _classify(
         return None, proof.reason
     if _takes_part(cls, options, table.storage, proof.stores):
         return None, "general: slots, __setattr__, __new__ or a descriptor take part"
-    layout = table.primary
     if isinstance(table, LearnedLayouts):
         layout, why = _learned_layout(table, proof.stores)
         if layout is None:
             return None, why
-    elif layout is None or set(proof.stores) != set(layout.names):
-        return None, "general: does not set exactly the fields"
+    else:
+        layout = table.primary
+        assert layout is not None
+        if set(proof.stores) != set(layout.names):
+            return None, "general: does not set exactly the fields"
     return layout, f"{proof.reason}: {', '.join(proof.stores)}"
 
 
@@ -463,7 +511,8 @@ def _learned_layout(table: LearnedLayouts, stores: tuple[str, ...]) -> tuple[Lay
 
 
 def _takes_part(cls: type, options: Options, storage: Storage, stores: tuple[str, ...]) -> bool:
-    """Whether slots, a ``__setattr__``, ``__new__`` or a descriptor may see what is stored."""
+    """Whether slots, a ``__setattr__``, ``__new__`` or a descriptor may see what ``__init__``
+    stores (its proof then says nothing of the instance)."""
     plain = object.__dict__
     return bool(
         not storage.has_dict
@@ -486,7 +535,8 @@ def _assemble(
     automatic: bool = False,
     init_proof: str = "",
 ) -> ClassSpec:
-    """The spec, with node functions following ``table`` (``existing``'s, re-attached)."""
+    """The spec, with node functions following ``table`` (``existing``'s, re-attached: the
+    registries hold them)."""
     if existing is None:
         nodes = NodeFunctions(table)
     else:
@@ -507,7 +557,8 @@ def _assemble(
 
 
 def _warn_unreached_post_init(cls: type) -> None:
-    """Warn of a ``__post_init__`` that an ``__init__`` of one's own never calls (as Equinox)."""
+    """``__post_init__`` runs from the generated ``__init__`` only; an ``__init__`` of one's own
+    that does not call it leaves it unreached (Equinox warns too)."""
     init = getattr(getattr(cls, "__init__", None), "__wrapped__", None)
     code = getattr(init, "__code__", None)
     if code is None or not hasattr(cls, "__post_init__") or "__post_init__" in code.co_names:
@@ -517,7 +568,7 @@ def _warn_unreached_post_init(cls: type) -> None:
         f"__init__ calls: __post_init__ never runs. Call self.__post_init__() at the end of "
         f"__init__, or move its work there.",
         UserWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
@@ -547,7 +598,8 @@ def _refuse_unsupported(cls: type) -> None:
 
 
 def _snapshot(cls: type) -> dict[str, Any]:
-    """A copy of ``cls``'s namespace, field specifiers copied (dataclasses fills them in)."""
+    """A copy of ``cls``'s namespace. Field specifiers are copied: dataclasses fills them in (name,
+    type, ``kw_only``) when it processes the class."""
     return {
         name: copy.copy(value) if isinstance(value, dataclasses.Field) else value
         for name, value in cls.__dict__.copy().items()  # one C call: atomic for other threads
@@ -555,7 +607,8 @@ def _snapshot(cls: type) -> dict[str, Any]:
 
 
 def _restore(cls: type, namespace: Mapping[str, Any], keep: Iterable[str] = ()) -> None:
-    """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``), but the names ``keep``."""
+    """Put ``cls``'s namespace back to ``namespace`` (a ``_snapshot``), but the names in
+    ``keep``."""
     skipped = {"__dict__", "__weakref__", *keep}
     for name in list(cls.__dict__):
         if name not in namespace and name not in skipped:
@@ -637,7 +690,8 @@ def _arrive(
     backends: tuple[str, ...],
     as_written: dict[str, Any],
 ) -> ClassSpec:
-    """The spec of a class that arrived pickled by value, registered here once."""
+    """The spec of a class that arrived pickled by value, registered here (once, also when the
+    same class arrives again)."""
     with decoration_lock:
         existing = own_spec(cls)
         if existing is not None:
