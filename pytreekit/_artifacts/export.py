@@ -146,8 +146,7 @@ def _static_names(names: tuple[str, ...], static: tuple[bool, ...]) -> tuple[str
 
 
 def _data_state(nodes: NodeFunctions, raw: bytes | str) -> State:
-    """Formats 3 and 4 as static data: the head read as plain data and checked, the field names
-    checked against the class, then each static value read as its field declares."""
+    """Formats 3 and 4: the head, then the names against the class, then values as declared."""
     reader = Reader(_NO_IMPORT)
     tree = parse(raw, reader)
     written, names, static, value_nodes = _head(tree)
@@ -336,8 +335,7 @@ def _learn(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> None:
 
 
 class _Probe:
-    """What the table's field rule reads of an instance (its ``__dict__``, its slots), holding
-    ``names``: the rule keeps the names an instance could hold as fields."""
+    """An instance-like namespace holding ``names``, for the table's field rule to read."""
 
     def __init__(self, names: tuple[str, ...], has_dict: bool) -> None:
         self.__dict__.update(dict.fromkeys(names) if has_dict else {})
@@ -389,8 +387,7 @@ _OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 
 def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
-    """Every static-data JSON tree in ``artifact``: raw (jax.export stores the bytes), or a JSON
-    string holding them (a torch treespec, also inside a ``.pt2`` file)."""
+    """Every static-data tree in ``artifact``: raw (jax.export), or in JSON strings (torch)."""
     if isinstance(artifact, (bytes, bytearray)):
         text = bytes(artifact).decode("latin-1")
     elif isinstance(artifact, str):

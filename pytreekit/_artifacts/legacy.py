@@ -219,8 +219,7 @@ _INTS = frozenset({"BININT1", "BININT2", "BININT", "INT", "LONG1"})
 
 
 def _pickled_format(raw: bytes) -> int | None:
-    """The format number pickled static data starts with, read from the opcodes (the first int
-    of the tuple), without unpickling."""
+    """The format number (the tuple's first int) read from the opcodes, without unpickling."""
     with contextlib.suppress(Exception):  # malformed opcodes: the writer is unknown
         for opcode, argument, _ in pickletools.genops(raw):
             if opcode.name in ("PROTO", "FRAME", "MARK"):

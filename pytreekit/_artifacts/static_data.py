@@ -84,8 +84,7 @@ class UnencodableError(TypeError):
 
 
 class _Bad(Exception):
-    """Raised inside ``loads`` (``_Refused``: ``dumps``); each container on the way out adds its
-    part of the path."""
+    """Raised inside ``loads`` (``_Refused``: ``dumps``); containers on the way out add the path."""
 
     def __init__(self, reason: str, value: Any = None) -> None:
         self.reason = reason
@@ -271,8 +270,7 @@ _allow_lock = threading.Lock()
 
 
 def _leaf_kinds(module: str, namespace: dict[str, Any]) -> Callable[[Any], bool]:
-    """Which values of a whole module are leaf numeric: math's functions; NumPy's and jax.numpy's
-    ufuncs; the scalar types (jax.numpy's have a metaclass of their own)."""
+    """Which values of a whole module are leaf numeric (jax.numpy's scalar types: a metaclass)."""
     if module == "math":
         return lambda value: type(value) is types.BuiltinFunctionType
     ufunc = namespace.get("ufunc") if module == "jax.numpy" else np.ufunc
@@ -327,8 +325,7 @@ _BOUND = (types.MethodType, types.BuiltinMethodType)
 
 
 def _identity(value: Any) -> Any:
-    """What the lists hold ``value`` under: its id, or for a method bound to a class (a new
-    object at each lookup) its class's id and its name."""
+    """Its id, or for a method bound to a class (new at each lookup) its class's id and name."""
     if type(value) in _BOUND and class_bound(value):
         return (id(value.__self__), value.__name__)
     return id(value)
@@ -737,8 +734,7 @@ def _encode_dict(value: dict[Any, Any], depth: int) -> str:
 def _encode_fields(
     state: dict[str, Any], depth: int, where: str = ".{}", cls: type | None = None
 ) -> str:
-    """A JSON object: the entries of a dict whose keys are strings, or the fields of an instance
-    of ``cls``, each checked against its declared type."""
+    """A JSON object: a dict's string keys, or an instance's fields checked as ``cls`` declares."""
     declared = declared_types(cls) if cls is not None else {}
     parts = []
     for name, item in state.items():
@@ -1114,8 +1110,7 @@ def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
 
 
 def hashable(value: Any, depth: int = 0) -> bool:
-    """Whether ``value``, built from static data, is hashable, told from its kind without
-    running its ``__hash__``."""
+    """Whether ``value``, built from static data, is hashable, without running its ``__hash__``."""
     kind = type(value)
     if kind in ATOMS or kind is frozenset or depth > MAX_DEPTH:
         return True
@@ -1549,8 +1544,7 @@ def _find(name: str, reader: Reader) -> Any:
 
 
 def _admits(admitted: tuple[type, ...], cls: type) -> bool:
-    """Whether a field whose declared type names ``admitted`` may hold ``cls`` (or its instance):
-    a class the type names, or a pytree class decorated in this process that derives from one."""
+    """Whether ``cls`` is one of ``admitted`` or a pytree class of this process derived from one."""
     if not admitted:
         return False
     if cls in admitted:
