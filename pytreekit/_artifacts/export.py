@@ -146,7 +146,7 @@ def _static_names(names: tuple[str, ...], static: tuple[bool, ...]) -> tuple[str
 
 
 def _data_state(nodes: NodeFunctions, raw: bytes | str) -> State:
-    """Formats 3 and 4: the head, then the names against the class, then values as declared."""
+    """Formats 3 and 4: the head as plain data, names against the class, values as declared."""
     reader = Reader(_NO_IMPORT)
     tree = parse(raw, reader)
     written, names, static, value_nodes = _head(tree)
@@ -387,7 +387,7 @@ _OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 
 def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
-    """Every static-data tree in ``artifact``: raw (jax.export), or in JSON strings (torch)."""
+    """Every static-data tree in ``artifact``: raw (jax.export), or in JSON text (torch, .pt2)."""
     if isinstance(artifact, (bytes, bytearray)):
         text = bytes(artifact).decode("latin-1")
     elif isinstance(artifact, str):
