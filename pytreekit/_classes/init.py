@@ -350,15 +350,7 @@ def _one_frame_code(
     statics: tuple[str, ...],
     helpers: tuple[str, ...],
 ) -> types.CodeType | None:
-    if code.co_freevars:
-        return None
-    if any(n.startswith("__pytreekit") for n in (*code.co_names, *code.co_varnames)):
-        return None  # the names the appended lines use
-    if code.co_name in code.co_names:
-        return None  # its own name, read as a global, would become the function itself
-    if sum(op in _RETURNS for op in code.co_code[::2]) != 1:
-        return None  # a check appended to the body must run on every way out
-    definition = _definition(init, code)
+    definition = _definition(init, code) if _appendable(code) else None
     if definition is None or isinstance(definition.body[-1], ast.Return):
         return None
     this = code.co_varnames[0]
@@ -395,6 +387,17 @@ def _one_frame_code(
     flags = code.co_flags & _FUTURE
     module = compile(factory, code.co_filename, "exec", flags=flags, dont_inherit=True)
     return _code_named(_code_named(module, "__pytreekit_make__"), code.co_name)
+
+
+def _appendable(code: types.CodeType) -> bool:
+    """Whether lines appended to the function's body run on its one way out, reading what they
+    mean there: no closure (the factory would add one), none of their names among its own."""
+    return not (
+        code.co_freevars
+        or any(n.startswith("__pytreekit") for n in (*code.co_names, *code.co_varnames))
+        or code.co_name in code.co_names  # as a global, it would become the function itself
+        or sum(op in _RETURNS for op in code.co_code[::2]) != 1
+    )
 
 
 _RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
