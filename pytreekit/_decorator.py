@@ -465,7 +465,7 @@ def _classify(
             return None, f"{proof.reason}; counted when it sets {', '.join(order)}"
         return None, proof.reason
     if _takes_part(cls, options, table.storage, proof.stores):
-        return None, "general: slots, __setattr__, __new__ or a descriptor take part"
+        return None, "general: slots, __setattr__, __new__, a metaclass or a descriptor take part"
     if isinstance(table, LearnedLayouts):
         layout, why = _learned_layout(table, proof.stores)
         if layout is None:
@@ -484,10 +484,8 @@ def _count_in_order(
     """An instance of ``cls`` holding exactly ``order``'s attributes has them in that order
     (``InitProof.order``): make that layout the primary, so that ``observe`` counts an instance's
     attributes instead of reading their order from its ``__dict__``."""
-    if not order or type(cls).__call__ is not type.__call__:
-        return False  # no order proven, or code before __init__ may set attributes
-    if _takes_part(cls, options, table.storage, order):
-        return False  # code before __init__ may set attributes, or code other than it stores them
+    if not order or _takes_part(cls, options, table.storage, order):
+        return False
     return _learned_layout(table, order)[0] is not None
 
 
@@ -511,14 +509,16 @@ def _learned_layout(table: LearnedLayouts, stores: tuple[str, ...]) -> tuple[Lay
 
 
 def _takes_part(cls: type, options: Options, storage: Storage, stores: tuple[str, ...]) -> bool:
-    """Whether slots, a ``__setattr__``, ``__new__`` or a descriptor may see what ``__init__``
-    stores (its proof then says nothing of the instance)."""
+    """Whether slots, a ``__setattr__``, a descriptor, or code before ``__init__`` (``__new__``, a
+    metaclass's ``__call__``) may see what ``__init__`` stores or store more (its proof then says
+    nothing of the instance)."""
     plain = object.__dict__
     return bool(
         not storage.has_dict
         or storage.slots
         or not (options.frozen or resolved(cls, "__setattr__") is plain["__setattr__"])
         or resolved(cls, "__new__") not in (None, plain["__new__"])
+        or type(cls).__call__ is not type.__call__
         or resolved(cls, "__getattribute__") is not plain["__getattribute__"]
         or any(hasattr(type(resolved(cls, n)), "__set__") for n in stores)
     )

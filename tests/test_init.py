@@ -537,3 +537,39 @@ def test_a_proven_init_whose_source_is_not_its_code_keeps_the_wrapper(make):
     assert obj == cls(3.0) and len(jax.tree_util.tree_leaves(obj)) == 1
     if make is _stale_source:
         assert obj.w == 3.0  # what the class's code does, not what its source says
+
+
+class _SetsFirst(type):
+    """A metaclass whose ``__call__`` stores an attribute before ``__init__`` runs."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = cls.__new__(cls)
+        obj.tag = 1.0
+        obj.__init__(*args, **kwargs)
+        return obj
+
+
+class _OnlyStores(metaclass=_SetsFirst):
+    def __init__(self, w):
+        self.w = w  # proven alone: it only stores
+
+
+class _CallsAMethod(metaclass=_SetsFirst):
+    def __init__(self, w):
+        self.w = w
+        self.set_up()  # its order alone would be proven: w, then nothing else
+
+    def set_up(self):
+        pass
+
+
+@pytest.mark.parametrize("written", [_OnlyStores, _CallsAMethod])
+def test_what_a_metaclass_stores_before_init_is_a_field_as_the_rule_says(written):
+    # Neither the proof (only stores) nor the proven order (stores before anything else) can see
+    # what runs before __init__: such a class takes the general path, which reads the instance.
+    cls = pytree_class(type(written.__name__, (written,), {"__init__": written.__init__}))
+    assert cls.__pytreekit_spec__.init_proof.startswith("general")
+    assert "counted" not in cls.__pytreekit_spec__.init_proof
+    obj = cls(2.0)
+    assert [f.name for f in pytreekit.fields(obj)] == list(vars(obj)) == ["tag", "w"]
+    assert jax.tree_util.tree_leaves(obj) == [1.0, 2.0]
