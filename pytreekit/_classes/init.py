@@ -1,6 +1,7 @@
 """A user's ``__init__`` under pytreekit: what decoration can prove about it from its bytecode
-(``prove_init``), and the wrapper that runs it unchanged and then checks what it set
-(``init_wrapper``)."""
+(``prove_init``), and the ``__init__`` the class gets (``init_wrapper``): a wrapper that runs it
+unchanged and then checks what it set, or, where it is proven and its source is its code, that
+code compiled again with the check appended (one frame)."""
 
 from __future__ import annotations
 import __future__
@@ -25,9 +26,11 @@ from .nodes import (
     METHOD_HELPERS,
     METHOD_NAMES,
     check_lines,
+    code_named,
     countable,
     counting,
     indent,
+    made_function,
     method,
     torch_guard,
     while_initialising,
@@ -236,59 +239,70 @@ def init_wrapper(
     params, arguments = _forwarding(init)
     this = "__pytreekit_self__"
     call = f"__pytreekit_init__({this}, {arguments})"
-    body = [
-        f"__pytreekit_kind__ = {this}.__class__",
-        "if __pytreekit_kind__ is not __pytreekit_cls__ and (",
-        "    __pytreekit_kind__.__init__ is not __init__",
-        "):  # through super() in a subclass's __init__: that one checks when it returns",
-        f"    {call}",
-        "    return",
-    ]
-    body += while_initialising(this, call) if frozen else [call]
     helpers: dict[str, Any] = {
         "__pytreekit_init__": init,
         "__pytreekit_cls__": cls,
         **INITIALISING_HELPERS,
+        **METHOD_HELPERS,
     }
-    observe = f"__pytreekit_kind__.{markers.SPEC}.nodes.observe({this})"
-    own: list[str] | None = None  # for an instance of cls itself: its check, then return
+    observe = _observe(this)
+    own = [observe]  # for an instance of cls itself
     if proven is not None:
         # Proven at decoration (prove_init): the instance holds exactly the layout's fields and
         # no method of its own, so only the static values are checked (a subclass's instance,
         # whose layout may differ, is observed).
-        statics = [f"{this}.{n}" for n in proven.static_names]
 
         def failed(obj: object) -> None:  # a function: torch.compile cannot hold a Layout
             _check(obj, proven)
 
-        own = check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
         helpers["__pytreekit_failed__"] = failed
         if not frozen:
-            one = _one_frame(cls, init, proven, {**helpers, **METHOD_HELPERS})
+            one = _one_frame(cls, init, proven, helpers)
             if one is not None:
                 return _like(one, init)
+        own = _proven_check(proven, this)
     elif table is not None and _counts(table):
         assert table.primary is not None
         counted = counting(table.primary, this, METHOD_NAMES, "__pytreekit_refs__")
         own = [*torch_guard(METHOD_NAMES, [observe, "return"]), *counted, observe]
-    if own is not None:
-        helpers.update(METHOD_HELPERS)
-        own_body = ["if __pytreekit_kind__ is __pytreekit_cls__:", *indent([*own, "return"])]
-        if not frozen:
-            # The instance's own class first: one test on the common path. A subclass's instance
-            # comes through super() (returns unchecked: its __init__ checks) or inherits this
-            # __init__ (observed), as below.
-            body = [
-                call,
-                f"__pytreekit_kind__ = {this}.__class__",
-                *own_body,
-                "if __pytreekit_kind__.__init__ is not __init__:",
-                "    return",
-            ]
-        else:
-            body += own_body
-    body.append(observe)
+    body = [call]
+    if frozen:
+        # Through super() in a subclass's __init__: runs inside that one's opening of the
+        # instance to assignment (closing it here would end that one's assignments).
+        body = [
+            f"if {this}.__class__ is not __pytreekit_cls__ and (",
+            f"    {this}.__class__.__init__ is not __init__",
+            "):",
+            f"    {call}",
+            "    return",
+            *while_initialising(this, call),
+        ]
+    body += _after(this, own, "__init__")
     return _like(method(cls, "__init__", f"{this}, {params}", body, helpers), init)
+
+
+def _observe(this: str) -> str:
+    return f"__pytreekit_kind__.{markers.SPEC}.nodes.observe({this})"
+
+
+def _proven_check(proven: Layout, this: str) -> list[str]:
+    """The check of an instance ``this`` of a proven layout: its static values alone."""
+    statics = [f"{this}.{n}" for n in proven.static_names]
+    return check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"]) or ["pass"]
+
+
+def _after(this: str, own: list[str], name: str) -> list[str]:
+    """What runs when the user's ``__init__`` (the function ``name``) returns: ``own`` for an
+    instance of the class itself (on the common path, one test); a subclass's instance that
+    inherits this ``__init__`` is observed; one whose own ``__init__`` called this one through
+    ``super()`` is left to that one, which checks when it returns."""
+    return [
+        f"__pytreekit_kind__ = {this}.__class__",
+        "if __pytreekit_kind__ is __pytreekit_cls__:",
+        *indent(own),
+        f"elif __pytreekit_kind__.__init__ is {name}:",
+        f"    {_observe(this)}",
+    ]
 
 
 def _like(wrapper: types.FunctionType, init: Callable[..., Any]) -> types.FunctionType:
@@ -327,13 +341,12 @@ def _one_frame(
     key = (proven.static_names, tuple(helpers))
     known = _one_frames.setdefault(code, {})  # a class defined again runs the same code
     if key not in known:
-        known[key] = _one_frame_code(init, code, proven.static_names, tuple(helpers))
-    inner = known[key]
-    if inner is None:
+        known[key] = _one_frame_code(init, code, proven, tuple(helpers))
+    compiled_again = known[key]
+    if compiled_again is None:
         return None
-    cells = tuple(types.CellType(helpers.get(n)) for n in inner.co_freevars)
-    made = types.FunctionType(inner, init.__globals__, "__init__", None, cells)
-    cells[inner.co_freevars.index(code.co_name)].cell_contents = made
+    made = made_function(compiled_again, code.co_name, init.__globals__, helpers)
+    made.__name__ = "__init__"
     made.__qualname__ = f"{cls.__qualname__}.__init__"
     made.__module__ = cls.__module__
     return made
@@ -345,17 +358,14 @@ _one_frames: weakref.WeakKeyDictionary[
 
 
 def _one_frame_code(
-    init: Callable[..., Any],
-    code: types.CodeType,
-    statics: tuple[str, ...],
-    helpers: tuple[str, ...],
+    init: Callable[..., Any], code: types.CodeType, proven: Layout, helpers: tuple[str, ...]
 ) -> types.CodeType | None:
+    """The source that ``_one_frame`` makes its function from, compiled: ``init``'s def inside
+    ``__pytreekit_make__``, which closes over ``helpers``."""
     definition = _definition(init, code) if _appendable(code) else None
     if definition is None or isinstance(definition.body[-1], ast.Return):
         return None
     this = code.co_varnames[0]
-    read = [f"{this}.{n}" for n in statics]
-    check = check_lines(read, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"])
     # One parse: the factory that closes over the helpers and returns the function, and (at top
     # level here) the lines appended to the function's body.
     factory = ast.parse(
@@ -363,11 +373,7 @@ def _one_frame_code(
             [
                 f"def __pytreekit_make__({', '.join(helpers)}):",
                 f"    return {code.co_name}",
-                f"__pytreekit_kind__ = {this}.__class__",
-                "if __pytreekit_kind__ is __pytreekit_cls__:",
-                *indent(check or ["pass"]),
-                f"elif __pytreekit_kind__.__init__ is {code.co_name}:",
-                f"    __pytreekit_kind__.{markers.SPEC}.nodes.observe({this})",
+                *_after(this, _proven_check(proven, this), code.co_name),
             ]
         )
     )
@@ -385,8 +391,10 @@ def _one_frame_code(
     make.body.insert(0, definition)
     factory.body = [make]
     flags = code.co_flags & _FUTURE
-    module = compile(factory, code.co_filename, "exec", flags=flags, dont_inherit=True)
-    return _code_named(_code_named(module, "__pytreekit_make__"), code.co_name)
+    module: types.CodeType = compile(
+        factory, code.co_filename, "exec", flags=flags, dont_inherit=True
+    )
+    return module
 
 
 def _appendable(code: types.CodeType) -> bool:
@@ -427,7 +435,7 @@ def _definition(init: Callable[..., Any], code: types.CodeType) -> ast.FunctionD
         module = compile(alone, code.co_filename, "exec", flags=flags, dont_inherit=True)
     except SyntaxError:
         return None
-    again = _code_named(module, code.co_name)
+    again = code_named(module, code.co_name)
     same = again.replace(co_flags=code.co_flags, co_qualname=code.co_qualname)
     return definition if same == code else None
 
@@ -436,7 +444,3 @@ def _place(node: ast.AST, line: int) -> None:
     """Put a node pytreekit adds on ``line`` of the user's file."""
     node.lineno = node.end_lineno = line  # type: ignore[attr-defined]
     node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
-
-
-def _code_named(code: types.CodeType, name: str) -> types.CodeType:
-    return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)

@@ -94,23 +94,32 @@ def method(
     module_globals = module.__dict__ if module is not None else {"__name__": cls.__module__}
     inner = function(name, params, body).splitlines()
     source = function("__pytreekit_make__", ", ".join(helpers), [*inner, f"return {name}"])
-    # The function is made from its compiled code, its closure cells and defaults given here:
-    # nothing generated runs while a class is decorated.
-    make = _code_in(compiled(source, f"{cls.__qualname__}.{name}", cls))
-    code = _code_in(make)
-    # The function may name itself (the wrapper compares a class's __init__ with it).
-    cells = tuple(types.CellType(None if n == name else helpers[n]) for n in code.co_freevars)
-    result = types.FunctionType(code, module_globals, name, None, cells)
-    if name in code.co_freevars:
-        cells[code.co_freevars.index(name)].cell_contents = result
+    made = compiled(source, f"{cls.__qualname__}.{name}", cls)
+    result = made_function(made, name, module_globals, helpers)
     result.__defaults__, result.__kwdefaults__ = _defaults(params, helpers)
     result.__qualname__ = f"{cls.__qualname__}.{name}"
     result.__module__ = cls.__module__
     return result
 
 
-def _code_in(code: types.CodeType) -> types.CodeType:
-    return next(c for c in code.co_consts if isinstance(c, types.CodeType))
+def made_function(
+    module: types.CodeType, name: str, globals_: dict[str, Any], helpers: Mapping[str, Any]
+) -> types.FunctionType:
+    """The function ``name`` that ``module`` (compiled source) defines inside
+    ``__pytreekit_make__``, made from its code with the ``helpers`` it closes over as its cells:
+    nothing generated runs while a class is decorated. It may name itself (a wrapper compares a
+    class's ``__init__`` with it)."""
+    code = code_named(code_named(module, "__pytreekit_make__"), name)
+    cells = tuple(types.CellType(None if n == name else helpers[n]) for n in code.co_freevars)
+    made = types.FunctionType(code, globals_, name, None, cells)
+    if name in code.co_freevars:
+        cells[code.co_freevars.index(name)].cell_contents = made
+    return made
+
+
+def code_named(code: types.CodeType, name: str) -> types.CodeType:
+    """The code of the function ``name`` defined directly in ``code``."""
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
 
 
 def _defaults(
@@ -236,8 +245,8 @@ def node_functions_source(
     """``flatten``, ``flatten_with_keys_<backend>`` for each of ``keyed``, ``layout_of``,
     ``unflatten``, ``observe`` and ``replace`` for a class whose primary layout is ``layout``.
     ``exact``: an instance holding the layout's fields has that layout (``LayoutTable.exact``);
-    ``varied``: instances of other layouts exist, and carry a marker; ``ordered``: an instance's
-    fields are in the order it assigned them (a class without annotations); ``suffix``: added to
+    ``varied``: instances of other layouts exist, and carry a marker; ``ordered``: ``observe``
+    reads an instance's own order (``LayoutTable.ordered``); ``suffix``: added to
     the names of the primary layout (``_P``) and the keys (``key_name``)."""
     aux = f"({PRIMARY}, {_reads(layout.static_names)})"
     if layout.bare is not None:
@@ -331,10 +340,12 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     """``observe(obj)``, run when a user's ``__init__`` returns: counting (``counting``) where it
     can tell, else reading the instance's order (``ordered``); else the general path."""
     slow = ["_observe_slow(obj)"]
+    if not _in_dict(layout, storage):
+        return function("observe", "obj", slow)  # a slot could stand in for an attribute
+    if ordered:  # the dict's keys say which attributes the instance holds, class attributes aside
+        return function("observe", "obj", [*_observe_in_order(layout), *slow])
     if not countable(layout, storage):
         return function("observe", "obj", slow)
-    if ordered:
-        return function("observe", "obj", [*_observe_in_order(layout), *slow])
     guard = torch_guard(NODE_NAMES, ["return _observe_traced(obj)"])
     return function("observe", "obj", [*guard, *counting(layout, "obj", NODE_NAMES), *slow])
 
@@ -342,10 +353,14 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
 def countable(layout: Layout, storage: Storage) -> bool:
     """Whether ``counting`` can tell an instance holding exactly ``layout``'s fields: not where
     a slot or a class attribute (or ``__getattr__``) could stand in for an attribute."""
-    names = layout.names
-    if not names or not storage.has_dict or storage.slots:
+    if not _in_dict(layout, storage):
         return False
-    return not any(hasattr(layout.cls, n) for n in (*names, "__getattr__"))
+    return not any(hasattr(layout.cls, n) for n in (*layout.names, "__getattr__"))
+
+
+def _in_dict(layout: Layout, storage: Storage) -> bool:
+    """Whether ``layout``'s fields live in the instance dict alone (there are some, no slots)."""
+    return bool(layout.names) and storage.has_dict and not storage.slots
 
 
 def counting(layout: Layout, obj: str, names: CheckNames, refs: str = "refs") -> list[str]:
