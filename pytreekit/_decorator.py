@@ -181,14 +181,14 @@ def pytree_class(
     """
     if cls is not None and not isinstance(cls, type):
         raise _not_a_class(cls)
-    given = (init, order, unsafe_hash, match_args, slots, weakref_slot)
-    for (name, (default, instead)), value in zip(_DATACLASS_ARGUMENTS.items(), given, strict=True):
-        if value is not default:
-            raise TypeError(
-                f"pytree_class({name}={value!r}) is not supported: pytreekit accepts "
-                f"dataclasses' {name}= (which make_dataclass passes) only at its default, "
-                f"{default}. Instead, {instead}."
-            )
+    _refuse_dataclass_arguments(
+        init=init,
+        order=order,
+        unsafe_hash=unsafe_hash,
+        match_args=match_args,
+        slots=slots,
+        weakref_slot=weakref_slot,
+    )
     names = _static_names(static)
     is_frozen, is_kw_only, has_repr, has_eq = flags(
         "pytree_class", frozen=frozen, kw_only=kw_only, repr=repr, eq=eq
@@ -241,7 +241,7 @@ def _static_names(value: Iterable[str]) -> tuple[str, ...]:
 
 
 # dataclasses.dataclass's arguments pytree_class takes at their defaults only (make_dataclass
-# passes them all), in pytree_class's order, and what to do instead.
+# passes them all), and what to do instead.
 _DATACLASS_ARGUMENTS = {
     "init": (True, "pytreekit generates __init__, or wraps the one the class defines"),
     "order": (False, "define __lt__ and the other comparisons in the class body"),
@@ -250,6 +250,17 @@ _DATACLASS_ARGUMENTS = {
     "slots": (False, "declare __slots__ in the class body"),
     "weakref_slot": (False, "declare __slots__ with '__weakref__' in the class body"),
 }
+
+
+def _refuse_dataclass_arguments(**given: bool) -> None:
+    for name, value in given.items():
+        default, instead = _DATACLASS_ARGUMENTS[name]
+        if value is not default:
+            raise TypeError(
+                f"pytree_class({name}={value!r}) is not supported: pytreekit accepts "
+                f"dataclasses' {name}= (which make_dataclass passes) only at its default, "
+                f"{default}. Instead, {instead}."
+            )
 
 
 def _names(value: Iterable[str], argument: str) -> tuple[str, ...]:

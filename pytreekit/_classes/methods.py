@@ -530,7 +530,7 @@ def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
     return result
 
 
-# -- copy, pickle and copy.replace -------------------------------------------------------------
+# -- copy and pickle ----------------------------------------------------------------------------
 
 
 def pytree_getstate(self: object) -> dict[str, Any]:
@@ -563,6 +563,9 @@ def pytree_setstate(self: object, state: Any) -> None:
     else:
         return
     table.note(self, layout)
+
+
+# -- copy.replace -------------------------------------------------------------------------------
 
 
 def pytree_replace(self: object, /, **changes: Any) -> object:  # pragma: Python 3.13+
