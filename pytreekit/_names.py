@@ -89,8 +89,10 @@ def private_module(name: str) -> bool:
     return name.startswith("_") or "._" in name
 
 
-# value -> its name and where it was found (checked again at each use), or None: found nowhere.
-# Weak, so that a class or function is freed with its module; builtins live as long anyway.
+# value -> its name and where it was found (checked again at each use: a module attribute may be
+# rebound), or None: found nowhere, remembered too (searching every module of its package again
+# each time it is pickled would be slow). Weak, so that a class or function is freed with its
+# module; builtins live as long anyway.
 _Found = tuple[tuple[str, str], Any, str] | None
 _names: weakref.WeakKeyDictionary[Any, _Found] = weakref.WeakKeyDictionary()
 _builtin_names: dict[Any, _Found] = {}
