@@ -448,7 +448,7 @@ def _build(
     init = None
     if plan.init == "generate":
         assert isinstance(table, FixedLayouts) and table.primary is not None
-        init = generated_init(cls, prepared, table.primary, options.frozen, table.after_post_init)
+        init = generated_init(cls, prepared, table.primary, options.frozen)
     elif plan.wrapped is not None:
         proven = None
         if plan.init == "wrap":

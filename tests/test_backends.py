@@ -126,6 +126,92 @@ def test_torch_compile_fullgraph_builds_instances_whatever_the_class_is_register
     assert ours(torch.ones(2)).tolist() == reference(torch.ones(2)).tolist() == [4.0, 4.0]
 
 
+_EVERY_KIND_OF_CLASS = """if True:
+    import sys
+    import pytreekit
+    from pytreekit import field, pytree_class
+
+    if sys.argv[1] == "before":
+        import torch
+
+    @pytree_class
+    class Annotated:  # a generated __init__ with a static value to check
+        a: object
+        scale: int = field(static=True, default=2)
+
+    @pytree_class
+    class PostInit:  # __post_init__ not proven: the instance's attributes are counted
+        a: object
+        scale: int = field(static=True, default=2)
+        def __post_init__(self):
+            self.scale = self.checked(self.scale)
+        def checked(self, scale):
+            return scale
+
+    @pytree_class(static=("scale",))
+    class Proven:  # one frame: only the static value checked
+        def __init__(self, a, scale=2):
+            self.a = a
+            self.scale = scale
+
+    @pytree_class(static=("scale",))
+    class Counted:  # calls a method: counted (gc.get_referents) behind the guard
+        def __init__(self, a, scale=2):
+            self.a = a
+            self.scale = self.checked(scale)
+        def checked(self, scale):
+            return scale
+
+    @pytree_class(static=("scale",), frozen=True)
+    class FrozenCounted:
+        def __init__(self, a, scale=2):
+            self.a = a
+            self.scale = self.checked(scale)
+        def checked(self, scale):
+            return scale
+
+    class Base:
+        def __init__(self):
+            pass
+
+    @pytree_class(static=("scale",))
+    class Super(Base):  # super(): the instance's own order is read from its dict
+        def __init__(self, a, scale=2):
+            super().__init__()
+            self.a = a
+            self.scale = scale
+
+    classes = [Annotated, PostInit, Proven, Counted, FrozenCounted, Super]
+    for cls in classes:
+        cls(1.0)  # the first instance, outside: the class learns its layout under a lock
+    import torch
+
+    for cls in classes:
+        def build(x, cls=cls):
+            made = cls(x)
+            return made.a * made.scale
+        compiled = torch.compile(build, fullgraph=True, backend="eager")
+        print(cls.__name__, compiled(torch.ones(2)).tolist())
+        torch._dynamo.reset()
+"""
+
+
+@pytest.mark.parametrize("torch_imported", ["before", "after"])
+def test_torch_compile_fullgraph_builds_every_kind_of_class(torch_imported):
+    # fullgraph makes any graph break an error: dynamo must trace each kind of generated
+    # __init__ (its closure cells included) and never meet the garbage collector. Imported after
+    # the classes were defined and built, torch is seen by the import hook all the same.
+    result = subprocess.run(
+        [sys.executable, "-c", _EVERY_KIND_OF_CLASS, torch_imported],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    names = ["Annotated", "PostInit", "Proven", "Counted", "FrozenCounted", "Super"]
+    assert result.stdout.splitlines() == [f"{name} [2.0, 2.0]" for name in names]
+
+
 def test_torch_compile_sees_through_the_class():
     pair = Pair(torch.ones(2), torch.arange(2.0))
     compiled = torch.compile(lambda p: p.a * 2 + p.b, backend="eager")
@@ -180,12 +266,19 @@ def test_import_pytreekit_imports_neither_torch_nor_optree():
     assert result.stdout.strip() == "[]"
 
 
-def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
-    # Every class's generated observe asks whether torch.compile traces it; without torch that
-    # is one dict lookup, and torch.compiler is never asked.
+def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported(tmp_path):
+    # Every class's generated __init__ and observe ask whether torch.compile traces them; until
+    # torch is imported (an import hook watches for it) torch.compiler is never asked.
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "import types\n"
+        "def refuse():\n"
+        "    raise AssertionError('asked whether torch.compile traces')\n"
+        "compiler = types.SimpleNamespace(is_compiling=refuse)\n"
+    )
     code = """if True:
         import sys
-        import types
         import pytreekit
 
         @pytreekit.pytree_class
@@ -196,30 +289,36 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported():
                 self.a = a
 
         @pytreekit.pytree_class
+        class Counted:  # no annotations, not proven (it calls a method): counted in __init__
+            def __init__(self, a):
+                self.a = a
+                self.set_up()
+            def set_up(self):
+                pass
+
+        @pytreekit.pytree_class
         class Plain:  # no annotations: observe reads the instance dict, which dynamo traces
             def __init__(self, a):
                 self.a = a
 
-        Pair(1.0)  # the first instance: the code for its layout is generated
-        Plain(1.0)
-        def refuse():
-            raise AssertionError("asked whether torch.compile traces")
-        Pair(2.0)  # without torch: nothing to ask
-        # As if torch were imported: now torch.compiler.is_compiling is asked
-        sys.modules["torch"] = types.SimpleNamespace(
-            compiler=types.SimpleNamespace(is_compiling=refuse)
-        )
-        Plain(2.0)  # never asked
+        for cls in (Pair, Counted, Plain):
+            cls(1.0)  # the first instance: the code for its layout is generated
+            cls(2.0)  # without torch: nothing to ask
         assert "general" in Pair.__pytreekit_spec__.init_proof
-        try:
-            Pair(3.0)
-        except AssertionError as error:
-            print(error)
+        assert "counted" in Counted.__pytreekit_spec__.init_proof
+        sys.path.insert(0, sys.argv[1])
+        import torch  # a stand-in whose torch.compiler.is_compiling refuses to be asked
+        Plain(3.0)  # never asked
+        for cls in (Pair, Counted):
+            try:
+                cls(3.0)
+            except AssertionError as error:
+                print(error)
     """
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
     )
-    assert result.stdout.strip() == "asked whether torch.compile traces"
+    assert result.stdout.split("\n")[:2] == ["asked whether torch.compile traces"] * 2
 
 
 # -- a class following every backend (as Static does) -------------------------------------------

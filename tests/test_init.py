@@ -539,6 +539,44 @@ def test_a_proven_init_whose_source_is_not_its_code_keeps_the_wrapper(make):
         assert obj.w == 3.0  # what the class's code does, not what its source says
 
 
+def test_an_unproven_init_is_counted_in_one_frame_of_its_own_code():
+    @pytree_class(static=("n",))
+    class Calls:
+        def __init__(self, w, n):
+            self.w = w
+            self.n = self.checked(n)  # a method of self: anything may happen to it
+
+        def checked(self, n):
+            if n == "more":
+                self.extra = 3.0  # another attribute: a field of this instance
+            return n
+
+    assert Calls.__pytreekit_spec__.init_proof.endswith("counted when it sets w, n")
+    assert Calls.__init__.__code__.co_filename == __file__
+    assert jax.tree_util.tree_leaves(Calls(1.0, 2)) == [1.0]
+    # assigned while n's value was computed, before n was stored: in the order first assigned
+    assert [f.name for f in pytreekit.fields(Calls(1.0, "more"))] == ["w", "extra", "n"]
+    assert jax.tree_util.tree_leaves(Calls(1.0, "more")) == [1.0, 3.0]
+    with pytest.raises(TypeError, match=r"Calls\.n\b"):
+        Calls(1.0, [2])
+
+
+def test_an_unproven_init_that_rebinds_self_keeps_the_wrapper():
+    @pytree_class
+    class Rebinds:
+        def __init__(self, w):
+            self.w = w
+            self.set_up()
+            self = None  # the appended check would read None
+
+        def set_up(self):
+            pass
+
+    assert "counted" in Rebinds.__pytreekit_spec__.init_proof
+    assert Rebinds.__init__.__code__.co_filename.startswith("<pytreekit generated")
+    assert jax.tree_util.tree_leaves(Rebinds(2.0)) == [2.0]
+
+
 class _SetsFirst(type):
     """A metaclass whose ``__call__`` stores an attribute before ``__init__`` runs."""
 

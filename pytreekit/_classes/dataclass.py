@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import gc
 import inspect
 import re
-import sys
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -49,6 +47,7 @@ from .nodes import (
     METHOD_NAMES,
     check_lines,
     method,
+    torch_guard,
     while_initialising,
 )
 from .spec import Options
@@ -273,7 +272,6 @@ def generated_init(
     prepared: Prepared,
     layout: Layout,
     frozen: bool,
-    after_post_init: Callable[[object], None] | None = None,
 ) -> Callable[..., None]:
     """``__init__`` for the annotated ``cls``; ``layout``: its fields' layout."""
     assert prepared.declared is not None
@@ -283,7 +281,7 @@ def generated_init(
     this = "__pytreekit_self__" if any(f.name == "self" for f in entries) else "self"
     parameters, defaults = _parameters(cls, entries)
     stores, values = _assignments(this, prepared, frozen)
-    checks, checking = _checks(this, cls, prepared, layout, frozen, after_post_init)
+    checks, checking = _checks(this, cls, prepared, layout, frozen)
     helpers = {
         "__pytreekit_has_factory__": _HAS_FACTORY,
         "__pytreekit_setattr__": object.__setattr__,
@@ -395,16 +393,19 @@ def _checks(
     prepared: Prepared,
     layout: Layout,
     frozen: bool,
-    after_post_init: Callable[[object], None] | None,
 ) -> Lines:
-    """What runs after the assignments: ``__post_init__``, then the layout's check and
-    ``after_post_init`` (which refuses attributes that are not fields). Without a
+    """What runs after the assignments: ``__post_init__``, then the layout's check and the
+    table's ``after_post_init`` (which refuses attributes that are not fields). Without a
     ``__post_init__`` only arguments and defaults were stored, so only static values can be
     wrong, and a field left unset (``init=False`` without a default) is not read."""
-    helpers = {**METHOD_HELPERS, "__pytreekit_check__": check, "__pytreekit_primary__": layout}
-    on_failure = [f"__pytreekit_check__({this}, __pytreekit_primary__)"]
+
+    def failed(obj: object) -> None:  # a function: torch.compile cannot hold a Layout
+        check(obj, layout)
+
+    helpers = {**METHOD_HELPERS, "__pytreekit_failed__": failed}
+    on_failure = [f"__pytreekit_failed__({this})"]
     if hasattr(cls, "__post_init__"):
-        lines, more = _post_init(this, cls, prepared, layout, frozen, after_post_init, on_failure)
+        lines, more = _post_init(this, cls, prepared, layout, frozen, on_failure)
         return lines, helpers | more
     fields = {f.name: f for f in prepared.entries}
     statics = [f"{this}.{name}" for name in layout.static_names if _stored(fields[name])]
@@ -422,7 +423,6 @@ def _post_init(
     prepared: Prepared,
     layout: Layout,
     frozen: bool,
-    after_post_init: Callable[[object], None] | None,
     on_failure: list[str],
 ) -> Lines:
     init_vars = ", ".join(f.name for f in prepared.entries if f.name in prepared.init_vars)
@@ -437,15 +437,19 @@ def _post_init(
     if proof.stores is not None and set(proof.stores) <= layout.name_set:
         return lines + check_lines(statics, [], METHOD_NAMES, on_failure), helpers
     values = [f"{this}.{name}" for name in layout.names]
-    lines += check_lines(statics, values, METHOD_NAMES, on_failure, this)
-    if after_post_init is not None:
-        extras, more = _extras_lines(this, layout)
-        lines += extras
-        helpers.update(more, __pytreekit_extras__=after_post_init)
+    lines += check_lines(statics, values, METHOD_NAMES, on_failure, this, "__pytreekit_s")
+    lines += _extras_lines(this, layout)
+    helpers["__pytreekit_extras__"] = _after_post_init
     return lines, helpers
 
 
-def _extras_lines(this: str, layout: Layout) -> Lines:
+def _after_post_init(obj: object) -> None:
+    # The table found through the instance: torch.compile's tracer, which may run this, follows
+    # it there but can hold neither a table nor its bound method in a closure cell.
+    getattr(obj.__class__, markers.SPEC).table.after_post_init(obj)
+
+
+def _extras_lines(this: str, layout: Layout) -> list[str]:
     """After ``__post_init__``: the count of the instance's referents (its attribute values and
     its class) proves it holds nothing but fields, without reading its dict; anything else asks
     ``__pytreekit_extras__``. torch.compile cannot trace the garbage collector: while it traces,
@@ -457,21 +461,15 @@ def _extras_lines(this: str, layout: Layout) -> Lines:
         or all_slots(cls)
         or any(hasattr(type(resolved(cls, n)), "__set__") for n in layout.names)
     ):
-        return [slow], {}
+        return [slow]
     refs = "__pytreekit_refs__"
-    lines = [
-        'if "torch" in __pytreekit_modules__ and '
-        '__pytreekit_modules__["torch"].compiler.is_compiling():',
-        f"    {slow}",
+    return [
+        *torch_guard(METHOD_NAMES, [slow]),
         "else:",
-        f"    {refs} = __pytreekit_referents__({this})",
+        f"    {refs} = {METHOD_NAMES.referents}({this})",
         f"    if len({refs}) > {len(layout.names) + 1} or {refs}[0].__class__ is dict:",
         f"        {slow}",
     ]
-    return lines, {
-        "__pytreekit_referents__": gc.get_referents,
-        "__pytreekit_modules__": sys.modules,
-    }
 
 
 def _accepted(converter: Callable[[Any], Any]) -> Any:

@@ -201,7 +201,7 @@ def _refusal(ins: dis.Instruction, this: str) -> str | None:
         return f"general: uses {ins.argval}"
     if name == "IMPORT_NAME" or (name.startswith("LOAD_") and ins.argval in _FRAME_ATTRS):
         return f"general: imports, or reaches frames ({ins.argval})"
-    if name.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval):
+    if _rebinds(ins, this):
         return f"general: rebinds {this}"
     return None
 
@@ -245,8 +245,9 @@ def init_wrapper(
         **INITIALISING_HELPERS,
         **METHOD_HELPERS,
     }
-    observe = _observe(this)
-    own = [observe]  # for an instance of cls itself
+    own = [_observe(this)]  # for an instance of cls itself
+    checked: Callable[[str], list[str]] | None = None  # else: observed
+    key: tuple[object, ...] = ()  # tells one kind of checked lines from another
     if proven is not None:
         # Proven at decoration (prove_init): the instance holds exactly the layout's fields and
         # no method of its own, so only the static values are checked (a subclass's instance,
@@ -256,15 +257,18 @@ def init_wrapper(
             _check(obj, proven)
 
         helpers["__pytreekit_failed__"] = failed
-        if not frozen:
-            one = _one_frame(cls, init, proven, helpers)
-            if one is not None:
-                return _like(one, init)
-        own = _proven_check(proven, this)
+        checked = functools.partial(_proven_check, proven)
+        key = ("proven", proven.static_names)
     elif table is not None and _counts(table):
         assert table.primary is not None
-        counted = counting(table.primary, this, METHOD_NAMES, "__pytreekit_refs__")
-        own = [*torch_guard(METHOD_NAMES, [observe, "return"]), *counted, observe]
+        checked = functools.partial(_counted_check, table.primary)
+        key = ("counted", table.primary.names, table.primary.static_names)
+    if checked is not None:
+        if not frozen:
+            one = _one_frame(cls, init, checked, key, helpers)
+            if one is not None:
+                return _like(one, init)
+        own = checked(this)
     body = [call]
     if frozen:
         # Through super() in a subclass's __init__: runs inside that one's opening of the
@@ -281,14 +285,22 @@ def init_wrapper(
     return _like(method(cls, "__init__", f"{this}, {params}", body, helpers), init)
 
 
-def _observe(this: str) -> str:
-    return f"__pytreekit_kind__.{markers.SPEC}.nodes.observe({this})"
+def _observe(this: str, how: str = "observe") -> str:
+    return f"__pytreekit_kind__.{markers.SPEC}.nodes.{how}({this})"
 
 
 def _proven_check(proven: Layout, this: str) -> list[str]:
     """The check of an instance ``this`` of a proven layout: its static values alone."""
     statics = [f"{this}.{n}" for n in proven.static_names]
     return check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"]) or ["pass"]
+
+
+def _counted_check(primary: Layout, this: str) -> list[str]:
+    """The check of an instance ``this`` that ``__init__`` may have reached: counted where it
+    holds exactly the primary's fields (``counting``), else observed."""
+    counted = counting(primary, this, METHOD_NAMES, "__pytreekit_refs__")
+    traced = [_observe(this, "observe_traced"), "return"]  # the collector is out of its reach
+    return [*torch_guard(METHOD_NAMES, traced), *counted, _observe(this)]
 
 
 def _after(this: str, own: list[str], name: str) -> list[str]:
@@ -327,21 +339,26 @@ _FUTURE = functools.reduce(
 
 
 def _one_frame(
-    cls: type, init: Callable[..., Any], proven: Layout, helpers: dict[str, Any]
+    cls: type,
+    init: Callable[..., Any],
+    checked: Callable[[str], list[str]],
+    key: tuple[object, ...],
+    helpers: dict[str, Any],
 ) -> types.FunctionType | None:
-    """``init`` compiled again from its source, with the check of an instance of ``cls`` that
-    holds ``proven``'s fields and the wrapper's handling of other instances appended: one frame
-    where the wrapper makes two. Its lines keep their file and numbers (tracebacks, debuggers and
-    coverage see the user's code). ``None`` unless the source compiles to exactly ``init``'s code
-    (it may have changed on disk, use private names that only its class mangles, close over
-    variables, be decorated), or where it may return before its end."""
+    """``init`` compiled again from its source, with ``checked`` (the lines that check an
+    instance of ``cls``, given the name of ``self``; ``key`` tells them apart) and the wrapper's
+    handling of other instances appended: one frame where the wrapper makes two. Its lines keep
+    their file and numbers (tracebacks, debuggers and coverage see the user's code). ``None``
+    unless the source compiles to exactly ``init``'s code (it may have changed on disk, use
+    private names that only its class mangles, close over variables, be decorated), or where it
+    may return before its end or rebind ``self``."""
     code = getattr(init, "__code__", None)
     if type(init) is not types.FunctionType or code is None:
         return None
-    key = (proven.static_names, tuple(helpers))
+    key = (*key, tuple(helpers))
     known = _one_frames.setdefault(code, {})  # a class defined again runs the same code
     if key not in known:
-        known[key] = _one_frame_code(init, code, proven, tuple(helpers))
+        known[key] = _one_frame_code(init, code, checked, tuple(helpers))
     compiled_again = known[key]
     if compiled_again is None:
         return None
@@ -353,12 +370,15 @@ def _one_frame(
 
 
 _one_frames: weakref.WeakKeyDictionary[
-    types.CodeType, dict[tuple[tuple[str, ...], tuple[str, ...]], types.CodeType | None]
+    types.CodeType, dict[tuple[object, ...], types.CodeType | None]
 ] = weakref.WeakKeyDictionary()
 
 
 def _one_frame_code(
-    init: Callable[..., Any], code: types.CodeType, proven: Layout, helpers: tuple[str, ...]
+    init: Callable[..., Any],
+    code: types.CodeType,
+    checked: Callable[[str], list[str]],
+    helpers: tuple[str, ...],
 ) -> types.CodeType | None:
     """The source that ``_one_frame`` makes its function from, compiled: ``init``'s def inside
     ``__pytreekit_make__``, which closes over ``helpers``."""
@@ -373,7 +393,7 @@ def _one_frame_code(
             [
                 f"def __pytreekit_make__({', '.join(helpers)}):",
                 f"    return {code.co_name}",
-                *_after(this, _proven_check(proven, this), code.co_name),
+                *_after(this, checked(this), code.co_name),
             ]
         )
     )
@@ -399,16 +419,31 @@ def _one_frame_code(
 
 def _appendable(code: types.CodeType) -> bool:
     """Whether lines appended to the function's body run on its one way out, reading what they
-    mean there: no closure (the factory would add one), none of their names among its own."""
+    mean there: no closure (the factory would add one), none of their names among its own, the
+    instance still named by its first parameter (an unproven ``__init__`` may rebind it), not a
+    generator (whose body the wrapper never runs)."""
+    this = code.co_varnames[0]
     return not (
         code.co_freevars
+        or code.co_flags & _SUSPENDS
         or any(n.startswith("__pytreekit") for n in (*code.co_names, *code.co_varnames))
         or code.co_name in code.co_names  # as a global, it would become the function itself
         or sum(op in _RETURNS for op in code.co_code[::2]) != 1
+        or any(_rebinds(ins, this) for ins in dis.get_instructions(code))
     )
 
 
 _RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+_SUSPENDS = (
+    inspect.CO_GENERATOR
+    | inspect.CO_COROUTINE
+    | inspect.CO_ASYNC_GENERATOR
+    | inspect.CO_ITERABLE_COROUTINE
+)
+
+
+def _rebinds(ins: dis.Instruction, this: str) -> bool:
+    return ins.opname.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval)
 
 
 def _definition(init: Callable[..., Any], code: types.CodeType) -> ast.FunctionDef | None:

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from .. import _markers as markers
 from .._compat import static_hash
+from . import torch_seen
 from .frozen import begin_init, end_init
 from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, Storage, bound_inside, check
 
@@ -180,18 +181,18 @@ class CheckNames(NamedTuple):
     partial: str  # functools.partial
     inside: str  # layouts.bound_inside
     referents: str  # gc.get_referents
-    sys: str  # the sys module (a class pickled by value takes its methods' helpers by name)
+    torch: str  # the torch_seen module: whether torch is imported
 
 
 _CHECK_HELPERS = (
     static_hash,
     types.MethodType,
     NESTED_HASHES,
-    FLAT,
+    set(FLAT),  # not a frozenset: torch.compile's tracer cannot hold one in a closure cell
     functools.partial,
     bound_inside,
     gc.get_referents,
-    sys,
+    torch_seen,
 )
 NODE_NAMES = CheckNames(*(f"_{n}" for n in CheckNames._fields))
 METHOD_NAMES = CheckNames(*(f"__pytreekit_{n}__" for n in CheckNames._fields))
@@ -204,24 +205,33 @@ def check_lines(
     names: CheckNames,
     on_failure: list[str],
     this: str | None = None,
+    local: str = "",
 ) -> list[str]:
     """``_layouts.check`` inline: ``statics`` (expressions) hashable and none of ``values`` a
     bound method, else ``on_failure`` (which calls the check to name the culprit, or takes the
     slow path). ``values`` lists what code that held the instance may have set: none where only
     arguments and defaults were stored, which cannot refer to an instance not yet returned;
-    ``this``, the instance, when such code ran: a static value holding its methods is refused."""
-    body = [f"{names.hash}({value})" for value in statics]
+    ``this``, the instance, when such code ran: a static value holding its methods is refused.
+    Then each static value is read once, into a name starting with ``local``; one of a class in
+    ``FLAT`` (hashable, holding no other value) costs a set lookup."""
+    body = []
+    if this is None:
+        body += [f"{names.hash}({value})" for value in statics]
+    for i, value in enumerate(statics if this is not None else []):
+        read, kind = f"{local}{i}", f"{local}c{i}"
+        holds = f"{kind}.__hash__ in {names.nested} or {kind} is {names.partial}"
+        body += [
+            f"{read} = {value}",
+            f"{kind} = {read}.__class__",
+            f"if {kind} not in {names.flat}:",
+            f"    {names.hash}({read})",
+            f"    if ({holds} or {kind} is {names.method}) and {names.inside}({read}, {this}):",
+            "        raise TypeError",
+        ]
+    values = [value for value in values if this is None or value not in statics]
     if values:
         bound = " or ".join(f"{value}.__class__ is {names.method}" for value in values)
         body += [f"if {bound}:", "    raise TypeError"]
-    if this is not None and statics:
-        inside = " or ".join(
-            f"({value}.__class__ not in {names.flat} and ({value}.__class__.__hash__ in "
-            f"{names.nested} or {value}.__class__ is {names.partial}) and "
-            f"{names.inside}({value}, {this}))"
-            for value in statics
-        )
-        body += [f"if {inside}:", "    raise TypeError"]
     if not body:
         return []
     return ["try:", *indent(body), "except (TypeError, AttributeError):", *indent(on_failure)]
@@ -342,11 +352,11 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     slow = ["_observe_slow(obj)"]
     if not _in_dict(layout, storage):
         return function("observe", "obj", slow)  # a slot could stand in for an attribute
+    guard = torch_guard(NODE_NAMES, ["return _observe_traced(obj)"])
     if ordered:  # the dict's keys say which attributes the instance holds, class attributes aside
-        return function("observe", "obj", [*_observe_in_order(layout), *slow])
+        return function("observe", "obj", [*guard, *_observe_in_order(layout), *slow])
     if not countable(layout, storage):
         return function("observe", "obj", slow)
-    guard = torch_guard(NODE_NAMES, ["return _observe_traced(obj)"])
     return function("observe", "obj", [*guard, *counting(layout, "obj", NODE_NAMES), *slow])
 
 
@@ -369,22 +379,25 @@ def counting(layout: Layout, obj: str, names: CheckNames, refs: str = "refs") ->
     compact attribute storage into a real dict, slowing every later flatten): the garbage
     collector's referents of such an instance are its attribute values and its class, so their
     count says whether ``__init__`` set other attributes (``countable`` says where it can)."""
-    count = f"if len({refs}) == {len(layout.names) + 1}:"
+    counted = [f"if len({names.referents}({obj})) == {len(layout.names) + 1}:"]
     if len(layout.names) == 1:  # [dict, class] is also what a materialised __dict__ gives
-        count = f"if len({refs}) == 2 and {refs}[0].__class__ is not dict:"
+        counted = [
+            f"{refs} = {names.referents}({obj})",
+            f"if len({refs}) == 2 and {refs}[0].__class__ is not dict:",
+        ]
     reads = [f"{obj}.{n}" for n in layout.names]
     statics = [f"{obj}.{n}" for n in layout.static_names]
-    checked = check_lines(statics, reads, names, ["pass"], obj)
-    return [f"{refs} = {names.referents}({obj})", count, *indent([*checked, "else:", "    return"])]
+    checked = check_lines(statics, reads, names, ["pass"], obj, refs)
+    return [*counted, *indent([*checked, "else:", "    return"])]
 
 
 def torch_guard(names: CheckNames, tracing: list[str]) -> list[str]:
-    """``tracing`` while torch.compile traces: it cannot trace the garbage collector, and may
+    """``tracing`` while torch.compile traces: it cannot trace the garbage collector (nor, in
+    torch 2.13, a set among a function's globals: its guard on it fails at once), and may
     trace the ``__init__`` of any class (optree is torch's pytree engine; dynamo traces plain
-    classes too). Until torch is imported the guard costs one dict lookup; then one call of
+    classes too). Until torch is imported the guard costs one attribute read; then one call of
     torch.compiler.is_compiling, which dynamo answers True while it traces."""
-    modules = f"{names.sys}.modules"
-    test = f'if "torch" in {modules} and {modules}["torch"].compiler.is_compiling():'
+    test = f"if {names.torch}.imported and {names.torch}.compiling():"
     return [test, *indent(tracing)]
 
 
@@ -396,7 +409,7 @@ def _observe_in_order(layout: Layout) -> list[str]:
     names = layout.names
     values = [f"_v{i}" for i in range(len(names))]
     statics = [v for v, s in zip(values, layout.static, strict=True) if s]
-    checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj")
+    checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj", "_s")
     return [
         "try:",
         f"    {', '.join(values)}, = {_reads(names).rstrip(', ')},",
