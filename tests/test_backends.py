@@ -321,6 +321,38 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported(tmp_path)
     assert result.stdout.split("\n")[:2] == ["asked whether torch.compile traces"] * 2
 
 
+def test_a_failed_import_of_torch_leaves_the_guard_off(tmp_path):
+    # The import hook sees torch asked for, not whether it loaded: where it did not (torch not
+    # installed, or broken), the first guard to ask finds out and turns itself off again.
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    code = """if True:
+        import sys
+        import pytreekit
+        from pytreekit._classes import torch_seen
+
+        @pytreekit.pytree_class
+        class Counted:
+            def __init__(self, a):
+                self.a = a
+                self.set_up()
+            def set_up(self):
+                pass
+
+        sys.path.insert(0, sys.argv[1])
+        try:
+            import torch
+        except ImportError as error:
+            print(error)
+        print(torch_seen.imported)
+        print([Counted(float(i)).a for i in range(3)], torch_seen.imported)
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == ["no torch here", "True", "[0.0, 1.0, 2.0] False"]
+
+
 # -- a class following every backend (as Static does) -------------------------------------------
 
 

@@ -15,11 +15,14 @@ imported = "torch" in sys.modules
 
 
 def compiling() -> bool:
-    """Whether torch.compile is tracing the caller: asked only once torch is imported (so the
-    import finds it), and through an import, which the tracer follows (not ``sys.modules``, a
-    dict it would try to copy whole)."""
-    import torch
-
+    """Whether torch.compile is tracing the caller: asked once torch was imported, through an
+    import, which the tracer follows (not ``sys.modules``, a dict it would try to copy whole)."""
+    global imported
+    try:
+        import torch
+    except ImportError:  # the import the hook saw failed: torch is not installed
+        imported = "torch" in sys.modules
+        return False
     return bool(torch.compiler.is_compiling())
 
 
