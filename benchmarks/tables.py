@@ -423,8 +423,8 @@ def init_check(results: dict[str, Any]) -> str:
             f" Where it does more with `self` (calls a method of it, passes it on, loops), "
             f"pytreekit checks what the instance holds when `__init__` returns: it counts the "
             f"instance's attributes where decoration proved their order (as here: two fields "
-            f"stored before the call, one after), else reads its `__dict__` for the order it "
-            f"assigned them in: {general['ratio']:.2f}x."
+            f"stored before the call, one after; in the `__init__`'s own frame too), else reads "
+            f"its `__dict__` for the order it assigned them in: {general['ratio']:.2f}x."
         )
     return text
 
