@@ -134,7 +134,9 @@ SELECTIONS = {
         "tests/test_checks.py",
         "tests/test_replace.py",
         "tests/test_user_traps.py",  # torch.compile tracing __init__
+        "tests/test_backends.py",  # the torch guard
     ],
+    "_classes.torch_seen": ["tests/test_backends.py"],
     "_classes.pickling": [
         "tests/test_pickling.py",
         "tests/test_codec.py",
