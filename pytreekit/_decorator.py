@@ -24,6 +24,7 @@ import copy
 import copyreg
 import dataclasses
 import keyword
+import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar, cast, overload
@@ -472,8 +473,8 @@ def _classify(
     proof = prove_init(init)
     if proof.stores is None:
         order = proof.order
-        if isinstance(table, LearnedLayouts) and _count_in_order(cls, options, table, order):
-            return None, f"{proof.reason}; counted when it sets {', '.join(order)}"
+        if isinstance(table, LearnedLayouts) and _declare_in_order(cls, options, table, order):
+            return None, f"{proof.reason}; checked inline when it sets {', '.join(order)}"
         return None, proof.reason
     if _takes_part(cls, options, table.storage, proof.stores):
         return None, "general: slots, __setattr__, __new__, a metaclass or a descriptor take part"
@@ -489,18 +490,20 @@ def _classify(
     return layout, f"{proof.reason}: {', '.join(proof.stores)}"
 
 
-def _count_in_order(
+def _declare_in_order(
     cls: type, options: Options, table: LearnedLayouts, order: tuple[str, ...]
 ) -> bool:
-    """An instance of ``cls`` holding exactly ``order``'s attributes has them in that order
-    (``InitProof.order``): make that layout the primary, so that ``observe`` counts an instance's
-    attributes instead of reading their order from its ``__dict__``."""
+    """``__init__`` assigns ``order``'s attributes in that order (``InitProof.order``; unless
+    what it calls deletes one and sets it again: its order is still read): make that layout the
+    primary, so that the check of an instance holding it is known at decoration, inline."""
     if not order or _takes_part(cls, options, table.storage, order):
         return False
-    return _learned_layout(table, order)[0] is not None
+    return _learned_layout(table, order, ordered=True)[0] is not None
 
 
-def _learned_layout(table: LearnedLayouts, stores: tuple[str, ...]) -> tuple[Layout | None, str]:
+def _learned_layout(
+    table: LearnedLayouts, stores: tuple[str, ...], ordered: bool = False
+) -> tuple[Layout | None, str]:
     """The layout of the fields among ``stores``, declared the table's primary; or why not."""
     storage = table.storage
     names = tuple(
@@ -514,7 +517,7 @@ def _learned_layout(table: LearnedLayouts, stores: tuple[str, ...]) -> tuple[Lay
         layout = table.for_names(names)
     except TypeError:  # refused at construction, as before, by the general path
         return None, "general: a refused attribute name"
-    if not table.declare(layout):
+    if not table.declare(layout, ordered):
         return None, "general: instances of another layout exist (decorated again)"
     return layout, ""
 
@@ -690,7 +693,14 @@ def _reduce_spec(spec: ClassSpec) -> tuple[Callable[..., ClassSpec], tuple[Any, 
     # notebook or a function) carries its spec: the receiving process builds the class's node
     # functions and registers it there. Locks and generated code stay behind.
     data = (spec.cls, spec.options, spec.fields, spec.table.storage, spec.backends)
-    return _arrive, (*data, travelling(spec.cls, spec.as_written))
+    # Not what Python makes for the class itself (__dict__, slots): pickle would send them by
+    # name, looked up on the class before it has them (or as its own namespace, which holds
+    # this spec again).
+    written = {n: v for n, v in spec.as_written.items() if not isinstance(v, _MADE_BY_PYTHON)}
+    return _arrive, (*data, travelling(spec.cls, written))
+
+
+_MADE_BY_PYTHON = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
 def _arrive(
@@ -702,15 +712,19 @@ def _arrive(
     as_written: dict[str, Any],
 ) -> ClassSpec:
     """The spec of a class that arrived pickled by value, registered here (once, also when the
-    same class arrives again)."""
+    same class arrives again). A subclass of a pytree class arrives as an empty class first,
+    which the subclass hook sets up with its parent's options: what arrives replaces that."""
     with decoration_lock:
         existing = own_spec(cls)
-        if existing is not None:
+        if existing is not None and not existing.automatic:
             return existing
+        made = {n: v for n, v in cls.__dict__.items() if isinstance(v, _MADE_BY_PYTHON)}
         factories = _backends.key_factories(backends, cls)
         table = table_for(cls, fields, options.static, factories, storage)
-        spec = _assemble(cls, options, fields, table, as_written, own_dataclass_params(cls))
-        _backends.register_all(cls, spec.nodes, spec.backends)
+        params = own_dataclass_params(cls)
+        spec = _assemble(cls, options, fields, table, made | as_written, params, existing)
+        new = [b for b in spec.backends if existing is None or b not in existing.backends]
+        _backends.register_all(cls, spec.nodes, new)
         publish(spec.table)
         return spec
 

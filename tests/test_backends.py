@@ -155,7 +155,7 @@ _EVERY_KIND_OF_CLASS = """if True:
             self.scale = scale
 
     @pytree_class(static=("scale",))
-    class Counted:  # calls a method: counted (gc.get_referents) behind the guard
+    class Counted:  # calls a method: checked inline (its dict's order read) behind the guard
         def __init__(self, a, scale=2):
             self.a = a
             self.scale = self.checked(scale)
@@ -289,7 +289,7 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported(tmp_path)
                 self.a = a
 
         @pytreekit.pytree_class
-        class Counted:  # no annotations, not proven (it calls a method): counted in __init__
+        class Counted:  # no annotations, not proven (it calls a method): checked in __init__
             def __init__(self, a):
                 self.a = a
                 self.set_up()
@@ -305,7 +305,7 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported(tmp_path)
             cls(1.0)  # the first instance: the code for its layout is generated
             cls(2.0)  # without torch: nothing to ask
         assert "general" in Pair.__pytreekit_spec__.init_proof
-        assert "counted" in Counted.__pytreekit_spec__.init_proof
+        assert "checked inline" in Counted.__pytreekit_spec__.init_proof
         sys.path.insert(0, sys.argv[1])
         import torch  # a stand-in whose torch.compiler.is_compiling refuses to be asked
         Plain(3.0)  # never asked

@@ -539,7 +539,7 @@ def test_a_proven_init_whose_source_is_not_its_code_keeps_the_wrapper(make):
         assert obj.w == 3.0  # what the class's code does, not what its source says
 
 
-def test_an_unproven_init_is_counted_in_one_frame_of_its_own_code():
+def test_an_unproven_init_is_checked_in_one_frame_of_its_own_code():
     @pytree_class(static=("n",))
     class Calls:
         def __init__(self, w, n):
@@ -551,7 +551,7 @@ def test_an_unproven_init_is_counted_in_one_frame_of_its_own_code():
                 self.extra = 3.0  # another attribute: a field of this instance
             return n
 
-    assert Calls.__pytreekit_spec__.init_proof.endswith("counted when it sets w, n")
+    assert Calls.__pytreekit_spec__.init_proof.endswith("checked inline when it sets w, n")
     assert Calls.__init__.__code__.co_filename == __file__
     assert jax.tree_util.tree_leaves(Calls(1.0, 2)) == [1.0]
     # assigned while n's value was computed, before n was stored: in the order first assigned
@@ -572,9 +572,90 @@ def test_an_unproven_init_that_rebinds_self_keeps_the_wrapper():
         def set_up(self):
             pass
 
-    assert "counted" in Rebinds.__pytreekit_spec__.init_proof
+    assert "checked inline" in Rebinds.__pytreekit_spec__.init_proof
     assert Rebinds.__init__.__code__.co_filename.startswith("<pytreekit generated")
     assert jax.tree_util.tree_leaves(Rebinds(2.0)) == [2.0]
+
+
+def test_an_init_whose_one_return_is_not_its_end_keeps_the_wrapper():
+    # Lines appended after a body that ends in raise would never run: the check with them.
+    @pytree_class(static=("shape",))
+    class Param:
+        def __init__(self, shape, init):
+            self.shape = shape
+            self.set_up()
+            if init == "zeros":
+                self.value = 0.0
+                return
+            raise ValueError(init)
+
+        def set_up(self):
+            self.extra = 1.0
+
+    assert Param.__init__.__code__.co_filename.startswith("<pytreekit generated")
+    assert [f.name for f in pytreekit.fields(Param((2, 3), "zeros"))] == [
+        "shape",
+        "extra",
+        "value",
+    ]
+    with pytest.raises(TypeError, match=r"Param\.shape\b"):
+        Param([2, 3], "zeros")
+
+
+def test_an_init_that_returns_a_value_fails_as_without_pytreekit():
+    def generator(self, a):
+        self.a = a
+        yield a
+
+    def returns_self(self, a):
+        self.a = a
+        if a:
+            return self
+        return None
+
+    for init in (generator, returns_self):
+        plain = type("Same", (), {"__init__": init})
+        with pytest.raises(TypeError, match=r"__init__\(\) should return None") as expected:
+            plain(1.0)
+        ours = pytree_class(type("Same", (), {"__init__": init}))
+        with pytest.raises(TypeError, match=r"__init__\(\) should return None") as raised:
+            ours(1.0)
+        assert str(raised.value) == str(expected.value)
+
+
+__pytreekit_cls__ = "this module's value"
+
+
+def test_a_reserved_name_read_by_a_function_inside_init_keeps_the_wrapper():
+    @pytree_class
+    class Reads:
+        def __init__(self, w):
+            self.w = w
+            self.tag = (lambda: __pytreekit_cls__)()  # a global, not pytreekit's helper
+
+    assert Reads.__init__.__code__.co_filename.startswith("<pytreekit generated")
+    assert Reads(1.0).tag == "this module's value"
+
+
+def test_equal_inits_in_two_files_run_in_one_frame_each_at_its_own_file(tmp_path, monkeypatch):
+    source = (
+        "import pytreekit\n\n\n"
+        "@pytreekit.pytree_class\n"
+        "class A:\n"
+        "    def __init__(self, w):\n"
+        "        self.w = 1.0 / w\n"
+    )
+    for name in ("equal_init_one", "equal_init_two"):
+        (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import equal_init_one
+    import equal_init_two
+
+    for module in (equal_init_one, equal_init_two):
+        assert module.A.__init__.__code__.co_filename == module.__file__
+        with pytest.raises(ZeroDivisionError) as raised:
+            module.A(0.0)
+        assert traceback.extract_tb(raised.value.__traceback__)[-1].filename == module.__file__
 
 
 class _SetsFirst(type):
@@ -607,7 +688,7 @@ def test_what_a_metaclass_stores_before_init_is_a_field_as_the_rule_says(written
     # what runs before __init__: such a class takes the general path, which reads the instance.
     cls = pytree_class(type(written.__name__, (written,), {"__init__": written.__init__}))
     assert cls.__pytreekit_spec__.init_proof.startswith("general")
-    assert "counted" not in cls.__pytreekit_spec__.init_proof
+    assert "checked inline" not in cls.__pytreekit_spec__.init_proof
     obj = cls(2.0)
     assert [f.name for f in pytreekit.fields(obj)] == list(vars(obj)) == ["tag", "w"]
     assert jax.tree_util.tree_leaves(obj) == [1.0, 2.0]

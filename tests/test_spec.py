@@ -108,6 +108,79 @@ def test_classes_pickled_by_value_arrive_registered(pickled_elsewhere):
     assert jax.jit(lambda m: m)(annotated) == annotated
 
 
+_SUBCLASS_SENDER = """
+import sys
+
+import cloudpickle
+import jax
+import jax.numpy as jnp
+
+import pytreekit
+
+
+@pytreekit.pytree_class(static=("n",))
+class Parent:
+    w: jax.Array
+    n: int = 1
+
+
+class Child(Parent):  # a pytree class by inheritance: its own field comes after the parent's
+    c: float = 0.0
+
+
+@pytreekit.pytree_class(static=("mode",))
+class Decorated(Parent):
+    mode: str = "double"
+
+
+@pytreekit.pytree_class
+class Slotted:
+    __slots__ = ("w", "b")
+
+    def __init__(self, w):
+        self.w = w
+        self.b = w + 1
+
+
+sent = (Child(jnp.ones(2), 2, 5.0), Decorated(jnp.ones(2)), Slotted(1.0))
+sys.stdout.buffer.write(cloudpickle.dumps(sent))
+"""
+
+
+def test_subclasses_and_slots_pickled_by_value_arrive_as_they_were_declared():
+    # A subclass arrives as an empty class first, which the subclass hook sets up with its
+    # parent's options; what arrives replaces that set-up: its own fields and static names.
+    require("cloudpickle")
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_SUBCLASS_SENDER)],
+        capture_output=True,
+        cwd=ROOT,
+        env={"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    child, decorated, slotted = pickle.loads(result.stdout)
+    assert [(f.name, f.static) for f in pytreekit.fields(child)] == [
+        ("w", False),
+        ("n", True),
+        ("c", False),
+    ]
+    assert jax.jit(lambda o: o.w + o.c)(child).tolist() == [6.0, 6.0]
+    assert jax.jit(lambda o: o.w + o.c)(type(child)(jnp.ones(2), 1, 2.0)).tolist() == [3.0, 3.0]
+    assert [(f.name, f.static) for f in pytreekit.fields(decorated)] == [
+        ("w", False),
+        ("n", True),
+        ("mode", True),
+    ]
+    assert len(jax.tree_util.tree_leaves(decorated)) == 1
+    assert jax.tree_util.tree_leaves(slotted) == [1.0, 2.0]
+    # Sent on again (a worker returning a result): nothing of the class refers to itself.
+    cloudpickle = require("cloudpickle")
+    for obj in (child, decorated, slotted):
+        again = pickle.loads(cloudpickle.dumps(obj))
+        assert jax.tree_util.tree_structure(again) == jax.tree_util.tree_structure(obj)
+
+
 def test_a_class_arriving_again_keeps_its_one_registration(pickled_elsewhere):
     first, _ = pickle.loads(pickled_elsewhere)
     spec = type(first).__pytreekit_spec__

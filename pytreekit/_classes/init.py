@@ -14,7 +14,7 @@ import linecache
 import operator
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from .. import _markers as markers
@@ -25,10 +25,13 @@ from .nodes import (
     INITIALISING_HELPERS,
     METHOD_HELPERS,
     METHOD_NAMES,
+    CheckNames,
     check_lines,
     code_named,
     countable,
     counting,
+    in_dict,
+    in_order,
     indent,
     made_function,
     method,
@@ -66,8 +69,8 @@ class InitProof(NamedTuple):
     attributes of ``self`` it sets, in order, when it only stores them (each on every path:
     branches may choose values, not what is stored; no loops, no other use of ``self``, no
     ``super()``, no frame access), else ``None``; ``reason`` says why (shown in the class spec's
-    repr). ``order``, where ``stores`` is ``None``: the order of an instance's fields whenever it
-    holds exactly these attributes (see ``_order``), else ``()``."""
+    repr). ``order``, where ``stores`` is ``None``: the order ``__init__`` assigns these
+    attributes in (see ``_order``), else ``()``."""
 
     stores: tuple[str, ...] | None
     reason: str
@@ -138,9 +141,10 @@ def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
 def _order(instructions: list[dis.Instruction], this: str) -> tuple[str, ...]:
     """The attributes ``__init__`` stores before anything else may reach the instance (a jump, a
     use of ``this`` but to store or read what it stored, anything ``_refusal`` names), then the
-    one other attribute it stores later, if there is just one: an instance holding exactly these
-    when ``__init__`` returns assigned them in this order, whatever ran in between (which may
-    have stored that later one first, not another). ``()`` where there is no such order."""
+    one other attribute it stores later, if there is just one: the layout to expect of an
+    instance, known at decoration. What ran in between may have stored that later one first, or
+    deleted one and set it again (which moves it last): an instance's order is still read.
+    ``()`` where there is no such order."""
     first: list[str] = []
     later: set[str] = set()
     closed = False  # once anything but a store may have reached the instance
@@ -214,11 +218,20 @@ def _names_of(argval: Any) -> tuple[str, ...]:
     return argval if isinstance(argval, tuple) else (argval,)
 
 
-def _counts(table: LayoutTable) -> bool:
-    """Whether an instance holding exactly the primary's fields has them in the primary's order
-    (declared, or proven: not ``ordered``), and counting can tell such an instance."""
+def _inline(table: LayoutTable) -> tuple[Callable[[str], list[str]], tuple[object, ...]] | None:
+    """How the check of an instance known at decoration tells one holding the primary's fields
+    in its order: by counting its attributes where every instance holding exactly those has them
+    in that order (declared, or proven: not ``ordered``), else by reading its order; ``None``
+    where neither can tell (no primary yet, slots, a class attribute named like a field). With
+    it, what tells the lines apart: names only (a Layout would keep its class alive)."""
     primary = table.primary
-    return primary is not None and not table.ordered and countable(primary, table.storage)
+    if primary is None or not in_dict(primary, table.storage):
+        return None
+    tells = in_order if table.ordered else _counting
+    if tells is _counting and not countable(primary, table.storage):
+        return None
+    key = (tells.__name__, primary.names, primary.static_names)
+    return functools.partial(_general_check, primary, tells), key
 
 
 def init_wrapper(
@@ -233,12 +246,11 @@ def init_wrapper(
     completes and checks what it set. The wrapper has ``init``'s signature, so a call costs one
     plain call more, not the packing of ``*args, **kwargs``; it finds the class through the
     instance, so a class pickled by value takes a working wrapper along. ``proven``: the layout
-    ``prove_init`` proved; else an instance of ``cls`` whose ``table`` can count it (its primary
-    is the layout every instance holding exactly its fields has) is counted inline, in the
-    wrapper's own frame, and observed only where that fails."""
+    ``prove_init`` proved; else an instance of ``cls`` whose ``table`` has a primary is checked
+    inline (``_inline``), and observed only where that fails."""
     params, arguments = _forwarding(init)
     this = "__pytreekit_self__"
-    call = f"__pytreekit_init__({this}, {arguments})"
+    call = f"__pytreekit_returned__ = __pytreekit_init__({this}, {arguments})"
     helpers: dict[str, Any] = {
         "__pytreekit_init__": init,
         "__pytreekit_cls__": cls,
@@ -259,17 +271,18 @@ def init_wrapper(
         helpers["__pytreekit_failed__"] = failed
         checked = functools.partial(_proven_check, proven)
         key = ("proven", proven.static_names)
-    elif table is not None and _counts(table):
-        assert table.primary is not None
-        checked = functools.partial(_counted_check, table.primary)
-        key = ("counted", table.primary.names, table.primary.static_names)
+    elif table is not None and (inline := _inline(table)) is not None:
+        checked, key = inline
     if checked is not None:
         if not frozen:
             one = _one_frame(cls, init, checked, key, helpers)
             if one is not None:
                 return _like(one, init)
         own = checked(this)
-    body = [call]
+    # What init returns other than None (a generator, say) is returned on, unchecked: Python
+    # refuses it, as it would without pytreekit.
+    returned = ["if __pytreekit_returned__ is not None:", "    return __pytreekit_returned__"]
+    body = [call, *returned]
     if frozen:
         # Through super() in a subclass's __init__: runs inside that one's opening of the
         # instance to assignment (closing it here would end that one's assignments).
@@ -278,8 +291,9 @@ def init_wrapper(
             f"    {this}.__class__.__init__ is not __init__",
             "):",
             f"    {call}",
-            "    return",
+            "    return __pytreekit_returned__",
             *while_initialising(this, call),
+            *returned,
         ]
     body += _after(this, own, "__init__")
     return _like(method(cls, "__init__", f"{this}, {params}", body, helpers), init)
@@ -295,12 +309,18 @@ def _proven_check(proven: Layout, this: str) -> list[str]:
     return check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"]) or ["pass"]
 
 
-def _counted_check(primary: Layout, this: str) -> list[str]:
-    """The check of an instance ``this`` that ``__init__`` may have reached: counted where it
-    holds exactly the primary's fields (``counting``), else observed."""
-    counted = counting(primary, this, METHOD_NAMES, "__pytreekit_refs__")
+def _general_check(
+    primary: Layout, tells: Callable[[Layout, str, CheckNames, str], list[str]], this: str
+) -> list[str]:
+    """The check of an instance ``this`` that ``__init__`` may have reached: where ``tells`` it
+    holds exactly the primary's fields, their values; else it is observed."""
+    fast = tells(primary, this, METHOD_NAMES, "__pytreekit_")
     traced = [_observe(this, "observe_traced"), "return"]  # the collector is out of its reach
-    return [*torch_guard(METHOD_NAMES, traced), *counted, _observe(this)]
+    return [*torch_guard(METHOD_NAMES, traced), *fast, _observe(this)]
+
+
+def _counting(layout: Layout, obj: str, names: CheckNames, local: str) -> list[str]:
+    return counting(layout, obj, names, f"{local}refs__")
 
 
 def _after(this: str, own: list[str], name: str) -> list[str]:
@@ -355,7 +375,7 @@ def _one_frame(
     code = getattr(init, "__code__", None)
     if type(init) is not types.FunctionType or code is None:
         return None
-    key = (*key, tuple(helpers))
+    key = (*key, tuple(helpers), code.co_filename)  # equal code may come from another file
     known = _one_frames.setdefault(code, {})  # a class defined again runs the same code
     if key not in known:
         known[key] = _one_frame_code(init, code, checked, tuple(helpers))
@@ -383,7 +403,7 @@ def _one_frame_code(
     """The source that ``_one_frame`` makes its function from, compiled: ``init``'s def inside
     ``__pytreekit_make__``, which closes over ``helpers``."""
     definition = _definition(init, code) if _appendable(code) else None
-    if definition is None or isinstance(definition.body[-1], ast.Return):
+    if definition is None or any(isinstance(node, ast.Return) for node in _own_nodes(definition)):
         return None
     this = code.co_varnames[0]
     # One parse: the factory that closes over the helpers and returns the function, and (at top
@@ -426,7 +446,7 @@ def _appendable(code: types.CodeType) -> bool:
     return not (
         code.co_freevars
         or code.co_flags & _SUSPENDS
-        or any(n.startswith("__pytreekit") for n in (*code.co_names, *code.co_varnames))
+        or any(n.startswith("__pytreekit") for n in _names_in(code))
         or code.co_name in code.co_names  # as a global, it would become the function itself
         or sum(op in _RETURNS for op in code.co_code[::2]) != 1
         or any(_rebinds(ins, this) for ins in dis.get_instructions(code))
@@ -440,6 +460,25 @@ _SUSPENDS = (
     | inspect.CO_ASYNC_GENERATOR
     | inspect.CO_ITERABLE_COROUTINE
 )
+
+
+def _names_in(code: types.CodeType) -> Iterator[str]:
+    """The names ``code`` and the functions, lambdas and comprehensions inside it use: the
+    factory's parameters would be theirs too."""
+    yield from (*code.co_names, *code.co_varnames, *code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names_in(const)
+
+
+def _own_nodes(definition: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of ``definition``'s body, not those of functions or classes defined in it."""
+    stack: list[ast.AST] = list(definition.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _rebinds(ins: dis.Instruction, this: str) -> bool:

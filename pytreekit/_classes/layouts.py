@@ -427,15 +427,16 @@ class LearnedLayouts(LayoutTable):
         """Whether ``layout`` is one an instance of the class as declared now can have."""
         return self._current.get(layout.names) is layout
 
-    def declare(self, layout: Layout) -> bool:
-        """Decoration proved that an instance ``__init__`` builds holding exactly ``layout``'s
-        fields has them in its order: make it the primary, unless instances of another exist
-        (then ``False``)."""
+    def declare(self, layout: Layout, ordered: bool = False) -> bool:
+        """Make ``layout`` the primary, unless instances of another exist (then ``False``).
+        Decoration proved that an instance ``__init__`` builds holding exactly its fields has
+        them in its order, or (``ordered``) only that ``__init__`` assigns them in that order
+        when nothing it calls deletes one and sets it again: then an instance's order is read."""
         with self.lock:
             if self.primary is not None and self.primary is not layout:
                 return False
             self.primary = layout
-            self.ordered = False
+            self.ordered = ordered
             setattr(self.cls, markers.LAYOUT, layout)
             return True
 

@@ -350,11 +350,11 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
     """``observe(obj)``, run when a user's ``__init__`` returns: counting (``counting``) where it
     can tell, else reading the instance's order (``ordered``); else the general path."""
     slow = ["_observe_slow(obj)"]
-    if not _in_dict(layout, storage):
+    if not in_dict(layout, storage):
         return function("observe", "obj", slow)  # a slot could stand in for an attribute
     guard = torch_guard(NODE_NAMES, ["return _observe_traced(obj)"])
     if ordered:  # the dict's keys say which attributes the instance holds, class attributes aside
-        return function("observe", "obj", [*guard, *_observe_in_order(layout), *slow])
+        return function("observe", "obj", [*guard, *in_order(layout, "obj", NODE_NAMES), *slow])
     if not countable(layout, storage):
         return function("observe", "obj", slow)
     return function("observe", "obj", [*guard, *counting(layout, "obj", NODE_NAMES), *slow])
@@ -363,12 +363,12 @@ def _observe(layout: Layout, storage: Storage, ordered: bool) -> str:
 def countable(layout: Layout, storage: Storage) -> bool:
     """Whether ``counting`` can tell an instance holding exactly ``layout``'s fields: not where
     a slot or a class attribute (or ``__getattr__``) could stand in for an attribute."""
-    if not _in_dict(layout, storage):
+    if not in_dict(layout, storage):
         return False
     return not any(hasattr(layout.cls, n) for n in (*layout.names, "__getattr__"))
 
 
-def _in_dict(layout: Layout, storage: Storage) -> bool:
+def in_dict(layout: Layout, storage: Storage) -> bool:
     """Whether ``layout``'s fields live in the instance dict alone (there are some, no slots)."""
     return bool(layout.names) and storage.has_dict and not storage.slots
 
@@ -401,22 +401,24 @@ def torch_guard(names: CheckNames, tracing: list[str]) -> list[str]:
     return [test, *indent(tracing)]
 
 
-def _observe_in_order(layout: Layout) -> list[str]:
-    """``observe``'s fast path where an instance's fields are in the order it assigned them:
-    only its dict knows that order (the garbage collector's referents come in the order the
-    class's instances first used). The values are read first: once its ``__dict__`` is made,
-    reading an instance's attributes is slower (CPython keeps them inline until then)."""
-    names = layout.names
-    values = [f"_v{i}" for i in range(len(names))]
+def in_order(layout: Layout, obj: str, names: CheckNames, local: str = "_") -> list[str]:
+    """Lines that return if ``obj`` holds exactly ``layout``'s fields, assigned in its order,
+    their values checked: only its dict knows that order (the garbage collector's referents come
+    in the order the class's instances first used, and an attribute deleted and set again moves
+    to the end). The values are read first, into names starting with ``local``: once its
+    ``__dict__`` is made, reading an instance's attributes is slower (CPython keeps them inline
+    until then, before 3.13)."""
+    fields = layout.names
+    values = [f"{local}v{i}" for i in range(len(fields))]
     statics = [v for v, s in zip(values, layout.static, strict=True) if s]
-    checked = check_lines(statics, values, NODE_NAMES, ["pass"], "obj", "_s")
+    checked = check_lines(statics, values, names, ["pass"], obj, f"{local}s")
     return [
         "try:",
-        f"    {', '.join(values)}, = {_reads(names).rstrip(', ')},",
+        f"    {', '.join(values)}, = {_reads(fields, obj).rstrip(', ')},",
         "except AttributeError:",
         "    pass",
         "else:",
-        f"    if (*obj.__dict__,) == {names!r}:",
+        f"    if (*{obj}.__dict__,) == {fields!r}:",
         *indent([*checked, "else:", "    return"], 2),
     ]
 
