@@ -9,10 +9,8 @@ Which path each class with its own ``__init__`` takes (``Cls.__pytreekit_spec__.
 ``KitExistingLinear``, ``FrozenKitExistingLinear`` and ``KitAnnotatedOwnInit`` are proven at
 decoration (their ``__init__`` only stores attributes of ``self``: only static values are
 checked per instance); ``KitUnprovenLinear`` calls a method of ``self``, which keeps it on the
-general path (the instance is checked when ``__init__`` returns: as it stores two fields before
-the call and one after, that layout is known at decoration, so the check, which reads the order
-of the instance's ``__dict__``, runs in the ``__init__``'s own frame, its code compiled again with
-the check appended);
+general path (the instance is checked when ``__init__`` returns, its ``__dict__``'s order read,
+from the ``__init__``'s own frame: its code compiled again with the call appended);
 ``KitPostInit``'s ``__post_init__`` is proven. Branches that choose values, not what is
 stored (``b if b is not None else w``), are proven.
 """

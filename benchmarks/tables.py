@@ -422,9 +422,7 @@ def init_check(results: dict[str, Any]) -> str:
         text += (
             f" Where it does more with `self` (calls a method of it, passes it on, loops), "
             f"pytreekit checks what the instance holds when `__init__` returns, reading its "
-            f"`__dict__` for the order it assigned them in (in the `__init__`'s own frame where "
-            f"decoration knows the layout to expect, as here: two fields stored before the "
-            f"call, one after): {general['ratio']:.2f}x."
+            f"`__dict__` for the order it assigned them in: {general['ratio']:.2f}x."
         )
     return text
 

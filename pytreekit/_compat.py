@@ -45,6 +45,11 @@ def _private(owner: object, name: str, where: str, needed_for: str) -> Any:
 # Only the private markers tell fields from InitVars (an InitVar annotated as a string is a str).
 _FIELD = _private(dataclasses, "_FIELD", "dataclasses", "to tell fields from InitVars")
 _FIELD_INITVAR = _private(dataclasses, "_FIELD_INITVAR", "dataclasses", "to find InitVars")
+# The default of a parameter whose field has a default_factory, shown as <factory>: dataclasses'
+# own, which torch.compile knows (it cannot hold an object of a class of ours).
+HAS_DEFAULT_FACTORY: object = _private(
+    dataclasses, "_HAS_DEFAULT_FACTORY", "dataclasses", "as a factory's parameter default"
+)
 
 
 def is_field(f: dataclasses.Field[Any]) -> bool:

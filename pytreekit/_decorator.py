@@ -472,9 +472,6 @@ def _classify(
     checks only the static values); and why, shown in the spec's repr."""
     proof = prove_init(init)
     if proof.stores is None:
-        order = proof.order
-        if isinstance(table, LearnedLayouts) and _declare_in_order(cls, options, table, order):
-            return None, f"{proof.reason}; checked inline when it sets {', '.join(order)}"
         return None, proof.reason
     if _takes_part(cls, options, table.storage, proof.stores):
         return None, "general: slots, __setattr__, __new__, a metaclass or a descriptor take part"
@@ -490,20 +487,7 @@ def _classify(
     return layout, f"{proof.reason}: {', '.join(proof.stores)}"
 
 
-def _declare_in_order(
-    cls: type, options: Options, table: LearnedLayouts, order: tuple[str, ...]
-) -> bool:
-    """``__init__`` assigns ``order``'s attributes in that order (``InitProof.order``; unless
-    what it calls deletes one and sets it again: its order is still read): make that layout the
-    primary, so that the check of an instance holding it is known at decoration, inline."""
-    if not order or _takes_part(cls, options, table.storage, order):
-        return False
-    return _learned_layout(table, order, ordered=True)[0] is not None
-
-
-def _learned_layout(
-    table: LearnedLayouts, stores: tuple[str, ...], ordered: bool = False
-) -> tuple[Layout | None, str]:
+def _learned_layout(table: LearnedLayouts, stores: tuple[str, ...]) -> tuple[Layout | None, str]:
     """The layout of the fields among ``stores``, declared the table's primary; or why not."""
     storage = table.storage
     names = tuple(
@@ -517,7 +501,7 @@ def _learned_layout(
         layout = table.for_names(names)
     except TypeError:  # refused at construction, as before, by the general path
         return None, "general: a refused attribute name"
-    if not table.declare(layout, ordered):
+    if not table.declare(layout):
         return None, "general: instances of another layout exist (decorated again)"
     return layout, ""
 

@@ -155,7 +155,7 @@ _EVERY_KIND_OF_CLASS = """if True:
             self.scale = scale
 
     @pytree_class(static=("scale",))
-    class Counted:  # calls a method: checked inline (its dict's order read) behind the guard
+    class Counted:  # calls a method: its dict's order read, behind the guard
         def __init__(self, a, scale=2):
             self.a = a
             self.scale = self.checked(scale)
@@ -181,9 +181,46 @@ _EVERY_KIND_OF_CLASS = """if True:
             self.a = a
             self.scale = scale
 
-    classes = [Annotated, PostInit, Proven, Counted, FrozenCounted, Super]
+    @pytree_class(frozen=True)
+    class FrozenAnnotated:
+        a: object
+        scale: int = field(static=True, default=2)
+
+    @pytree_class
+    class Factory:  # dataclasses' own default for a factory's parameter
+        a: object
+        scale: int = field(static=True, default=2)
+        seen: list = field(default_factory=list)
+
+    @pytree_class(static=("scale",))
+    class Loop:  # attributes set in a loop
+        def __init__(self, a, scale=2):
+            self.scale = scale
+            for name in ("a",):
+                setattr(self, name, a)
+
+    @pytree_class(static=("scale",))
+    class Slots:
+        __slots__ = ("a", "scale")
+        def __init__(self, a, scale=2):
+            self.a = a
+            self.scale = scale
+
+    @pytree_class(static=("scale",))
+    class Branch:  # built with either of two layouts
+        def __init__(self, a, scale=2, bias=False):
+            self.a = a
+            if bias:
+                self.b = a
+            self.scale = scale
+
+    classes = [
+        Annotated, PostInit, Proven, Counted, FrozenCounted, Super,
+        FrozenAnnotated, Factory, Loop, Slots, Branch,
+    ]
     for cls in classes:
         cls(1.0)  # the first instance, outside: the class learns its layout under a lock
+    Branch(1.0, bias=True)  # and the other layout
     import torch
 
     for cls in classes:
@@ -209,6 +246,7 @@ def test_torch_compile_fullgraph_builds_every_kind_of_class(torch_imported):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     names = ["Annotated", "PostInit", "Proven", "Counted", "FrozenCounted", "Super"]
+    names += ["FrozenAnnotated", "Factory", "Loop", "Slots", "Branch"]
     assert result.stdout.splitlines() == [f"{name} [2.0, 2.0]" for name in names]
 
 
@@ -305,7 +343,7 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported(tmp_path)
             cls(1.0)  # the first instance: the code for its layout is generated
             cls(2.0)  # without torch: nothing to ask
         assert "general" in Pair.__pytreekit_spec__.init_proof
-        assert "checked inline" in Counted.__pytreekit_spec__.init_proof
+        assert "general" in Counted.__pytreekit_spec__.init_proof
         sys.path.insert(0, sys.argv[1])
         import torch  # a stand-in whose torch.compiler.is_compiling refuses to be asked
         Plain(3.0)  # never asked

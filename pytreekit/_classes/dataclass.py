@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from .. import _markers as markers
 from .._compat import (
     DATACLASS_PARAMS,
+    HAS_DEFAULT_FACTORY,
     annotate_init,
     class_annotations,
     dataclass_entries,
@@ -256,17 +257,6 @@ def _advice(message: str) -> str:
 Lines = tuple[list[str], dict[str, Any]]
 
 
-class _Factory:
-    """The default of a parameter whose field has a ``default_factory`` (shown as dataclasses
-    shows it)."""
-
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-_HAS_FACTORY = _Factory()
-
-
 def generated_init(
     cls: type,
     prepared: Prepared,
@@ -283,8 +273,8 @@ def generated_init(
     stores, values = _assignments(this, prepared, frozen)
     checks, checking = _checks(this, cls, prepared, layout, frozen)
     helpers = {
-        "__pytreekit_has_factory__": _HAS_FACTORY,
-        "__pytreekit_setattr__": object.__setattr__,
+        "__pytreekit_has_factory__": HAS_DEFAULT_FACTORY,
+        "__pytreekit_object__": object,
         **defaults,
         **values,
         **checking,
@@ -357,7 +347,7 @@ def _assignments(this: str, prepared: Prepared, frozen: bool) -> Lines:
         if value is None:
             continue
         helpers.update(more)
-        store = f"__pytreekit_setattr__({this}, {f.name!r}, {value})"
+        store = f"__pytreekit_object__.__setattr__({this}, {f.name!r}, {value})"
         lines.append(store if frozen else f"{this}.{f.name} = {value}")
     return lines, helpers
 

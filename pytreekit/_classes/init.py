@@ -69,12 +69,10 @@ class InitProof(NamedTuple):
     attributes of ``self`` it sets, in order, when it only stores them (each on every path:
     branches may choose values, not what is stored; no loops, no other use of ``self``, no
     ``super()``, no frame access), else ``None``; ``reason`` says why (shown in the class spec's
-    repr). ``order``, where ``stores`` is ``None``: the order ``__init__`` assigns these
-    attributes in (see ``_order``), else ``()``."""
+    repr)."""
 
     stores: tuple[str, ...] | None
     reason: str
-    order: tuple[str, ...] = ()
 
 
 # Names through which code may reach the instance other than as ``self``: the frame, super().
@@ -106,58 +104,32 @@ def _prove(code: types.CodeType, fields: frozenset[str]) -> InitProof:
     this = code.co_varnames[0]
     if this in code.co_cellvars:
         return InitProof(None, f"general: {this} is captured by a closure or super() is used")
-    instructions = list(dis.get_instructions(code))
-    # An exception caught may skip a store and run a handler storing in another order.
-    order = () if code.co_exceptiontable else _order(instructions, this)
     if "__class__" in code.co_freevars:
-        return InitProof(
-            None, f"general: {this} is captured by a closure or super() is used", order
-        )
+        return InitProof(None, f"general: {this} is captured by a closure or super() is used")
     if code.co_exceptiontable:
-        return InitProof(None, "general: try/with blocks", order)
+        return InitProof(None, "general: try/with blocks")
+    instructions = list(dis.get_instructions(code))
     conditional = _conditional(instructions)
     if conditional is None:
-        return InitProof(None, "general: loops", order)
+        return InitProof(None, "general: loops")
     # Where the first path may end: a store after it is not made on every path.
     end = min((i.offset for i in instructions if i.opname.startswith("RETURN")), default=-1)
     stores: list[str] = []
     for ins, following in zip(instructions, [*instructions[1:], None], strict=True):
         refusal = _refusal(ins, this)
         if refusal is not None:
-            return InitProof(None, refusal, order)
+            return InitProof(None, refusal)
         use = _use_of_self(ins, following, this, fields.union(stores))
         if use is None or use == _READ:
             continue
         if use == _OTHER:
             reason = f"general: uses {this} other than to store (line {_line(ins)})"
-            return InitProof(None, reason, order)
+            return InitProof(None, reason)
         if ins.offset > end or any(start < ins.offset < stop for start, stop in conditional):
             reason = f"general: a store on some branches only (line {_line(ins)})"
-            return InitProof(None, reason, order)
+            return InitProof(None, reason)
         stores.append(use)
     return InitProof(tuple(dict.fromkeys(stores)), "proven: only stores attributes of self")
-
-
-def _order(instructions: list[dis.Instruction], this: str) -> tuple[str, ...]:
-    """The attributes ``__init__`` stores before anything else may reach the instance (a jump, a
-    use of ``this`` but to store or read what it stored, anything ``_refusal`` names), then the
-    one other attribute it stores later, if there is just one: the layout to expect of an
-    instance, known at decoration. What ran in between may have stored that later one first, or
-    deleted one and set it again (which moves it last): an instance's order is still read.
-    ``()`` where there is no such order."""
-    first: list[str] = []
-    later: set[str] = set()
-    closed = False  # once anything but a store may have reached the instance
-    for ins, following in zip(instructions, [*instructions[1:], None], strict=True):
-        use = _use_of_self(ins, following, this, frozenset(first))
-        if use is not None and use not in (_READ, _OTHER):
-            (later.add if closed else first.append)(use)
-        elif use == _OTHER or _refusal(ins, this) is not None or _branches(ins):
-            closed = True
-    rest = later.difference(first)
-    if not first or len(rest) > 1:
-        return ()
-    return (*dict.fromkeys(first), *rest)
 
 
 def _branches(ins: dis.Instruction) -> bool:
@@ -257,9 +229,8 @@ def init_wrapper(
         **INITIALISING_HELPERS,
         **METHOD_HELPERS,
     }
-    own = [_observe(this)]  # for an instance of cls itself
-    checked: Callable[[str], list[str]] | None = None  # else: observed
-    key: tuple[object, ...] = ()  # tells one kind of checked lines from another
+    checked: Callable[[str], list[str]]  # the check of an instance of cls itself
+    key: tuple[object, ...]  # tells one kind of checked lines from another
     if proven is not None:
         # Proven at decoration (prove_init): the instance holds exactly the layout's fields and
         # no method of its own, so only the static values are checked (a subclass's instance,
@@ -273,12 +244,13 @@ def init_wrapper(
         key = ("proven", proven.static_names)
     elif table is not None and (inline := _inline(table)) is not None:
         checked, key = inline
-    if checked is not None:
-        if not frozen:
-            one = _one_frame(cls, init, checked, key, helpers)
-            if one is not None:
-                return _like(one, init)
-        own = checked(this)
+    else:
+        checked, key = _observed, ("observed",)
+    if not frozen:
+        one = _one_frame(cls, init, checked, key, helpers)
+        if one is not None:
+            return _like(one, init)
+    own = checked(this)
     # What init returns other than None (a generator, say) is returned on, unchecked: Python
     # refuses it, as it would without pytreekit.
     returned = ["if __pytreekit_returned__ is not None:", "    return __pytreekit_returned__"]
@@ -307,6 +279,10 @@ def _proven_check(proven: Layout, this: str) -> list[str]:
     """The check of an instance ``this`` of a proven layout: its static values alone."""
     statics = [f"{this}.{n}" for n in proven.static_names]
     return check_lines(statics, [], METHOD_NAMES, [f"__pytreekit_failed__({this})"]) or ["pass"]
+
+
+def _observed(this: str) -> list[str]:
+    return [_observe(this)]
 
 
 def _general_check(

@@ -229,6 +229,7 @@ class LayoutTable:
         self._by_names: dict[tuple[tuple[str, ...], tuple[bool, ...]], Layout] = {}
         self.primary: Layout | None = None
         self.varied = False  # an instance of another layout than the primary exists
+        self.marked = False  # and the generated code tests markers (varied, code regenerated)
         self.used = False  # flattened, unflattened or built at least once
         self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
         # Whether observe must read an instance's own order of assignment: not where an instance
@@ -427,16 +428,15 @@ class LearnedLayouts(LayoutTable):
         """Whether ``layout`` is one an instance of the class as declared now can have."""
         return self._current.get(layout.names) is layout
 
-    def declare(self, layout: Layout, ordered: bool = False) -> bool:
-        """Make ``layout`` the primary, unless instances of another exist (then ``False``).
-        Decoration proved that an instance ``__init__`` builds holding exactly its fields has
-        them in its order, or (``ordered``) only that ``__init__`` assigns them in that order
-        when nothing it calls deletes one and sets it again: then an instance's order is read."""
+    def declare(self, layout: Layout) -> bool:
+        """Decoration proved that every instance ``__init__`` builds holds exactly ``layout``'s
+        fields, in its order: make it the primary, unless instances of another exist (then
+        ``False``)."""
         with self.lock:
             if self.primary is not None and self.primary is not layout:
                 return False
             self.primary = layout
-            self.ordered = ordered
+            self.ordered = False
             setattr(self.cls, markers.LAYOUT, layout)
             return True
 
@@ -448,7 +448,7 @@ class LearnedLayouts(LayoutTable):
             return
         with self.lock:
             self.primary = self.for_names(earlier.primary.names)
-            self.varied = earlier.varied
+            self.varied = self.marked = earlier.varied  # generic code until the first use
             setattr(self.cls, markers.LAYOUT, self.primary)
 
     def check_names(self, names: tuple[str, ...]) -> None:
@@ -529,22 +529,31 @@ class LearnedLayouts(LayoutTable):
     def note(self, obj: object, layout: Layout) -> None:
         if not self.is_current(layout):  # an old pickle's or treedef's: what it holds, as now
             layout = self.for_names(layout.names)
+        has_dict = self.storage.has_dict
+        if self.primary is not None and (layout is self.primary or self.marked or not has_dict):
+            # Nothing for the table to learn (torch.compile's tracer, which cannot take a lock,
+            # may run this): only the instance, not shared yet, is marked.
+            self._mark(obj, layout)
+            return
         with self.lock:
             if self.primary is None:
                 self.primary = layout
                 setattr(self.cls, markers.LAYOUT, layout)  # the unmarked instances' layout
                 self.used = True
                 self.on_change()
-            if not self.storage.has_dict:
-                return  # no marker possible: a slot is a field whenever it holds a value
-            instance_dict = obj.__dict__
-            if layout is self.primary:
-                instance_dict.pop(markers.LAYOUT, None)
-                return
-            instance_dict[markers.LAYOUT] = layout
-            if not self.varied:
+            self._mark(obj, layout)
+            if has_dict and layout is not self.primary and not self.varied:
                 self.varied = True
                 self.on_change()
+                self.marked = True
+
+    def _mark(self, obj: object, layout: Layout) -> None:
+        if not self.storage.has_dict:
+            return  # no marker possible: a slot is a field whenever it holds a value
+        if layout is self.primary:
+            obj.__dict__.pop(markers.LAYOUT, None)
+        else:
+            obj.__dict__[markers.LAYOUT] = layout
 
     def observe_slow(self, obj: object) -> None:
         self.first_use()  # a primary declared at decoration: no instance noted it yet
