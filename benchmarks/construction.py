@@ -8,9 +8,11 @@ and ``hash`` of a class without annotations against an annotated one.
 Which path each class with its own ``__init__`` takes (``Cls.__pytreekit_spec__.init_proof``):
 ``KitExistingLinear``, ``FrozenKitExistingLinear`` and ``KitAnnotatedOwnInit`` are proven at
 decoration (their ``__init__`` only stores attributes of ``self``: only static values are
-checked per instance); ``KitUnprovenLinear`` calls a method of ``self``, which keeps it on the
-general path (the instance is checked when ``__init__`` returns, its ``__dict__``'s order read,
-from the ``__init__``'s own frame: its code compiled again with the call appended);
+checked per instance); ``KitUnprovenLinear`` and ``KitAnnotatedUnproven`` call a method of
+``self``, which keeps them on the general path: the instance is checked when ``__init__``
+returns, from the ``__init__``'s own frame (its code compiled again with the check appended),
+by reading its ``__dict__``'s order, or, for the annotated class (whose order is declared), by
+counting its attributes;
 ``KitPostInit``'s ``__post_init__`` is proven. Branches that choose values, not what is
 stored (``b if b is not None else w``), are proven.
 """
@@ -120,6 +122,24 @@ class KitAnnotatedOwnInit:
         self.features = features
 
 
+@pytree_class
+class KitAnnotatedUnproven:
+    """As ``KitAnnotatedOwnInit``, its ``__init__`` calling a method of ``self``: not proven."""
+
+    weights: jax.Array
+    biases: jax.Array
+    features: int = field(static=True)
+
+    def __init__(self, weights: jax.Array, biases: jax.Array, features: int = 3) -> None:
+        self.weights = weights
+        self.biases = biases
+        self.features = self.checked(features)
+
+    @staticmethod
+    def checked(features: int) -> int:
+        return features
+
+
 @dataclasses.dataclass
 class PlainPostInit:
     weights: jax.Array
@@ -159,6 +179,10 @@ def run(repeats: int, number: int) -> dict[str, dict[str, float]]:
         "existing class vs undecorated": (KitExistingLinear, ExistingLinear),
         "existing class, __init__ not proven vs undecorated": (
             KitUnprovenLinear,
+            UnprovenLinear,
+        ),
+        "annotated, its own __init__ not proven vs undecorated": (
+            KitAnnotatedUnproven,
             UnprovenLinear,
         ),
     }

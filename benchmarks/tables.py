@@ -407,6 +407,7 @@ def init_check(results: dict[str, Any]) -> str:
     construction table."""
     proven = results["construction"].get("existing class vs undecorated")
     general = results["construction"].get("existing class, __init__ not proven vs undecorated")
+    counted = results["construction"].get("annotated, its own __init__ not proven vs undecorated")
     if not proven:
         return ""
     text = (
@@ -423,6 +424,11 @@ def init_check(results: dict[str, Any]) -> str:
             f" Where it does more with `self` (calls a method of it, passes it on, loops), "
             f"pytreekit checks what the instance holds when `__init__` returns, reading its "
             f"`__dict__` for the order it assigned them in: {general['ratio']:.2f}x."
+        )
+    if general and counted:
+        text += (
+            f" An annotated class declares that order, so its instance's attributes are only "
+            f"counted: {counted['ratio']:.2f}x."
         )
     return text
 
