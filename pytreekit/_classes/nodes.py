@@ -28,9 +28,11 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+# The module itself, which generated code holds; by its name, not through this package.
+import pytreekit._classes.torch_seen as torch_seen
+
 from .. import _markers as markers
 from .._compat import static_hash
-from . import torch_seen
 from .frozen import begin_init, end_init
 from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, Storage, bound_inside, check
 
