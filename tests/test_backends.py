@@ -6,7 +6,7 @@ import sys
 import jax
 import numpy as np
 import pytest
-from conftest import require
+from conftest import require, run_fresh
 
 import pytreekit
 from pytreekit import BackendNotInstalledError, field, pytree_class, register_backend
@@ -238,16 +238,10 @@ def test_torch_compile_fullgraph_builds_every_kind_of_class(torch_imported):
     # fullgraph makes any graph break an error: dynamo must trace each kind of generated
     # __init__ (its closure cells included) and never meet the garbage collector. Imported after
     # the classes were defined and built, torch is seen by the import hook all the same.
-    result = subprocess.run(
-        [sys.executable, "-c", _EVERY_KIND_OF_CLASS, torch_imported],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    printed = run_fresh(_EVERY_KIND_OF_CLASS, torch_imported)
     names = ["Annotated", "PostInit", "Proven", "Counted", "FrozenCounted", "Super"]
     names += ["FrozenAnnotated", "Factory", "Loop", "Slots", "Branch"]
-    assert result.stdout.splitlines() == [f"{name} [2.0, 2.0]" for name in names]
+    assert printed.splitlines() == [f"{name} [2.0, 2.0]" for name in names]
 
 
 def test_torch_compile_sees_through_the_class():
@@ -353,10 +347,8 @@ def test_the_torch_compile_guard_calls_nothing_until_torch_is_imported(tmp_path)
             except AssertionError as error:
                 print(error)
     """
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.split("\n")[:2] == ["asked whether torch.compile traces"] * 2
+    printed = run_fresh(code, tmp_path)
+    assert printed.split("\n")[:2] == ["asked whether torch.compile traces"] * 2
 
 
 def test_a_failed_import_of_torch_leaves_the_guard_off(tmp_path):
@@ -385,10 +377,8 @@ def test_a_failed_import_of_torch_leaves_the_guard_off(tmp_path):
         print(torch_seen.imported)
         print([Counted(float(i)).a for i in range(3)], torch_seen.imported)
     """
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.splitlines() == ["no torch here", "True", "[0.0, 1.0, 2.0] False"]
+    printed = run_fresh(code, tmp_path)
+    assert printed.splitlines() == ["no torch here", "True", "[0.0, 1.0, 2.0] False"]
 
 
 # -- a class following every backend (as Static does) -------------------------------------------

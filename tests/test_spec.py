@@ -79,12 +79,12 @@ sys.stdout.buffer.write(cloudpickle.dumps((Remote(3), RemoteAnnotated(jnp.ones(2
 """
 
 
-@pytest.fixture(scope="module")
-def pickled_elsewhere():
-    """Instances of classes defined in another process's ``__main__``, pickled by value."""
+def _pickled_by(sender: str) -> bytes:
+    """What ``sender`` writes: instances of classes defined in another process's ``__main__``,
+    pickled by value."""
     require("cloudpickle")
     result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_SENDER)],
+        [sys.executable, "-c", textwrap.dedent(sender)],
         capture_output=True,
         cwd=ROOT,
         env={"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)},
@@ -92,6 +92,11 @@ def pickled_elsewhere():
     )
     assert result.returncode == 0, result.stderr.decode()
     return result.stdout
+
+
+@pytest.fixture(scope="module")
+def pickled_elsewhere():
+    return _pickled_by(_SENDER)
 
 
 def test_classes_pickled_by_value_arrive_registered(pickled_elsewhere):
@@ -150,16 +155,7 @@ sys.stdout.buffer.write(cloudpickle.dumps(sent))
 def test_subclasses_and_slots_pickled_by_value_arrive_as_they_were_declared():
     # A subclass arrives as an empty class first, which the subclass hook sets up with its
     # parent's options; what arrives replaces that set-up: its own fields and static names.
-    require("cloudpickle")
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_SUBCLASS_SENDER)],
-        capture_output=True,
-        cwd=ROOT,
-        env={"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)},
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr.decode()
-    child, decorated, slotted = pickle.loads(result.stdout)
+    child, decorated, slotted = pickle.loads(_pickled_by(_SUBCLASS_SENDER))
     assert [(f.name, f.static) for f in pytreekit.fields(child)] == [
         ("w", False),
         ("n", True),
