@@ -412,10 +412,15 @@ def _change(
         dataclasses.dataclass(cls, **start.replay)
         as_written = {n: v for n, v in _snapshot(cls).items() if n not in kept or v is not kept[n]}
     spec = _build(cls, options, parent, as_written, existing, automatic)
-    new = [b for b in options.backends if existing is None or b not in existing.backends]
-    _backends.register_all(cls, spec.nodes, new)
+    _backends.register_all(cls, spec.nodes, _unregistered(options.backends, existing))
     _put_back(cls, kept, as_written)
     return spec
+
+
+def _unregistered(backends: Iterable[str], existing: ClassSpec | None) -> list[str]:
+    """The ``backends`` the class is not registered with yet (a registration is never redone:
+    the registries hold ``existing``'s node functions, which follow the new table)."""
+    return [b for b in backends if existing is None or b not in existing.backends]
 
 
 def _build(
@@ -707,8 +712,7 @@ def _arrive(
         table = table_for(cls, fields, options.static, factories, storage)
         params = own_dataclass_params(cls)
         spec = _assemble(cls, options, fields, table, made | as_written, params, existing)
-        new = [b for b in spec.backends if existing is None or b not in existing.backends]
-        _backends.register_all(cls, spec.nodes, new)
+        _backends.register_all(cls, spec.nodes, _unregistered(spec.backends, existing))
         publish(spec.table)
         return spec
 

@@ -199,8 +199,11 @@ def _inline(table: LayoutTable) -> tuple[Callable[[str], list[str]], tuple[objec
     primary = table.primary
     if primary is None or not in_dict(primary, table.storage):
         return None
-    tells = in_order if table.ordered else _counting
-    if tells is _counting and not countable(primary, table.storage):
+    if table.ordered:
+        tells = in_order
+    elif countable(primary, table.storage):
+        tells = counting
+    else:
         return None
     key = (tells.__name__, primary.names, primary.static_names)
     return functools.partial(_general_check, primary, tells), key
@@ -293,10 +296,6 @@ def _general_check(
     fast = tells(primary, this, METHOD_NAMES, "__pytreekit_")
     traced = [_observe(this, "observe_traced"), "return"]  # the collector is out of its reach
     return [*torch_guard(METHOD_NAMES, traced), *fast, _observe(this)]
-
-
-def _counting(layout: Layout, obj: str, names: CheckNames, local: str) -> list[str]:
-    return counting(layout, obj, names, f"{local}refs__")
 
 
 def _after(this: str, own: list[str], name: str) -> list[str]:

@@ -216,21 +216,22 @@ def check_lines(
     ``this``, the instance, when such code ran: a static value holding its methods is refused.
     Then each static value is read once, into a name starting with ``local``; one of a class in
     ``FLAT`` (hashable, holding no other value) costs a set lookup."""
-    body = []
     if this is None:
-        body += [f"{names.hash}({value})" for value in statics]
-    for i, value in enumerate(statics if this is not None else []):
-        read, kind = f"{local}{i}", f"{local}c{i}"
-        holds = f"{kind}.__hash__ in {names.nested} or {kind} is {names.partial}"
-        body += [
-            f"{read} = {value}",
-            f"{kind} = {read}.__class__",
-            f"if {kind} not in {names.flat}:",
-            f"    {names.hash}({read})",
-            f"    if ({holds} or {kind} is {names.method}) and {names.inside}({read}, {this}):",
-            "        raise TypeError",
-        ]
-    values = [value for value in values if this is None or value not in statics]
+        body = [f"{names.hash}({value})" for value in statics]
+    else:
+        body = []
+        for i, value in enumerate(statics):
+            read, kind = f"{local}{i}", f"{local}c{i}"
+            holds = f"{kind}.__hash__ in {names.nested} or {kind} is {names.partial}"
+            body += [
+                f"{read} = {value}",
+                f"{kind} = {read}.__class__",
+                f"if {kind} not in {names.flat}:",
+                f"    {names.hash}({read})",
+                f"    if ({holds} or {kind} is {names.method}) and {names.inside}({read}, {this}):",
+                "        raise TypeError",
+            ]
+        values = [value for value in values if value not in statics]  # checked with the statics
     if values:
         bound = " or ".join(f"{value}.__class__ is {names.method}" for value in values)
         body += [f"if {bound}:", "    raise TypeError"]
@@ -375,12 +376,14 @@ def in_dict(layout: Layout, storage: Storage) -> bool:
     return bool(layout.names) and storage.has_dict and not storage.slots
 
 
-def counting(layout: Layout, obj: str, names: CheckNames, refs: str = "refs") -> list[str]:
+def counting(layout: Layout, obj: str, names: CheckNames, local: str = "_") -> list[str]:
     """Lines that return if ``obj`` holds exactly ``layout``'s fields, their values checked,
     found without reading ``obj.__dict__`` (on CPython before 3.13 that turns the instance's
     compact attribute storage into a real dict, slowing every later flatten): the garbage
     collector's referents of such an instance are its attribute values and its class, so their
-    count says whether ``__init__`` set other attributes (``countable`` says where it can)."""
+    count says whether ``__init__`` set other attributes (``countable`` says where it can).
+    ``local``: the start of the names the lines bind, as in ``in_order``."""
+    refs = f"{local}refs"
     counted = [f"if len({names.referents}({obj})) == {len(layout.names) + 1}:"]
     if len(layout.names) == 1:  # [dict, class] is also what a materialised __dict__ gives
         counted = [
@@ -389,7 +392,7 @@ def counting(layout: Layout, obj: str, names: CheckNames, refs: str = "refs") ->
         ]
     reads = [f"{obj}.{n}" for n in layout.names]
     statics = [f"{obj}.{n}" for n in layout.static_names]
-    checked = check_lines(statics, reads, names, ["pass"], obj, refs)
+    checked = check_lines(statics, reads, names, ["pass"], obj, f"{local}s")
     return [*counted, *indent([*checked, "else:", "    return"])]
 
 
