@@ -1,5 +1,6 @@
 """The generated dataclass-like __init__ for annotated classes."""
 
+import functools
 import inspect
 import linecache
 import sys
@@ -691,3 +692,64 @@ def test_what_a_metaclass_stores_before_init_is_a_field_as_the_rule_says(written
     obj = cls(2.0)
     assert [f.name for f in pytreekit.fields(obj)] == list(vars(obj)) == ["tag", "w"]
     assert jax.tree_util.tree_leaves(obj) == [1.0, 2.0]
+
+
+def _init_body(self, w, n=2):
+    self.w = w
+    self.n = n
+
+
+class _CalledWithoutSelf:
+    def __call__(self, *args, **kwargs):
+        self.seen = (args, kwargs)
+
+
+@pytest.mark.parametrize(
+    "make_init",
+    [
+        lambda: functools.partialmethod(_init_body, n=5),
+        lambda: staticmethod(lambda *args: None),
+        lambda: functools.partial(_init_body),  # a method descriptor from Python 3.14 on
+        _CalledWithoutSelf,
+    ],
+    ids=["partialmethod", "staticmethod", "partial", "callable object"],
+)
+@pytest.mark.parametrize("frozen", [False, True])
+def test_an_init_that_is_no_function_runs_as_python_runs_it(make_init, frozen):
+    """Python binds an ``__init__`` through its type's ``__get__``, or calls it without the
+    instance; the decorated class does what the plain one does: same attributes, same leaves
+    (a field each), same exception type, same signature."""
+
+    def run(decorate):
+        cls = type("Made", (), {"__init__": make_init(), "__module__": __name__})
+        if decorate:
+            cls = pytree_class(cls, frozen=frozen)
+        try:
+            made = cls(1.0)
+        except TypeError:
+            return "TypeError", inspect.signature(cls)
+        leaves = jax.tree_util.tree_leaves(made) if decorate else sorted(vars(made).values())
+        return sorted(vars(made).items()), sorted(leaves), inspect.signature(cls)
+
+    assert run(True) == run(False)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+@pytest.mark.parametrize("proven", [True, False])
+def test_init_takes_the_instance_by_its_own_parameter_name(frozen, proven):
+    @pytree_class(static=("n",), frozen=frozen)
+    class Layer:
+        def __init__(me, w, n=2):
+            me.w = w
+            me.n = n if proven else me.checked(n)
+
+        @staticmethod
+        def checked(n):
+            return n
+
+    made = object.__new__(Layer)
+    Layer.__init__(me=made, w=1.0, n=3)
+    assert (made.w, made.n) == (1.0, 3)
+    assert list(inspect.signature(Layer.__init__).parameters) == ["me", "w", "n"]
+    with pytest.raises(TypeError, match=r"Layer\.n is a static field"):
+        Layer.__init__(me=object.__new__(Layer), w=1.0, n=[3])

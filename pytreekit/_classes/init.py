@@ -40,28 +40,29 @@ from .nodes import (
 )
 
 
-def _forwarding(init: Callable[..., Any]) -> tuple[str, str]:
-    """``(parameters, arguments)`` of a function with ``init``'s own parameters (after ``self``)
-    that calls ``init`` with them; ``*args, **kwargs`` where that cannot be written out."""
-    generic = ("*args, **kwargs", "*args, **kwargs")
+def _forwarding(init: Callable[..., Any]) -> tuple[str, str, str]:
+    """``(parameters, arguments, instance)`` of a function with ``init``'s own parameters that
+    calls ``init`` with them (``instance``: its first parameter's name, so ``self=`` works as it
+    does on ``init``); ``*args, **kwargs`` where that cannot be written out."""
+    this = "__pytreekit_self__"
+    generic = (f"{this}, *args, **kwargs", "*args, **kwargs", this)
     if type(init) is not types.FunctionType:
         return generic
     kind = inspect.Parameter
     every = list(signature(init, follow_wrapped=False).parameters.values())
     if not every or every[0].kind not in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD):
         return generic  # a wrapper's (*args, **kwargs): self is not a parameter of its own
-    params = every[1:]
-    if any(p.name.startswith("__pytreekit") for p in params):
+    if any(p.name.startswith("__pytreekit") for p in every):
         return generic
     spelled: dict[Any, str] = {kind.VAR_POSITIONAL: "*{}", kind.VAR_KEYWORD: "**{}"}
     spelled[kind.KEYWORD_ONLY] = "{0}={0}"
-    arguments = [spelled.get(p.kind, "{}").format(p.name) for p in params]
+    arguments = [spelled.get(p.kind, "{}").format(p.name) for p in every[1:]]
     # Placeholder defaults: the wrapper takes init's own (__defaults__, __kwdefaults__).
     plain = [
         p.replace(annotation=kind.empty, default=kind.empty if p.default is kind.empty else None)
-        for p in params
+        for p in every
     ]
-    return str(inspect.Signature(plain))[1:-1], ", ".join(arguments)
+    return str(inspect.Signature(plain))[1:-1], ", ".join(arguments), every[0].name
 
 
 class InitProof(NamedTuple):
@@ -223,8 +224,9 @@ def init_wrapper(
     instance, so a class pickled by value takes a working wrapper along. ``proven``: the layout
     ``prove_init`` proved; else an instance of ``cls`` whose ``table`` has a primary is checked
     inline (``_inline``), and observed only where that fails."""
-    params, arguments = _forwarding(init)
-    this = "__pytreekit_self__"
+    if type(init) is not types.FunctionType:
+        init = _as_python_calls(init, cls)
+    params, arguments, this = _forwarding(init)
     call = f"__pytreekit_returned__ = __pytreekit_init__({this}, {arguments})"
     helpers: dict[str, Any] = {
         "__pytreekit_init__": init,
@@ -271,7 +273,19 @@ def init_wrapper(
             *returned,
         ]
     body += _after(this, own, "__init__")
-    return _like(method(cls, "__init__", f"{this}, {params}", body, helpers), init)
+    return _like(method(cls, "__init__", params, body, helpers), init)
+
+
+def _as_python_calls(init: Any, cls: type) -> Callable[..., Any]:
+    """A function calling an ``__init__`` that is not one as Python calls it: bound to the
+    instance through its type's ``__get__`` (``functools.partialmethod``), else without it."""
+    get = getattr(type(init), "__get__", None)
+
+    def calls(this: object, /, *args: Any, **kwargs: Any) -> Any:
+        return (init if get is None else get(init, this, type(this)))(*args, **kwargs)
+
+    calls.__wrapped__ = init if get is None else get(init, None, cls)  # type: ignore[attr-defined]
+    return calls
 
 
 def _observe(this: str, how: str = "observe") -> str:
