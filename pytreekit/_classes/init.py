@@ -224,8 +224,9 @@ def init_wrapper(
     instance, so a class pickled by value takes a working wrapper along. ``proven``: the layout
     ``prove_init`` proved; else an instance of ``cls`` whose ``table`` has a primary is checked
     inline (``_inline``), and observed only where that fails."""
+    shown = init
     if type(init) is not types.FunctionType:
-        init = _as_python_calls(init, cls)
+        init, shown = _as_python_calls(init, cls)
     params, arguments, this = _forwarding(init)
     call = f"__pytreekit_returned__ = __pytreekit_init__({this}, {arguments})"
     helpers: dict[str, Any] = {
@@ -273,19 +274,19 @@ def init_wrapper(
             *returned,
         ]
     body += _after(this, own, "__init__")
-    return _like(method(cls, "__init__", params, body, helpers), init)
+    return _like(method(cls, "__init__", params, body, helpers), init, shown)
 
 
-def _as_python_calls(init: Any, cls: type) -> Callable[..., Any]:
-    """A function calling an ``__init__`` that is not one as Python calls it: bound to the
-    instance through its type's ``__get__`` (``functools.partialmethod``), else without it."""
+def _as_python_calls(init: Any, cls: type) -> tuple[Callable[..., Any], object]:
+    """A function calling an ``__init__`` that is not one as Python calls it (bound to the
+    instance through its type's ``__get__``, as ``functools.partialmethod`` is, else without
+    it), and what ``inspect`` reads its signature from (as it does on the plain class)."""
     get = getattr(type(init), "__get__", None)
 
     def calls(this: object, /, *args: Any, **kwargs: Any) -> Any:
         return (init if get is None else get(init, this, type(this)))(*args, **kwargs)
 
-    calls.__wrapped__ = init if get is None else get(init, None, cls)  # type: ignore[attr-defined]
-    return calls
+    return calls, init if get is None else get(init, None, cls)
 
 
 def _observe(this: str, how: str = "observe") -> str:
@@ -326,16 +327,20 @@ def _after(this: str, own: list[str], name: str) -> list[str]:
     ]
 
 
-def _like(wrapper: types.FunctionType, init: Callable[..., Any]) -> types.FunctionType:
-    """``wrapper`` with ``init``'s defaults, documentation and annotations, and marked."""
+def _like(
+    wrapper: types.FunctionType, init: Callable[..., Any], shown: object = None
+) -> types.FunctionType:
+    """``wrapper`` with ``init``'s defaults and the documentation and annotations of ``shown``
+    (what it wraps, for ``inspect``; ``init`` unless said), and marked."""
+    shown = init if shown is None else shown
     wrapper.__defaults__ = getattr(init, "__defaults__", None)
     wrapper.__kwdefaults__ = getattr(init, "__kwdefaults__", None)
     for attribute in ("__doc__", "__type_params__"):
-        if hasattr(init, attribute):
-            setattr(wrapper, attribute, getattr(init, attribute))
-    copy_annotations(init, wrapper)
-    wrapper.__dict__.update(getattr(init, "__dict__", {}))
-    wrapper.__wrapped__ = init  # type: ignore[attr-defined]
+        if hasattr(shown, attribute):
+            setattr(wrapper, attribute, getattr(shown, attribute))
+    copy_annotations(shown, wrapper)
+    wrapper.__dict__.update(getattr(shown, "__dict__", {}))
+    wrapper.__wrapped__ = shown  # type: ignore[attr-defined]
     setattr(wrapper, markers.WRAPS_INIT, True)
     return wrapper
 
