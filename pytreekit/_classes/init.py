@@ -224,7 +224,7 @@ def init_wrapper(
     instance, so a class pickled by value takes a working wrapper along. ``proven``: the layout
     ``prove_init`` proved; else an instance of ``cls`` whose ``table`` has a primary is checked
     inline (``_inline``), and observed only where that fails."""
-    shown = init
+    shown: object = init
     if type(init) is not types.FunctionType:
         init, shown = _as_python_calls(init, cls)
     params, arguments, this = _forwarding(init)
