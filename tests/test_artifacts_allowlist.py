@@ -32,9 +32,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytreekit
-from pytreekit._artifacts.export import MAX_LEARNED_LAYOUTS, load_aux
+from pytreekit._artifacts.export import load_aux
 from pytreekit._artifacts.static_data import (
     MAGIC,
+    MAX_LEARNED_LAYOUTS,
     LoadedNaN,
     StaticDataError,
     UnencodableError,
@@ -539,3 +540,144 @@ def _references(value: object) -> list[object]:
     if callable(value):
         return [value]
     return []
+
+
+# -- what loading never calls: classes the data names, and the methods of its values ------------
+
+CALLED: list[str] = []
+
+
+class _Recording(type):
+    """A metaclass whose comparisons and hash are Python code (sympy's and protobuf's are)."""
+
+    def __eq__(cls, other: object) -> bool:
+        CALLED.append("metaclass __eq__")
+        return type.__eq__(cls, other)
+
+    def __hash__(cls) -> int:
+        CALLED.append("metaclass __hash__")
+        return type.__hash__(cls)
+
+
+class NamedByData(metaclass=_Recording):
+    pass
+
+
+class CachedHash(typing.NamedTuple):
+    """Its __hash__ and __eq__ are no functions of its own, but run Python code all the same."""
+
+    a: int
+    __hash__ = staticmethod(lambda *args: CALLED.append("staticmethod __hash__") or 1)  # type: ignore[assignment]
+    __eq__ = functools.lru_cache(lambda *args: CALLED.append("cached __eq__") or True)  # type: ignore[assignment]
+
+
+class Finalised(typing.NamedTuple):
+    a: int
+
+    def __del__(self) -> None:
+        CALLED.append("__del__")
+
+
+@pytreekit.pytree_class
+class HoldsCallable:
+    w: jax.Array
+    act: typing.Callable[..., typing.Any] = pytreekit.field(static=True, default=jnp.tanh)
+
+
+@pytreekit.pytree_class
+class HoldsKeys:
+    w: jax.Array
+    keys: frozenset[CachedHash] = pytreekit.field(static=True, default=frozenset())
+    finalised: Finalised | None = pytreekit.field(static=True, default=None)
+
+
+def _aux(cls: type, names: list[str], static: list[bool], values: list[object]) -> bytes:
+    head = ["t", 4, f"{__name__}:{cls.__qualname__}", ["t", *names], ["t", *static]]
+    return _raw([*head, ["t", *values]])
+
+
+@pytest.mark.parametrize(
+    ("cls", "names", "static", "values", "match"),
+    [
+        (
+            HoldsCallable,
+            ["w", "act"],
+            [False, True],
+            [["k", f"{__name__}:NamedByData"]],
+            "NamedByData",
+        ),
+        (
+            HoldsKeys,
+            ["w", "keys", "finalised"],
+            [False, True, True],
+            [["s", ["n", f"{__name__}:CachedHash", 1]], None],
+            "CachedHash cannot be a dict key",
+        ),
+        (
+            HoldsKeys,
+            ["w", "keys", "finalised"],
+            [False, True, True],
+            [["s"], ["n", f"{__name__}:Finalised", 1]],
+            "Finalised defines __del__",
+        ),
+    ],
+    ids=["metaclass of a class named", "hash not a C slot", "__del__ of a NamedTuple"],
+)
+def test_a_refused_load_called_no_code_of_the_classes_it_names(cls, names, static, values, match):
+    CALLED.clear()
+    with pytest.raises(StaticDataError, match=match):
+        load_aux(cls.__pytreekit_spec__.nodes, _aux(cls, names, static, values))
+    gc.collect()
+    assert CALLED == []
+
+
+@pytreekit.pytree_class(static=("name",), frozen=True)
+class Part:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+@pytreekit.pytree_class
+class HoldsPart:
+    w: jax.Array
+    part: Part | None = pytreekit.field(static=True, default=None)
+
+
+def _part(fields: dict[str, object], static: list[bool]) -> list[object]:
+    layout = ["t", ["t", *fields], ["t", *static]]
+    return ["p", f"{__name__}:Part", {**fields, "__pytreekit_fields__": layout}]
+
+
+def test_pytree_values_in_a_refused_load_teach_their_class_nothing():
+    """A tuple of 300 instances, each of a layout of its own, where one instance is declared:
+    refused, and the class's table is as before (no layout interned, none counted). Nor do
+    refused aux data use up the room a class has to learn layouts."""
+    table = Part.__pytreekit_spec__.table
+    before = (len(table._by_names), table.varied)
+    parts = [_part({f"n{i}": 1}, [True]) for i in range(300)]
+    data = _aux(HoldsPart, ["w", "part"], [False, True], [["t", *parts]])
+    declared = r"part is declared .*Part \| None, and the artifact holds a tuple"
+    with pytest.raises(StaticDataError, match=declared):
+        load_aux(HoldsPart.__pytreekit_spec__.nodes, data)
+    assert (len(table._by_names), table.varied) == before
+    nodes = ef.Loose.__pytreekit_spec__.nodes
+    head = ["t", 4, "export_fixtures:Loose"]
+    for refused in range(MAX_LEARNED_LAYOUTS + 1):  # static flags the class does not declare
+        names = ["t", "fn", "scale", f"x{refused}"]
+        with pytest.raises(TypeError, match="Export the function again"):
+            load_aux(nodes, _raw([*head, names, ["t", False, False, False], ["t"]]))
+    names = ["t", "fn", "scale", "extra"]
+    load_aux(nodes, _raw([*head, names, ["t", True, False, False], ["t", ["r", "jax.nn:relu"]]]))
+
+
+def test_a_pytree_value_loaded_has_the_layout_its_class_declares_now():
+    """The data's static flags (here: its one field a leaf) change nothing: the value flattens as
+    the class declares it, and equals and hashes as one built now."""
+    part = _part({"name": "a"}, [False])
+    aux = load_aux(
+        HoldsPart.__pytreekit_spec__.nodes, _aux(HoldsPart, ["w", "part"], [False, True], [part])
+    )
+    loaded = aux[0] if isinstance(aux, tuple) else aux
+    assert jax.tree_util.tree_leaves(loaded) == []
+    assert loaded == Part("a")
+    assert hash(loaded) == hash(Part("a"))

@@ -17,9 +17,7 @@ import binascii
 import contextlib
 import json
 import sys
-import threading
 import warnings
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
@@ -43,20 +41,14 @@ from .static_data import (
     hashable,
     is_pickle,
     is_safe_reference,
+    learn,
+    no_room,
     parse,
     plain_tuple,
     type_name_of,
 )
 
 C = TypeVar("C", bound=type)
-
-_lock = threading.Lock()
-# How many layouts one class without annotations may learn from artifacts: each costs memory for
-# as long as the class lives.
-MAX_LEARNED_LAYOUTS = 256
-_learned: weakref.WeakKeyDictionary[type, set[tuple[tuple[str, ...], tuple[bool, ...]]]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def export_name(cls: type) -> str:
@@ -107,25 +99,36 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "j
     before the class's table learns a layout."""
     cls = nodes.cls
     owner = cls.__qualname__
-    written, names, static, statics = _read_state(nodes, data, what)
+    written, names, static, statics, built = _read_state(nodes, data, what)
     if written is not None and written != export_name(cls):
         raise StaticDataError(
             f"{what} cannot read the serialized treedef of {owner}: it was written for "
             f"{written!r:.80}, not {export_name(cls)!r}; an artifact whose node names one class "
             f"and whose data another has been edited."
         )
-    layout = nodes.table.for_names(names)
-    if (layout.names, layout.static) != (names, static) or len(statics) != len(layout.static_names):
+    table = nodes.table
+    now_names, now_static = table.declared_for(names)
+    if (now_names, now_static) != (names, static) or len(statics) != sum(now_static):
         raise TypeError(
             f"cannot read the serialized treedef of {owner}: it was written when its "
             f"fields were {names} (static: {_static_names(names, static)}), but an instance "
-            f"holding them now has fields {layout.names} (static: {layout.static_names}). "
-            f"Export the function again with the class as it is now."
+            f"holding them now has fields {now_names} (static: "
+            f"{_static_names(now_names, now_static)}). Export the function again with the class "
+            f"as it is now."
         )
-    return nodes.aux_data(layout, statics)
+    primary = table.primary
+    try:
+        learn(built, [] if primary is not None and primary.names == names else [(cls, names)])
+    except StaticDataError as error:
+        raise StaticDataError(
+            f"{what} cannot read the serialized treedef of {owner}: {error}"
+        ) from None
+    return nodes.aux_data(table.for_names(names), statics)
 
 
-State = tuple[Any, Any, Any, tuple[Any, ...]]
+# (class written or None, field names, static flags, static values, the pytree class instances
+# built among the values: learnt only once the whole aux data has passed)
+State = tuple[Any, Any, Any, tuple[Any, ...], list[tuple[object, tuple[str, ...]]]]
 
 
 def _read_state(nodes: NodeFunctions, data: bytes | bytearray | str, what: str) -> State:
@@ -162,7 +165,7 @@ def _data_state(nodes: NodeFunctions, raw: bytes | str) -> State:
         if declared_types(nodes.cls)
         else _undeclared_values(primary, reader, tree[-1], names, static)
     )
-    return written, names, static, values
+    return written, names, static, values, reader.built
 
 
 def _undeclared_values(
@@ -222,7 +225,7 @@ def _pickled_state(nodes: NodeFunctions, state: Any) -> State:
     _refuse_unknown_names(nodes, names)
     for name, value in zip(_static_names(names, static), statics, strict=False):
         _check_value(name, value, None)
-    return written, names, static, statics
+    return written, names, static, statics, []
 
 
 def _as_format_3(nodes: NodeFunctions, state: Any, version: Any) -> tuple[Any, Any]:
@@ -293,7 +296,9 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
         raise StaticDataError(
             f"it names the field {refused!r:.60}, which no instance of the class can hold."
         )
-    _learn(table.cls, names, tuple(n in declared for n in names))
+    why = no_room(table.cls, names)
+    if why is not None:
+        raise StaticDataError(f"{why}.")
 
 
 def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str | None:
@@ -317,21 +322,10 @@ def _not_kept(table: Any, names: tuple[str, ...], known: frozenset[str]) -> str 
         return next((n for n in names if n not in known), None)
     try:
         table.check_names(names)  # the field rule's refusals, as interning asks
-        kept = attribute_names(_Probe(names, table.storage.has_dict))
+        kept = frozenset(attribute_names(_Probe(names, table.storage.has_dict)))
     except TypeError:
-        kept = ()
+        kept = frozenset()
     return next((n for n in names if n not in kept), None)
-
-
-def _learn(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> None:
-    with _lock:
-        learned = _learned.setdefault(cls, set())
-        if (names, static) not in learned and len(learned) >= MAX_LEARNED_LAYOUTS:
-            raise StaticDataError(
-                f"it names a layout ({', '.join(names)}) beyond the {MAX_LEARNED_LAYOUTS} this "
-                f"class may learn from artifacts."
-            )
-        learned.add((names, static))
 
 
 class _Probe:

@@ -151,17 +151,19 @@ _hash_safe_types = TypeCache()
 
 def _hash_safe(value: Any) -> bool:
     kind = type(value)
-    if kind in ATOMS:
+    if type(kind) is type and kind in ATOMS:  # hashing a class runs its metaclass's __hash__
         return True
     known: bool | None = _hash_safe_types.get(kind)
     if known is not None:
         safe = known
     else:
-        safe = lookup(kind, "__hash__") is not None
-        for name in ("__hash__", "__eq__"):
-            method = lookup(kind, name)
-            if type(method) is types.FunctionType and id(method) not in _TRUSTED_METHODS:
-                safe = False
+        # Only C slots (or the standard library's enum hash) are known to run no Python code: a
+        # staticmethod, functools.cache or any callable object in the class may.
+        safe = all(
+            type(lookup(kind, name)) is types.WrapperDescriptorType
+            or id(lookup(kind, name)) in _TRUSTED_METHODS
+            for name in ("__hash__", "__eq__")
+        )
         _hash_safe_types.set(kind, safe)
     if safe and (kind is frozenset or issubclass(kind, tuple)):
         return all(_hash_safe(item) for item in value)
@@ -183,12 +185,19 @@ def _written_in_c(klass: type, name: str) -> bool:
     return method is not None and type(method) is not staticmethod
 
 
+def _finalised(cls: type) -> str | None:
+    """Why an instance of ``cls`` built from data would run code when it dies."""
+    if lookup(cls, "__del__") is not MISSING:
+        return f"{cls.__qualname__} defines __del__, which would run on an object built from data"
+    return None
+
+
 def _rebuildable(cls: type) -> str | None:
     """Why an instance of ``cls`` cannot be made by ``object.__new__`` and stores (``None``: it
     can). As ``object.__new__`` decides: past the ``__new__`` methods written in Python (which it
     skips), the nearest one must be ``object``'s."""
-    if lookup(cls, "__del__") is not MISSING:
-        return f"{cls.__qualname__} defines __del__, which would run on an object built from data"
+    if (why := _finalised(cls)) is not None:
+        return why
     # object's own __new__ ends the search at the latest.
     owner = next(klass for klass in mro(cls) if _written_in_c(klass, "__new__"))
     if own_dict(owner)["__new__"] is not _OBJECT_NEW:
@@ -1056,7 +1065,55 @@ def loads(
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"loads() takes bytes, got {type_name(data)}.")
     reader = Reader(frozenset(allow_import), declared, tuple(_named_classes(declared, 0)))
-    return decode(parse(data, reader), reader)
+    value = decode(parse(data, reader), reader)
+    try:
+        learn(reader.built)
+    except StaticDataError as error:
+        raise StaticDataError(f"cannot read static data: {error}") from None
+    return value
+
+
+# -- layouts learnt from artifacts --------------------------------------------------------------
+
+# How many layouts one class may learn from artifacts: each costs memory for as long as the class
+# lives. Learnt only when a load has passed every check, so a refused one leaves nothing behind.
+MAX_LEARNED_LAYOUTS = 256
+_learned = TypeCache()  # class -> the field names of the layouts it learnt from artifacts
+_learned_lock = threading.Lock()
+
+
+def no_room(cls: type, names: tuple[str, ...]) -> str | None:
+    """Why ``cls`` may not learn a layout of ``names`` from an artifact (``None``: it may)."""
+    learned: set[tuple[str, ...]] = _learned.get(cls) or set()
+    if names in learned or len(learned) < MAX_LEARNED_LAYOUTS:
+        return None
+    return (
+        f"it names a layout ({', '.join(names):.200}) beyond the {MAX_LEARNED_LAYOUTS} this class "
+        f"may learn from artifacts"
+    )
+
+
+def learn(
+    built: list[tuple[object, tuple[str, ...]]],
+    layouts: Iterable[tuple[type, tuple[str, ...]]] = (),
+) -> None:
+    """Record the layouts a load named (``layouts``: class and field names, and those of the
+    instances it ``built``), then mark each instance with its layout as the class is declared
+    now. Beyond the cap: ``StaticDataError``, and nothing recorded."""
+    named = [*layouts, *((type(obj), names) for obj, names in built)]
+    with _learned_lock:
+        for cls, names in named:
+            why = no_room(cls, names)
+            if why is not None:
+                raise StaticDataError(f"{why}.")
+        for cls, names in named:
+            learned: set[tuple[str, ...]] | None = _learned.get(cls)
+            if learned is None:
+                _learned.set(cls, learned := set())
+            learned.add(names)
+    for obj, names in built:
+        table = own_dict(type(obj))[markers.SPEC].table
+        table.note(obj, table.for_names(names))
 
 
 def parse(data: bytes | bytearray | memoryview | str, reader: Reader) -> Any:
@@ -1139,7 +1196,7 @@ class Reader:
     """What one load may do: the modules it may import, and the declared type of the field being
     read (``admitted``: the classes it names, loaded there though not safe references)."""
 
-    __slots__ = ("admitted", "allow_import", "declared", "plain", "surrogates")
+    __slots__ = ("admitted", "allow_import", "built", "declared", "plain", "surrogates")
 
     def __init__(
         self,
@@ -1153,12 +1210,16 @@ class Reader:
         self.admitted = admitted
         self.plain = plain
         self.surrogates = False
+        # The pytree class instances this load built, with their fields: their layouts are
+        # learnt (``learn``) only once the whole load has passed every check.
+        self.built: list[tuple[object, tuple[str, ...]]] = []
 
     def _with(self, declared: Any, admitted: tuple[type, ...], plain: bool) -> Reader:
         if declared is None and not admitted and plain == self.plain and self.declared is None:
             return self
         reader = Reader(self.allow_import, declared, admitted, plain)
         reader.surrogates = self.surrogates
+        reader.built = self.built
         return reader
 
     def for_field(self, cls: type, name: str) -> Reader:
@@ -1545,11 +1606,12 @@ def _find(name: str, reader: Reader) -> Any:
 
 def _admits(admitted: tuple[type, ...], cls: type) -> bool:
     """Whether ``cls`` is one of ``admitted`` or a pytree class of this process derived from one."""
-    if not admitted:
-        return False
-    if cls in admitted:
+    # By identity: ``in`` would call the __eq__ of the metaclass of whatever class the data names.
+    if any(cls is klass for klass in admitted):
         return True
-    return markers.SPEC in own_dict(cls) and any(base in admitted for base in mro(cls))
+    return markers.SPEC in own_dict(cls) and any(
+        base is klass for base in mro(cls) for klass in admitted
+    )
 
 
 def _dotted(name: str) -> bool:
@@ -1591,6 +1653,8 @@ def _decode_namedtuple(node: list[Any], depth: int, reader: Reader) -> Any:
     names = lookup(cls, "_fields")
     if not issubclass(cls, tuple) or type(names) is not tuple:
         raise _Bad(f"{node[1]!r:.80} is not a NamedTuple")
+    if (why := _finalised(cls)) is not None:
+        raise _Bad(why)
     if len(names) != len(node) - 2:
         raise _Bad(f"{cls.__qualname__} has {len(names)} fields, the data {len(node) - 2}")
     items = []
@@ -1698,23 +1762,31 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     setstate = lookup(cls, "__setstate__")
     if markers.SPEC not in own_dict(cls) or not _ours(setstate):
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
-    _check_layout(cls, state)
+    names = _check_layout(cls, state)
+    why = no_room(cls, names)
+    if why is not None:
+        raise _Bad(why)
     obj: Any = object.__new__(cls)
-    setstate(obj, state)
+    # The fields in the layout's order; the layout itself is the class's as declared now, noted
+    # once the whole load has passed (``learn``): the data's static flags change nothing.
+    setstate(obj, {name: state[name] for name in names if name in state})
+    reader.built.append((obj, names))
     return obj
 
 
-def _check_layout(cls: type, state: dict[str, Any]) -> None:
-    """That a pytree class's state holds ``(names, static flags)`` and values of those fields."""
+def _check_layout(cls: type, state: dict[str, Any]) -> tuple[str, ...]:
+    """That a pytree class's state holds ``(names, static flags)`` and values of those fields:
+    the names."""
     layout: Any = state.get(markers.FIELDS)
     if not _is_layout(layout):
         raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
-    names = layout[0]
+    names: tuple[str, ...] = layout[0]
     _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
     if len(set(names)) != len(names):
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
     if not {key for key in state if key != markers.FIELDS} <= set(names):
         raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
+    return names
 
 
 def _is_layout(layout: Any) -> bool:

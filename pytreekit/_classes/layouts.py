@@ -289,6 +289,10 @@ class LayoutTable:
         """The layout an instance holding the fields ``names`` has, by the class as it is now."""
         raise NotImplementedError
 
+    def declared_for(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+        """The fields and static flags of ``for_names(names)``, without interning a layout."""
+        raise NotImplementedError
+
     def observe_slow(self, obj: object) -> None:
         """After ``__init__`` returned: what it set completed and checked, its layout noted (the
         general path of the generated ``observe``)."""
@@ -341,6 +345,10 @@ class FixedLayouts(LayoutTable):
     def for_names(self, names: tuple[str, ...]) -> Layout:
         assert self.primary is not None
         return self.primary
+
+    def declared_for(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+        assert self.primary is not None
+        return self.primary.names, self.primary.static
 
     def fields_of(self, class_or_instance: object) -> tuple[Field, ...]:
         assert self.primary is not None
@@ -420,9 +428,12 @@ class LearnedLayouts(LayoutTable):
     def for_names(self, names: tuple[str, ...]) -> Layout:
         layout = self._current.get(names)
         if layout is None:
-            layout = self.intern(names, tuple(n in self.static_names for n in names))
+            layout = self.intern(*self.declared_for(names))
             self._current[names] = layout
         return layout
+
+    def declared_for(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+        return names, tuple(n in self.static_names for n in names)
 
     def is_current(self, layout: Layout) -> bool:
         """Whether ``layout`` is one an instance of the class as declared now can have."""
@@ -489,13 +500,14 @@ class LearnedLayouts(LayoutTable):
             if not slot.startswith("__") and not slot.startswith(prefixes) and hasattr(obj, slot)
         ]
         if storage.has_dict:
+            in_slots = frozenset(names)  # a set: an artifact may name thousands of fields
             names.extend(
                 n
                 for n in obj.__dict__
                 if not n.startswith("__")
                 and not n.startswith(prefixes)
                 and n not in storage.descriptors
-                and n not in names
+                and n not in in_slots
             )
         return tuple(names)
 
