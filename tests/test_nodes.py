@@ -175,7 +175,7 @@ def test_exported_treedef_is_read_while_its_layout_is_what_the_class_makes_now()
     data = _serialized(_define(annotated=False, static=("n",))(jnp.ones(2)))
     _define(annotated=False, static=())
     with pytest.raises(
-        TypeError,
+        ValueError,
         match=r"\.Model: .*\(static: \('n',\)\).*\(static: \(\)\)\. Export the function again",
     ):
         jax.export.deserialize(data)

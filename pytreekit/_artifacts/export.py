@@ -109,8 +109,8 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "j
     table = nodes.table
     now_names, now_static = table.declared_for(names)
     if (now_names, now_static) != (names, static) or len(statics) != sum(now_static):
-        raise TypeError(
-            f"cannot read the serialized treedef of {owner}: it was written when its "
+        raise StaticDataError(
+            f"{what} cannot read the serialized treedef of {owner}: it was written when its "
             f"fields were {names} (static: {_static_names(names, static)}), but an instance "
             f"holding them now has fields {now_names} (static: "
             f"{_static_names(now_names, now_static)}). Export the function again with the class "
@@ -391,17 +391,19 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
             f"artifact_references() takes the bytes of an artifact or a treespec's text, got "
             f"{type_name(artifact)}."
         )
-    plain = json.JSONDecoder()
+    # The scanner itself: where no value starts it stops at once, where raw_decode would build
+    # an error counting the lines before it (each magic in a long text, quadratic).
+    scan = json.JSONDecoder().scan_once
     trees = []
     start = text.find(MAGIC_TEXT)
     while start >= 0:
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, StopIteration, RecursionError):
             if start > 0 and text[start - 1] == '"':  # inside JSON text: a string to unquote
-                inner, _ = plain.raw_decode(text, start - 1)
+                inner, _ = scan(text, start - 1)
                 if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
-                    trees.append(plain.raw_decode(inner, len(MAGIC_TEXT))[0])
+                    trees.append(scan(inner, len(MAGIC_TEXT))[0])
             else:
-                trees.append(plain.raw_decode(text, start + len(MAGIC_TEXT))[0])
+                trees.append(scan(text, start + len(MAGIC_TEXT))[0])
         start = text.find(MAGIC_TEXT, start + 1)
     return trees
 

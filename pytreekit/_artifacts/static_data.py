@@ -177,6 +177,22 @@ def _unsafe_key(value: Any) -> str:
     )
 
 
+def _key_refusal(value: Any) -> str | None:
+    """Why ``dumps`` refuses ``value`` as a dict key or frozenset element: what ``loads`` would
+    refuse there (a NaN, read back as ``LoadedNaN``, whose ``__hash__`` is Python code)."""
+    if not _hash_safe(value):
+        return _unsafe_key(value)
+    if _holds_nan(value):
+        return "a NaN cannot be a dict key or frozenset element in static data (it equals no key)"
+    return None
+
+
+def _holds_nan(value: Any) -> bool:
+    if isinstance(value, (float, complex)):
+        return value != value
+    return isinstance(value, (tuple, frozenset)) and any(map(_holds_nan, value))
+
+
 _OBJECT_NEW = vars(object)["__new__"]
 
 
@@ -714,8 +730,8 @@ def _encode_frozenset(value: frozenset[Any], depth: int) -> str:
             parts.append(_encode(item, depth))
         except _Refused as refused:
             raise refused.at("<an element>") from None
-        if not _hash_safe(item):
-            raise _Refused(item, _unsafe_key(item))
+        if (why := _key_refusal(item)) is not None:
+            raise _Refused(item, why)
     parts.sort()  # iteration order varies between processes; the bytes should not
     return ",".join(['["s"', *parts]) + "]"
 
@@ -729,8 +745,8 @@ def _encode_dict(value: dict[Any, Any], depth: int) -> str:
     for index, (key, item) in enumerate(value.items()):
         try:
             parts.append(_encode(key, depth))
-            if not _hash_safe(key):
-                raise _Refused(key, _unsafe_key(key))
+            if (why := _key_refusal(key)) is not None:
+                raise _Refused(key, why)
         except _Refused as refused:
             raise refused.at(f"<key {index}>") from None
         try:
