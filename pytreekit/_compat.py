@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import functools
 import inspect
+import json
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -455,3 +456,14 @@ def frozen_dataclasses(cls: type, first: int = 0) -> Iterator[tuple[type, bool]]
 def dataclass_frozen(cls: type) -> bool:
     """Whether ``cls``'s nearest dataclass in its MRO is frozen."""
     return next((frozen for _, frozen in frozen_dataclasses(cls)), False)
+
+
+def json_scanner() -> Callable[[str, int], tuple[Any, int]]:
+    """``json``'s own scanner (what ``JSONDecoder.raw_decode`` calls, undocumented): where no
+    value starts it raises ``StopIteration`` at once, where ``raw_decode``'s error would count
+    the lines before that point (the audit tries every magic in a text: quadratic)."""
+    why = "to read the trees of an artifact"
+    scan: Callable[[str, int], tuple[Any, int]] = _private(
+        json.JSONDecoder(), "scan_once", "json.JSONDecoder", why
+    )
+    return scan

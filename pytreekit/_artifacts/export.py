@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import json
 import sys
 import warnings
 from collections.abc import Callable, Iterable
@@ -23,7 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .. import _markers as markers
 from .._classes import NodeFunctions
-from .._compat import export_lock, export_registries, jax_from_children
+from .._compat import export_lock, export_registries, jax_from_children, json_scanner
 from .._messages import type_name
 from .._names import MISSING, find_in, is_class, lookup
 from .legacy import opted_in, pickled, unpickled
@@ -393,7 +392,7 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
         )
     # The scanner itself: where no value starts it stops at once, where raw_decode would build
     # an error counting the lines before it (each magic in a long text, quadratic).
-    scan = json.JSONDecoder().scan_once
+    scan = json_scanner()
     trees = []
     start = text.find(MAGIC_TEXT)
     while start >= 0:
