@@ -500,7 +500,7 @@ class LearnedLayouts(LayoutTable):
             if not slot.startswith("__") and not slot.startswith(prefixes) and hasattr(obj, slot)
         ]
         if storage.has_dict:
-            in_slots = frozenset(names)  # a set: an artifact may name thousands of fields
+            in_slots = frozenset(names) if names else ()  # an artifact may name thousands
             names.extend(
                 n
                 for n in obj.__dict__
