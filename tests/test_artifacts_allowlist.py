@@ -5,8 +5,11 @@ before a class learns a layout, and a fuzz test of whole aux data."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
+import collections.abc
 import contextvars
+import enum
 import functools
 import gc
 import json
@@ -36,15 +39,18 @@ from pytreekit._artifacts.export import load_aux
 from pytreekit._artifacts.static_data import (
     MAGIC,
     MAX_LEARNED_LAYOUTS,
+    MAX_LEARNED_NAMES,
     LoadedNaN,
     StaticDataError,
     UnencodableError,
     _hash_safe_types,
     _learned_encoders,
+    declared_types,
     dumps,
     is_safe_reference,
     loads,
 )
+from pytreekit._compat import export_registries as _export_registries
 from pytreekit._names import public_name
 
 
@@ -383,7 +389,9 @@ def test_refused_aux_data_leaves_no_layout_and_learned_layouts_are_capped():
     assert len(table._by_names) == before
     for index in range(MAX_LEARNED_LAYOUTS):
         load_aux(nodes, _raw(["t", 3, ["t", f"f{index}"], ["t", False], ["t"]]))
-    with pytest.raises(StaticDataError, match=f"beyond the {MAX_LEARNED_LAYOUTS} this class"):
+    with pytest.raises(
+        StaticDataError, match=f"beyond the {MAX_LEARNED_LAYOUTS} layouts that .*Wide may learn"
+    ):
         load_aux(nodes, _raw(["t", 3, ["t", "one_more"], ["t", False], ["t"]]))
     load_aux(nodes, _raw(["t", 3, ["t", "f0"], ["t", False], ["t"]]))  # known: still read
 
@@ -702,3 +710,135 @@ def test_the_audit_reads_hostile_texts_as_no_tree():
     assert pytreekit.artifact_references(MAGIC + b'["t",' + MAGIC * 20_000) == []
     named = MAGIC + b'["r","os:system"]'
     assert [r.name for r in pytreekit.artifact_references(b"[" * 5000 + named)] == ["os:system"]
+
+
+class _RecordingEnumType(enum.EnumMeta):
+    def __eq__(cls, other: object) -> bool:
+        CALLED.append("enum metaclass __eq__")
+        return type.__eq__(cls, other)
+
+    def __hash__(cls) -> int:
+        CALLED.append("enum metaclass __hash__")
+        return type.__hash__(cls)
+
+
+class Mode(enum.Enum, metaclass=_RecordingEnumType):
+    A = 1
+
+
+class Hooked(abc.ABC):  # noqa: B024 (abstract for its hook, not for methods)
+    """A user's abstract class: its hook is the user's code, and the data must not run it."""
+
+    @classmethod
+    def __subclasshook__(cls, other: type) -> bool:
+        CALLED.append("__subclasshook__")
+        return NotImplemented
+
+
+class Pair(typing.NamedTuple):
+    a: int
+    b: int
+
+    def __iter__(self) -> typing.Iterator[int]:  # type: ignore[override]
+        CALLED.append("NamedTuple __iter__")
+        return tuple.__iter__(self)
+
+
+@pytreekit.pytree_class
+class Declares:
+    w: jax.Array
+    tagged: NamedByData | None = pytreekit.field(static=True, default=None)
+    kind: type[NamedByData] | None = pytreekit.field(static=True, default=None)
+    mode: int | Mode = pytreekit.field(static=True, default=0)
+    modes: collections.abc.Sequence[Mode] | Mode = pytreekit.field(static=True, default=Mode.A)
+    hooked: Hooked | int = pytreekit.field(static=True, default=0)
+    pair: Pair | None = pytreekit.field(static=True, default=None)
+    pairs: frozenset[Pair] = pytreekit.field(static=True, default=frozenset())
+
+
+_DECLARES = ["w", "tagged", "kind", "mode", "modes", "hooked", "pair", "pairs"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "loads_"),
+    [
+        ("tagged", 5, False),
+        ("kind", ["k", "builtins:int"], False),
+        ("mode", ["e", f"{__name__}:Mode", "A"], True),
+        ("modes", ["e", f"{__name__}:Mode", "A"], True),
+        ("hooked", 5, True),
+        ("pair", ["n", f"{__name__}:Pair", 1, 2], True),
+        ("pairs", ["s", ["n", f"{__name__}:Pair", 1, 2]], True),
+    ],
+)
+def test_checking_a_value_against_its_declared_type_runs_none_of_the_classes_code(
+    field, value, loads_
+):
+    """Classes compared by identity, a user's abstract class by its MRO, a NamedTuple's items by
+    the C iterator: whether the load passes or is refused, none of the declared classes' code
+    (their metaclasses' included) runs."""
+    nodes = Declares.__pytreekit_spec__.nodes
+    defaults = {"tagged": None, "kind": None, "mode": 0, "modes": ["e", f"{__name__}:Mode", "A"]}
+    defaults |= {"hooked": 0, "pair": None, "pairs": ["s"], field: value}
+    data = _aux(Declares, _DECLARES, [False] + [True] * 7, [defaults[n] for n in _DECLARES[1:]])
+    declared_types(Declares)  # the annotations evaluated first: what runs then is Python's
+    CALLED.clear()
+    if loads_:
+        load_aux(nodes, data)
+    else:
+        with pytest.raises(StaticDataError, match=f"static field {field} is declared"):
+            load_aux(nodes, data)
+    assert CALLED == []
+
+
+@pytreekit.pytree_class
+class HoldsParts:
+    w: jax.Array
+    parts: tuple[Part, ...] = pytreekit.field(static=True, default=())
+
+
+def test_one_load_may_teach_no_more_layouts_than_the_cap():
+    """The cap counts what a load itself adds: 300 new layouts in one value are refused whole."""
+    table = Part.__pytreekit_spec__.table
+    before = len(table._by_names)
+    parts = [_part({f"m{i}": 1}, [True]) for i in range(MAX_LEARNED_LAYOUTS + 44)]
+    data = _aux(HoldsParts, ["w", "parts"], [False, True], [["t", *parts]])
+    with pytest.raises(StaticDataError, match=f"beyond the {MAX_LEARNED_LAYOUTS} layouts"):
+        load_aux(HoldsParts.__pytreekit_spec__.nodes, data)
+    assert len(table._by_names) == before
+
+
+def test_the_cap_counts_field_names_too():
+    @pytree_class_unannotated
+    class Broad:
+        pass
+
+    nodes = Broad.__pytreekit_spec__.nodes
+    wide = [f"g{i}" for i in range(MAX_LEARNED_NAMES // 2 + 1)]
+    load_aux(nodes, _raw(["t", 4, None, ["t", *wide], ["t", *[False] * len(wide)], ["t"]]))
+    again = [f"h{i}" for i in range(len(wide))]
+    with pytest.raises(StaticDataError, match=f"beyond the {MAX_LEARNED_NAMES} field names"):
+        load_aux(nodes, _raw(["t", 4, None, ["t", *again], ["t", *[False] * len(again)], ["t"]]))
+
+
+def test_a_node_given_other_children_than_its_layout_has_is_refused():
+    """jax.export rebuilds a node from its aux data and the children its artifact gives it: one
+    fewer is no StopIteration, one more is not dropped silently."""
+    aux = load_aux(
+        ef.Loose.__pytreekit_spec__.nodes,
+        _raw(
+            [
+                "t",
+                4,
+                "export_fixtures:Loose",
+                ["t", "fn", "scale"],
+                ["t", True, False],
+                ["t", ["r", "jax.nn:relu"]],
+            ]
+        ),
+    )
+    rebuild = _export_registries()[1]["export_fixtures:Loose"][2]
+    assert rebuild(aux, [jnp.ones(())]).scale == 1.0
+    for children in ([], [jnp.ones(()), jnp.ones(())]):
+        with pytest.raises(StaticDataError, match=f"has {len(children)} children where"):
+            rebuild(aux, children)

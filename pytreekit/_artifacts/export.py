@@ -458,6 +458,25 @@ _NAMING: dict[str, Callable[[str], str]] = {
 _BY_TYPE, _BY_NAME = export_registries()
 
 
+def _counted(nodes: NodeFunctions, from_children: Callable[..., Any]) -> Callable[..., Any]:
+    """``jax.export`` rebuilds a node from its aux data and the children its artifact gives it:
+    as many as its layout has leaves, or the artifact was edited (a child dropped, a missing one
+    a ``StopIteration`` from deep inside)."""
+
+    def rebuilt(aux: Any, children: Any) -> Any:
+        children = tuple(children)
+        layout = nodes.carrying(aux)[0]
+        if len(children) != len(layout.child_names):
+            raise StaticDataError(
+                f"jax.export cannot read the serialized treedef of {nodes.cls.__qualname__}: its "
+                f"node has {len(children)} children where its fields {layout.names} hold "
+                f"{len(layout.child_names)} leaves; the artifact has been edited."
+            )
+        return from_children(aux, children)
+
+    return rebuilt
+
+
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
     """Let ``jax.export`` read artifacts naming ``cls`` now, and write them from the class's first
     use (called once per class, after its ``jax.tree_util`` registration)."""
@@ -476,7 +495,7 @@ def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
         previous = by_name.get(name)
         if previous is None or getattr(previous[1], markers.CLASS, None) is previous[0]:
             # Free, or ours for a class of the same name defined earlier (re-pointed).
-            by_name[name] = (cls, deserialize_auxdata, jax_from_children(cls))
+            by_name[name] = (cls, deserialize_auxdata, _counted(nodes, jax_from_children(cls)))
         elif previous[0] is not cls:
             warnings.warn(
                 f"{cls.__qualname__} was not registered for jax.export serialization: the name "

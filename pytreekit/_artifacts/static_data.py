@@ -26,7 +26,7 @@ import threading
 import types
 import typing
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import ml_dtypes
@@ -151,23 +151,35 @@ _hash_safe_types = TypeCache()
 
 def _hash_safe(value: Any) -> bool:
     kind = type(value)
-    if type(kind) is type and kind in ATOMS:  # hashing a class runs its metaclass's __hash__
+    if _atom(kind):
         return True
     known: bool | None = _hash_safe_types.get(kind)
     if known is not None:
         safe = known
     else:
         # Only C slots (or the standard library's enum hash) are known to run no Python code: a
-        # staticmethod, functools.cache or any callable object in the class may.
+        # staticmethod, functools.cache or any callable object in the class may; and the enum
+        # hash reads the member's name, through the class's __getattribute__.
         safe = all(
             type(lookup(kind, name)) is types.WrapperDescriptorType
             or id(lookup(kind, name)) in _TRUSTED_METHODS
-            for name in ("__hash__", "__eq__")
+            for name in ("__hash__", "__eq__", "__getattribute__")
         )
         _hash_safe_types.set(kind, safe)
     if safe and (kind is frozenset or issubclass(kind, tuple)):
-        return all(_hash_safe(item) for item in value)
+        return all(map(_hash_safe, _items(value)))
     return safe
+
+
+def _atom(kind: type) -> bool:
+    """Whether ``kind`` is one of ``ATOMS``, asked without hashing it (its metaclass's code)."""
+    return type(kind) is type and kind in ATOMS
+
+
+def _items(value: tuple[Any, ...] | frozenset[Any]) -> Iterator[Any]:
+    """The items of a tuple (a NamedTuple's too) or frozenset, by the C iterator: a class's own
+    ``__iter__`` is its code."""
+    return tuple.__iter__(value) if isinstance(value, tuple) else frozenset.__iter__(value)
 
 
 def _unsafe_key(value: Any) -> str:
@@ -1091,21 +1103,30 @@ def loads(
 
 # -- layouts learnt from artifacts --------------------------------------------------------------
 
-# How many layouts one class may learn from artifacts: each costs memory for as long as the class
-# lives. Learnt only when a load has passed every check, so a refused one leaves nothing behind.
+# What one class may learn from artifacts, each layout costing memory for as long as the class
+# lives: so many layouts, so many field names in all. Learnt only when a load has passed every
+# check, so a refused one leaves nothing behind.
 MAX_LEARNED_LAYOUTS = 256
+MAX_LEARNED_NAMES = 65_536
 _learned = TypeCache()  # class -> the field names of the layouts it learnt from artifacts
 _learned_lock = threading.Lock()
 
 
-def no_room(cls: type, names: tuple[str, ...]) -> str | None:
-    """Why ``cls`` may not learn a layout of ``names`` from an artifact (``None``: it may)."""
-    learned: set[tuple[str, ...]] = _learned.get(cls) or set()
-    if names in learned or len(learned) < MAX_LEARNED_LAYOUTS:
+def no_room(cls: type, names: tuple[str, ...], *more: tuple[str, ...]) -> str | None:
+    """Why ``cls`` may not learn the layout of ``names`` from an artifact, with ``more`` learnt
+    by the same load (``None``: it may)."""
+    learned: set[tuple[str, ...]] = (_learned.get(cls) or set()).union(more)
+    if names in learned:
+        return None
+    if len(learned) >= MAX_LEARNED_LAYOUTS:
+        limit = f"the {MAX_LEARNED_LAYOUTS} layouts"
+    elif sum(map(len, learned)) + len(names) > MAX_LEARNED_NAMES:
+        limit = f"the {MAX_LEARNED_NAMES} field names in all"
+    else:
         return None
     return (
-        f"it names a layout ({', '.join(names):.200}) beyond the {MAX_LEARNED_LAYOUTS} this class "
-        f"may learn from artifacts"
+        f"it names a layout ({', '.join(names):.200}) beyond {limit} that {cls.__qualname__} may "
+        f"learn from artifacts"
     )
 
 
@@ -1115,18 +1136,24 @@ def learn(
 ) -> None:
     """Record the layouts a load named (``layouts``: class and field names, and those of the
     instances it ``built``), then mark each instance with its layout as the class is declared
-    now. Beyond the cap: ``StaticDataError``, and nothing recorded."""
-    named = [*layouts, *((type(obj), names) for obj, names in built)]
+    now. Beyond the cap, counting what the load itself adds: ``StaticDataError``, and nothing
+    recorded."""
+    named: dict[int, tuple[type, set[tuple[str, ...]]]] = {}  # by id: a class's hash is code
+    for cls, names in [*layouts, *((type(obj), names) for obj, names in built)]:
+        named.setdefault(id(cls), (cls, set()))[1].add(names)
     with _learned_lock:
-        for cls, names in named:
-            why = no_room(cls, names)
-            if why is not None:
-                raise StaticDataError(f"{why}.")
-        for cls, names in named:
+        for cls, new in named.values():
+            added: list[tuple[str, ...]] = []
+            for names in sorted(new):
+                why = no_room(cls, names, *added)
+                if why is not None:
+                    raise StaticDataError(f"{why}.")
+                added.append(names)
+        for cls, new in named.values():
             learned: set[tuple[str, ...]] | None = _learned.get(cls)
             if learned is None:
                 _learned.set(cls, learned := set())
-            learned.add(names)
+            learned.update(new)
     for obj, names in built:
         table = own_dict(type(obj))[markers.SPEC].table
         table.note(obj, table.for_names(names))
@@ -1185,12 +1212,12 @@ def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
 def hashable(value: Any, depth: int = 0) -> bool:
     """Whether ``value``, built from static data, is hashable, without running its ``__hash__``."""
     kind = type(value)
-    if kind in ATOMS or kind is frozenset or depth > MAX_DEPTH:
+    if _atom(kind) or kind is frozenset or depth > MAX_DEPTH:
         return True
     if kind is list or kind is dict:
         return False
     if issubclass(kind, tuple):
-        return all(hashable(item, depth + 1) for item in value)
+        return all(hashable(item, depth + 1) for item in _items(value))
     return lookup(kind, "__hash__") is not None
 
 
@@ -1262,7 +1289,7 @@ def declared_types(cls: type) -> dict[str, tuple[Any, tuple[type, ...]]]:
         except Exception:  # a name not defined where the class is: no declared types
             hints = {}
         known = {
-            name: (hint, tuple(dict.fromkeys(_named_classes(hint, 0))))
+            name: (hint, tuple({id(k): k for k in _named_classes(hint, 0)}.values()))
             for name, hint in hints.items()
             if typing.get_origin(hint) is not typing.ClassVar
         }
@@ -1273,7 +1300,7 @@ def declared_types(cls: type) -> dict[str, tuple[Any, tuple[type, ...]]]:
 def _named_classes(hint: Any, depth: int) -> Iterable[type]:
     if depth > 20:
         return
-    if is_class(hint) and typing.get_origin(hint) is None:
+    if is_class(hint) and _origin(hint) is None:
         yield hint
     for arg in typing.get_args(hint) if not isinstance(hint, list) else hint:
         yield from _named_classes(arg, depth + 1)
@@ -1305,6 +1332,8 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
 def _origin(hint: Any) -> Any:
     if hint is collections.abc.Callable:
         return hint
+    if _derives(type(hint), type):  # a class: typing's isinstance would read its __class__
+        return None
     return typing.get_origin(hint)
 
 
@@ -1326,14 +1355,20 @@ def _all_of(hint: Any, items: Iterable[Any], depth: int) -> bool:
 
 def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
     target = args[0] if args else object
-    return is_class(value) and (not is_class(target) or target in mro(value))
+    return is_class(value) and (not is_class(target) or _derives(value, target))
+
+
+def _derives(kind: type, cls: type) -> bool:
+    """``issubclass`` by identity along the MRO: ``in`` would run a metaclass's ``__eq__``."""
+    return any(klass is cls for klass in mro(kind))
 
 
 def _tuple_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    items = tuple(_items(value))  # a NamedTuple's own __iter__ and __len__ are its code
     if len(args) == 2 and args[1] is Ellipsis:
-        return _all_of(args[0], value, depth)
-    return len(args) == len(value) and all(
-        admits_value(arg, item, depth) for arg, item in zip(args, value, strict=True)
+        return _all_of(args[0], items, depth)
+    return len(args) == len(items) and all(
+        admits_value(arg, item, depth) for arg, item in zip(args, items, strict=True)
     )
 
 
@@ -1350,7 +1385,10 @@ _FORMS: tuple[tuple[Any, Check], ...] = (
     (types.UnionType, lambda args, value, depth: any(admits_value(a, value, depth) for a in args)),
     (
         typing.Literal,
-        lambda args, value, depth: any(type(value) is type(a) and value == a for a in args),
+        # Equal as plain data (an enum member: the very member), never by a class's __eq__.
+        lambda args, value, depth: any(
+            value is a or (type(value) is type(a) and _atom(type(a)) and value == a) for a in args
+        ),
     ),
     (type, _type_of),
     (collections.abc.Callable, lambda args, value, depth: callable(value)),
@@ -1365,14 +1403,27 @@ _CONTAINERS: tuple[tuple[type, Check], ...] = (
 
 
 # PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
-_WIDER = {float: (int, bool), complex: (int, bool, float)}
+_WIDER: tuple[tuple[type, tuple[type, ...]], ...] = (
+    (float, (int, bool)),
+    (complex, (int, bool, float)),
+)
+# The standard library's abstract classes, whose virtual subclasses (a tuple is a Sequence) only
+# isinstance knows; its hooks are the standard library's code. A user's abstract class is asked
+# by its MRO alone: its __subclasshook__ is the user's code.
+_ABSTRACT_MODULES = frozenset({"collections.abc", "numbers"})
 
 
 def _instance_of(value: Any, cls: type) -> bool:
     kind = type(value)
-    if cls in mro(kind) or kind in _WIDER.get(cls, ()):
+    if _derives(kind, cls) or any(
+        wide is cls and any(kind is narrow for narrow in narrower) for wide, narrower in _WIDER
+    ):
         return True
-    if type(cls) is abc.ABCMeta:  # collections.abc's: registered virtual subclasses
+    if (
+        type(cls) is abc.ABCMeta
+        and own_dict(cls).get("__module__") in _ABSTRACT_MODULES
+        and type(type(value)) is type  # the ABC's caches hash the value's class
+    ):
         return isinstance(value, cls)
     return False
 
