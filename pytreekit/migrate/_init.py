@@ -489,11 +489,9 @@ class _Interpreter:
         if isinstance(owner, cst.Call) and code(owner.func) == "super":
             bases = self.project.base_classes(frame.owner)
         elif (
-            frame.owner.module.qualify(owner) in self.project.classes
-            and args
-            and frame.is_self(args[0].value)
-        ):
-            bases = [self.project.classes[frame.owner.module.qualify(owner) or ""]]
+            named := self.project.lookup(frame.owner.module, frame.owner.module.qualify(owner))
+        ) is not None and (args and frame.is_self(args[0].value)):
+            bases = [named]
             args = args[1:]
             # Base.__init__(self): that class's own __init__ (or what it inherits)
             found = Fields(self.project, bases[0]).init

@@ -82,6 +82,9 @@ class Registration:
     # a helper's registration (inside ``def register(cls)``): the classes the helper registers
     registers: list[str] = field(default_factory=list)
     helper: str = ""  # the helper's qualified name
+    # the class the call names wherever it is (``target`` is None under a block): a second
+    # registration under ``try`` still registers the class again
+    named: str | None = None
 
 
 @dataclass(eq=False, repr=False)
@@ -261,6 +264,9 @@ class Project:
     modules: list[Module]
     classes: dict[str, ClassInfo]  # qualified name -> class
     _registered: frozenset[str] | None = None
+    # qualified names two scanned files define (two top-level ``util.py`` under different roots):
+    # an import of one cannot say which file it means
+    ambiguous: set[str] = field(default_factory=set)
 
     def parse(self, module: Module) -> cst.Module | None:
         """The module's tree, parsed and indexed on first use (None: it did not parse, or was
@@ -284,8 +290,24 @@ class Project:
             module.tree, module.registrations, module.classes = None, [], {}
             module.error = f"the codemod failed on it ({type(error).__name__}: {error})"
             return None
-        self.classes.update((info.qualname, info) for info in module.classes.values())
+        for info in module.classes.values():
+            known = self.classes.setdefault(info.qualname, info)
+            if known is not info:
+                self.ambiguous.add(info.qualname)
         return module.tree
+
+    def lookup(self, module: Module, qualname: str | None) -> ClassInfo | None:
+        """The class ``qualname`` names as seen from ``module``: its own class first (so that
+        what is decided about a file does not depend on the other files of the run), else the
+        one scanned class of that name (None when two files define it)."""
+        if qualname is None:
+            return None
+        owner, _, name = qualname.rpartition(".")
+        if owner == module.name and name in module.classes:
+            return module.classes[name]
+        if qualname in self.ambiguous:
+            return None
+        return self.classes.get(qualname)
 
     @property
     def registrations(self) -> list[Registration]:
@@ -301,7 +323,8 @@ class Project:
 
     def base_classes(self, info: ClassInfo) -> list[ClassInfo]:
         """The scanned classes among ``info``'s direct bases."""
-        return [self.classes[name] for name, _ in info.bases if name in self.classes]
+        found = [self.lookup(info.module, name) for name, _ in info.bases]
+        return [base for base in found if base is not None]
 
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """``info`` and its scanned ancestors, nearest first (depth-first, each once)."""
@@ -318,7 +341,8 @@ class Project:
         """Every scanned class that has ``info`` among its ancestors."""
         return [
             other
-            for other in self.classes.values()
+            for module in self.modules
+            for other in module.classes.values()
             if other is not info and info in self.mro(other)
         ]
 
@@ -668,16 +692,9 @@ class _Registrations(cst.CSTVisitor):
             if api is None:
                 continue
             self.decorators.add(decorator)
-            top = not self.scopes
-            self._add(
-                api,
-                "decorator",
-                decorator,
-                node,
-                f"{self.module.name}.{node.name.value}" if top else None,
-                node.name.value,
-                {},
-            )
+            target = f"{self.module.name}.{node.name.value}" if not self.scopes else None
+            self._add(api, "decorator", decorator, node, target, node.name.value, {})
+            self.module.registrations[-1].named = target
         self.scopes.append(f"in the body of class '{node.name.value}'")
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
@@ -722,9 +739,11 @@ class _Registrations(cst.CSTVisitor):
         target_node = values.pop("class", None)
         target = self.module.qualify(target_node) if target_node is not None else None
         target_text = _code(target_node) if target_node is not None else "?"
+        named = target
         if self.scopes:
             target = None
         self._add(api, "call", node, self.statement, target, target_text, values)
+        self.module.registrations[-1].named = named
 
     def _add(
         self,
