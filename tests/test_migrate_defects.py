@@ -116,3 +116,55 @@ def test_a_method_an_importing_module_calls_is_kept(tmp_path: Path) -> None:
     codemod(tmp_path, "mod.py", "user.py")
     assert "def tree_flatten" in (tmp_path / "mod.py").read_text()
     load(tmp_path / "user.py")
+
+
+# -- 2. every return of __init__ is a path ------------------------------------------------------
+
+INIT = """
+from jax.tree_util import register_pytree_node_class
+
+
+@register_pytree_node_class
+class H:
+    def __init__(self, x, y=None):
+{body}
+
+    def tree_flatten(self):
+        return (self.x, self.y), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+EARLY = {
+    "if": "self.x = x\nif y is None:\n    return\nself.y = y",
+    "else": "self.x = x\nif y is not None:\n    pass\nelse:\n    return\nself.y = y",
+    "for": "self.x = x\nfor _ in range(int(y is None)):\n    return\nself.y = y",
+    "with": "self.x = x\nimport contextlib\nwith contextlib.nullcontext():\n    return\nself.y = y",
+    "nested": "if y is None:\n    self.x = x\n    return\n    self.y = y\nself.x = x\nself.y = y",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EARLY))
+def test_an_early_return_of_init_is_not_proven(name: str, tmp_path: Path) -> None:
+    body = "\n".join(f"        {line}" for line in EARLY[name].splitlines())
+    write(tmp_path, {"early.py": INIT.format(body=body)})
+    entry = _report(tmp_path, "early.py")[0]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK108"), entry["reason"]
+    assert "may return early" in entry["reason"] or "every path" in entry["reason"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "self.x = x\nself.y = y\nreturn",
+        "self.x = x\nif y is None:\n    self.y = y\n    return\nelse:\n    self.y = y",
+        "self.x = x\nself.y = y\n\ndef later():\n    return 1",
+    ],
+)
+def test_a_return_that_ends_init_is_proven(body: str, tmp_path: Path) -> None:
+    indented = "\n".join(f"        {line}" if line else "" for line in body.splitlines())
+    write(tmp_path, {"late.py": INIT.format(body=indented)})
+    entry = _report(tmp_path, "late.py")[0]
+    assert entry["verdict"] == "rewritten", entry["reason"]
