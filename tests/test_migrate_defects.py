@@ -168,3 +168,45 @@ def test_a_return_that_ends_init_is_proven(body: str, tmp_path: Path) -> None:
     write(tmp_path, {"late.py": INIT.format(body=indented)})
     entry = _report(tmp_path, "late.py")[0]
     assert entry["verdict"] == "rewritten", entry["reason"]
+
+
+# -- 3. a registrar bound conditionally is a conditional registration ---------------------------
+
+FALLBACKS = {
+    "try": (
+        "try:\n    from jax.tree_util import register_pytree_node_class\n"
+        "except ImportError:\n    def register_pytree_node_class(cls):\n        return cls\n"
+    ),
+    "if": (
+        "import os\nif os.environ.get('WITH_JAX', '1'):\n"
+        "    from jax.tree_util import register_pytree_node_class\n"
+        "else:\n    register_pytree_node_class = lambda cls: cls\n"
+    ),
+    "module": ("try:\n    import jax.tree_util as jtu\nexcept ImportError:\n    jtu = None\n"),
+    "assigned": (
+        "from jax.tree_util import register_pytree_node_class\n\n"
+        "def _identity(cls):\n    return cls\n\n"
+        "register_pytree_node_class = _identity\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACKS))
+def test_a_registrar_bound_conditionally_leaves_the_file(name: str, tmp_path: Path) -> None:
+    body = CLASS_A.split("\n\n\n", 1)[1]
+    if name == "module":
+        body = body.replace("@register_pytree_node_class", "@jtu.register_pytree_node_class")
+    write(tmp_path, {"opt.py": FALLBACKS[name] + "\n\n" + body})
+    before = (tmp_path / "opt.py").read_bytes()
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", "opt.py")
+    assert (tmp_path / "opt.py").read_bytes() == before
+    entry = result.report["registrations"][0]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK102"), entry["reason"]
+    assert "may not be JAX's" in entry["reason"]
+
+
+def test_a_registrar_imported_plainly_is_still_rewritten(tmp_path: Path) -> None:
+    # an unrelated try block, and the API imported inside a function, change nothing
+    extra = "try:\n    import numpy\nexcept ImportError:\n    numpy = None\n"
+    write(tmp_path, {"mod.py": CLASS_A + "\n\n" + extra})
+    assert [e["verdict"] for e in _report(tmp_path, "mod.py")] == ["rewritten"]

@@ -1129,6 +1129,16 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
     def _place(self, registration: Registration) -> ClassInfo:
         if registration.place.startswith("under"):
             raise Refusal("PTK102", f"the registration is {registration.place}", registration.node)
+        registrar = _registrar(registration)
+        why = registration.module.conditional.get(registrar)
+        if why is not None:
+            # a fallback (``except ImportError: def register_pytree_node_class(cls): ...``)
+            # may be what runs: the registration is as conditional as the name
+            raise Refusal(
+                "PTK102",
+                f"{registrar} is {why}: the registration may not be JAX's",
+                registration.node,
+            )
         if registration.place:
             if registration.helper:
                 registration.registers = self._helper_classes(registration.helper)
@@ -1163,6 +1173,17 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
                 f"scanned files",
             )
         return info
+
+
+def _registrar(registration: Registration) -> str:
+    """The name the registration API is reached through (``jtu`` of ``jtu.register_...``)."""
+    node = registration.node
+    head = node.decorator if isinstance(node, cst.Decorator) else node
+    if isinstance(head, cst.Call):
+        head = head.func
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    return head.value if isinstance(head, cst.Name) else ""
 
 
 def _module_attribute(module: Module, node: cst.Attribute, project: Project) -> bool:

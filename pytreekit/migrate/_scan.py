@@ -153,6 +153,9 @@ class Module:
     encoding: str = "utf-8"  # what it is decoded and written back with ("utf-8-sig": a BOM)
     attempted: bool = False  # parsed (or tried): the pre-filter leaves most modules unparsed
     names: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    # imported names that may be bound to something else at run time (an import under
+    # ``try``/``if``, or a def or assignment of the same name): local name -> why
+    conditional: dict[str, str] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
@@ -558,6 +561,7 @@ def _index(module: Module) -> None:
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
     if module.candidate:
+        _rebound(module)
         # Only the top-level statements whose code names a registration API (or an alias of
         # one) are walked: most of a module's nodes are in others.
         aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
@@ -612,19 +616,40 @@ class _Imports(cst.CSTVisitor):
 
     def __init__(self, module: Module) -> None:
         self.module = module
+        self.blocks: list[str] = []  # the compound statements around the node, at module scope
+        self.scopes = 0  # the functions and classes around the node
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # imports are statements: no expression holds one
-        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+        if isinstance(node, cst.BaseExpression):
+            return False
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self.scopes += 1
+        elif isinstance(node, _CONDITIONAL):
+            self.blocks.append(type(node).__name__.lower().replace("star", ""))
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+            self.scopes -= 1
+        elif isinstance(original_node, _CONDITIONAL):
+            self.blocks.pop()
+        super().on_leave(original_node)
+
+    def _bind(self, local: str, qualified: str) -> None:
+        self.module.names[local] = qualified
+        if self.blocks and not self.scopes:
+            # ``try: from jax.tree_util import X`` / ``except ImportError: def X(cls): ...``
+            self.module.conditional[local] = f"imported under a '{self.blocks[-1]}' statement"
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             name = _dotted(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.module.names[alias.asname.name.value] = name
+                self._bind(alias.asname.name.value, name)
             else:
                 head = name.partition(".")[0]
-                self.module.names[head] = head
+                self._bind(head, head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
@@ -642,7 +667,36 @@ class _Imports(cst.CSTVisitor):
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
                 else name
             )
-            self.module.names[local] = f"{source}.{name}" if source else name
+            self._bind(local, f"{source}.{name}" if source else name)
+
+
+def _rebound(module: Module) -> None:
+    """Imported names a def, class or assignment at module scope binds again (a fallback
+    ``def register_pytree_node_class(cls): return cls``): which one holds at run time is not
+    known from the text."""
+    assert module.tree is not None
+    bound: set[str] = set()
+
+    class Bindings(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            bound.add(node.name.value)
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            bound.add(node.name.value)
+            return False
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name):
+                bound.add(node.target.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.value is not None:
+                bound.add(node.target.value)
+
+    module.tree.visit(Bindings())
+    for name in bound & set(module.names):
+        module.conditional.setdefault(name, "also bound by a def or an assignment of this module")
 
 
 def _dotted(node: cst.BaseExpression) -> str:
