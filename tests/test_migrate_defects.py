@@ -3,6 +3,10 @@ behaviour silently, hung, or misreported. Every test here fails without its fix.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +214,51 @@ def test_a_registrar_imported_plainly_is_still_rewritten(tmp_path: Path) -> None
     extra = "try:\n    import numpy\nexcept ImportError:\n    numpy = None\n"
     write(tmp_path, {"mod.py": CLASS_A + "\n\n" + extra})
     assert [e["verdict"] for e in _report(tmp_path, "mod.py")] == ["rewritten"]
+
+
+# -- 4. what is not a regular file is skipped, never read -----------------------------------------
+
+
+def _run(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The codemod in a process of its own, with a timeout: the defect was a hang."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run(
+        [sys.executable, "-m", "pytreekit.migrate", "--report", "json", *args],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=environment,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("given", ["directory", "file"])
+def test_a_fifo_is_skipped_not_read(given: str, tmp_path: Path) -> None:
+    write(tmp_path / "d", {"good.py": CLASS_A})
+    os.mkfifo(tmp_path / "d" / "pipe.py")
+    os.symlink("/dev/null", tmp_path / "d" / "device.py")
+    paths = ["d"] if given == "directory" else ["d/good.py", "d/pipe.py", "d/device.py"]
+    result = _run(tmp_path, *paths)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0, result.stderr
+    skipped = {entry["file"]: entry["reason"] for entry in report["skipped_files"]}
+    assert skipped == {
+        "d/pipe.py": "not a regular file (a FIFO)",
+        "d/device.py": "not a regular file (a character device)",
+    }
+    assert [e["verdict"] for e in report["registrations"]] == ["rewritten"]
+    assert "@pytree_class" in (tmp_path / "d" / "good.py").read_text()
+
+
+def test_a_dangling_link_is_named_by_its_own_name(tmp_path: Path) -> None:
+    write(tmp_path / "d", {"good.py": CLASS_A})
+    os.symlink("nowhere.py", tmp_path / "d" / "dangling.py")
+    result = _run(tmp_path, "d")
+    report = json.loads(result.stdout)
+    assert result.returncode == 0, result.stderr
+    assert report["skipped_files"] == [
+        {"file": "d/dangling.py", "reason": "a dangling symbolic link (to nowhere.py)"}
+    ]
+    assert "nowhere" not in result.stderr

@@ -21,6 +21,7 @@ import fnmatch
 import io
 import os
 import re
+import stat
 import tokenize
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -359,9 +360,9 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
     directory, as ruff's ``--extend-exclude`` reads them), sorted."""
     found: set[Path] = set()
     for path in paths:
-        if path.is_file():
+        if not path.is_dir():  # a file, or what _read skips (a FIFO, a socket, a device)
             if not excluded(path, exclude):
-                found.add(path.resolve())
+                found.add(_known_as(path))
             continue
         for directory, subdirectories, files in os.walk(path):
             subdirectories[:] = sorted(
@@ -373,11 +374,18 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
                 and not excluded(Path(directory, name), exclude)
             )
             found.update(
-                Path(directory, name).resolve()
+                _known_as(Path(directory, name))
                 for name in files
                 if name.endswith(".py") and not excluded(Path(directory, name), exclude)
             )
     return sorted(found)
+
+
+def _known_as(path: Path) -> Path:
+    """The path a file is read by: resolved, so that two spellings of one file are one; what
+    is skipped (a dangling link, a link to a device) by its own name, as it was found."""
+    resolved = path.resolve()
+    return resolved if resolved.is_file() else path.absolute()
 
 
 def excluded(path: Path, patterns: Sequence[str]) -> bool:
@@ -486,10 +494,8 @@ def _related(project: Project) -> re.Pattern[str] | None:
 def _read(path: Path) -> Module:
     name, root = module_name(path)
     module = Module(path=path, display=_display(path), name=name, root=root, source="")
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        module.error = f"not read: {error.strerror or error}"
+    raw = _regular_bytes(module)
+    if raw is None:
         return module
     decoded = decode(raw)
     if isinstance(decoded, str):
@@ -499,6 +505,40 @@ def _read(path: Path) -> Module:
     if _GENERATED.search(module.source[:2048]):
         module.skipped = "marked @generated"
     return module
+
+
+def _regular_bytes(module: Module) -> bytes | None:
+    """The file's bytes; None when it is no regular file (skipped: reading a FIFO or a device
+    would block or never end) or cannot be read (a failure), the module saying which."""
+    path = module.path
+    try:
+        if path.is_symlink() and not path.exists():
+            module.skipped = f"a dangling symbolic link (to {os.readlink(path)})"
+            return None
+        if not stat.S_ISREG(path.stat().st_mode):
+            module.skipped = f"not a regular file ({_kind(path.stat().st_mode)})"
+            return None
+        # non-blocking, and checked again once open: it may have been replaced since
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(handle, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                module.skipped = "not a regular file"
+                return None
+            return file.read()
+    except OSError as error:
+        module.error = f"not read: {error.strerror or error}"
+        return None
+
+
+def _kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISDIR: "a directory",
+    }
+    return next((kind for test, kind in kinds.items() if test(mode)), "not a file")
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
