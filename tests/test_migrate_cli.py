@@ -149,6 +149,7 @@ def test_the_json_report_and_its_summary(tmp_path: Path) -> None:
         "files_not_parsed": 0,
         "registrations": 2,
         "rewritten": 1,
+        "not_written": 0,
         "unsafe": 1,
         "left": {},
         "failed": 0,

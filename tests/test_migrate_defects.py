@@ -262,3 +262,44 @@ def test_a_dangling_link_is_named_by_its_own_name(tmp_path: Path) -> None:
         {"file": "d/dangling.py", "reason": "a dangling symbolic link (to nowhere.py)"}
     ]
     assert "nowhere" not in result.stderr
+
+
+# -- 5. a file this Python does not compile is left, and no unwritten file counts as rewritten ---
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(
+            "type Alias = int\n",
+            marks=pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 syntax"),
+        ),
+        "def f():\n    pass\nreturn\n",  # LibCST parses it; no Python compiles it
+    ],
+)
+def test_a_module_this_python_does_not_compile_is_left(code: str, tmp_path: Path) -> None:
+    write(tmp_path, {"new.py": CLASS_A + "\n\n" + code})
+    before = (tmp_path / "new.py").read_bytes()
+    result = codemod(tmp_path, "--report", "json", "new.py")
+    report = result.report
+    assert (tmp_path / "new.py").read_bytes() == before
+    assert result.code == 2  # a file nothing looked at fails the run, as one not parsed does
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    [failed] = report["failed_files"]
+    assert failed["error"].startswith(f"does not compile on this Python ({version}): left as it")
+    assert report["registrations"] == []
+    assert (report["summary"]["rewritten"], report["summary"]["transformed"]) == (0, 0)
+    assert "please report" not in result.out + result.err
+
+
+def test_a_rewrite_whose_file_is_not_written_is_not_counted(tmp_path: Path) -> None:
+    write(tmp_path, {"ro.py": CLASS_A, "rw.py": CLASS_A.replace("class A", "class B")})
+    (tmp_path / "ro.py").chmod(0o444)
+    result = codemod(tmp_path, "--report", "json", "ro.py", "rw.py")
+    summary = result.report["summary"]
+    verdicts = {e["file"]: e["verdict"] for e in result.report["registrations"]}
+    assert verdicts == {"ro.py": "not written", "rw.py": "rewritten"}
+    assert (summary["rewritten"], summary["not_written"], summary["transformed"]) == (1, 1, 1)
+    text = codemod(tmp_path, "ro.py").out
+    assert "ro.py:4:1: A (register_pytree_node_class): not written: its file failed" in text
+    assert "0 rewritten, 1 not written" in text

@@ -22,6 +22,7 @@ import io
 import os
 import re
 import stat
+import sys
 import tokenize
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -288,6 +289,10 @@ class Project:
         except Exception as error:  # LibCST's own failure: this module's, not the run's
             module.error = f"not parsed ({type(error).__name__}: {error})"
             return None
+        module.error = _not_compiling(module)
+        if module.error is not None:
+            module.tree = None
+            return None
         try:
             _index(module)
         except Exception as error:  # a bug of the codemod: nothing is changed in this module
@@ -505,6 +510,22 @@ def _read(path: Path) -> Module:
     if _GENERATED.search(module.source[:2048]):
         module.skipped = "marked @generated"
     return module
+
+
+def _not_compiling(module: Module) -> str | None:
+    """Why the module does not compile on the running Python, if it does not: newer syntax
+    (LibCST parses it) or code no Python runs. Its rewrite could not be checked by compiling
+    it, so it is left: a failure of the run (nothing looked at it), not of the codemod."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    try:
+        compile(module.source, module.display, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        detail = f"{error.msg}, line {error.lineno}"
+    except (ValueError, RecursionError, MemoryError) as error:
+        detail = f"{type(error).__name__}: {error}"
+    else:
+        return None
+    return f"does not compile on this Python ({version}): left as it is ({detail})"
 
 
 def _regular_bytes(module: Module) -> bytes | None:
