@@ -303,3 +303,53 @@ def test_a_rewrite_whose_file_is_not_written_is_not_counted(tmp_path: Path) -> N
     text = codemod(tmp_path, "ro.py").out
     assert "ro.py:4:1: A (register_pytree_node_class): not written: its file failed" in text
     assert "0 rewritten, 1 not written" in text
+
+
+# -- 6. line endings: kept to the last byte, and --diff applies with patch -----------------------
+
+CALL_LAST = (
+    "from jax.tree_util import register_pytree_node\n\n\nclass E:\n    def __init__(self, x):\n"
+    "        self.x = x\n\n\n"
+    "register_pytree_node(E, lambda e: ((e.x,), None), lambda _, c: E(*c))\n"
+)
+ENDINGS = {
+    "cr": CALL_LAST.replace("\n", "\r"),
+    "crlf": CALL_LAST.replace("\n", "\r\n"),
+    "lf": CALL_LAST,
+    "cr_no_final": CALL_LAST.replace("\n", "\r")[:-1],
+    "lf_no_final": CALL_LAST[:-1],
+    "form_feed": CALL_LAST.replace("\n\n\nclass", "\n\n\x0c\nclass"),
+    "decorator_cr": CLASS_A.lstrip("\n").replace("\n", "\r"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENDINGS))
+def test_line_endings_are_kept_and_the_diff_applies(name: str, tmp_path: Path) -> None:
+    source = ENDINGS[name]
+    for copy in ("written", "patched"):
+        (tmp_path / copy).mkdir()
+        (tmp_path / copy / "mod.py").write_bytes(source.encode())
+    assert codemod(tmp_path / "written", "mod.py").code == 0
+    written = (tmp_path / "written" / "mod.py").read_bytes()
+    assert written != source.encode()
+    ending = "\r\n" if "\r\n" in source else "\r" if "\r" in source else "\n"
+    assert written.endswith(ending.encode()) == source.endswith(ending)
+    assert "@pytree_class" in written.decode()
+    assert not set(written.decode().replace(ending, "")) & {"\r", "\n"}  # one kind of ending
+    result = codemod(tmp_path / "patched", "--diff", "mod.py")
+    (tmp_path / "mod.diff").write_bytes(result.out.encode())
+    subprocess.run(
+        ["patch", "-p1", "--quiet", "--batch", "-i", str(tmp_path / "mod.diff")],
+        cwd=tmp_path / "patched",
+        check=True,
+        timeout=60,
+    )
+    assert (tmp_path / "patched" / "mod.py").read_bytes() == written
+
+
+def test_the_diff_marks_a_last_line_without_newline(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(CALL_LAST[:-1])
+    (tmp_path / "b.py").write_text(CALL_LAST.replace("E", "F")[:-1])
+    out = codemod(tmp_path, "--diff", "a.py", "b.py").out
+    assert out.count("\\ No newline at end of file\n") == 4
+    assert "\n--- a/b.py\n" in out  # the next header on a line of its own

@@ -188,6 +188,8 @@ def _apply(module: Module, edits: _Edits) -> str:
     name = decorator_name(module.names, defined)
     transformer = _Transformer(edits, name)
     new = module.tree.visit(transformer)
+    # LibCST drops the last line ending of a CR-only file (it finds no trailing newline there)
+    new = new.with_changes(has_trailing_newline=module.source.endswith(("\n", "\r")))
     if edits.decorate:
         new = add_import(new, name)
     code = new.code
