@@ -353,3 +353,25 @@ def test_the_diff_marks_a_last_line_without_newline(tmp_path: Path) -> None:
     out = codemod(tmp_path, "--diff", "a.py", "b.py").out
     assert out.count("\\ No newline at end of file\n") == 4
     assert "\n--- a/b.py\n" in out  # the next header on a line of its own
+
+
+# -- 7. a link to a file outside the given paths is not written through ---------------------------
+
+
+def test_a_link_outside_the_given_paths_is_not_followed(tmp_path: Path) -> None:
+    write(tmp_path / "elsewhere", {"outside.py": CLASS_A})
+    write(tmp_path / "pkg", {"inside.py": CLASS_A.replace("class A", "class B")})
+    os.symlink("../elsewhere/outside.py", tmp_path / "pkg" / "link.py")
+    before = (tmp_path / "elsewhere" / "outside.py").read_bytes()
+    report = codemod(tmp_path, "--report", "json", "pkg").report
+    assert (tmp_path / "elsewhere" / "outside.py").read_bytes() == before
+    [skipped] = report["skipped_files"]
+    assert skipped["file"] == "pkg/link.py"
+    assert "outside the given paths: not written through" in skipped["reason"]
+    assert [e["file"] for e in report["registrations"]] == ["pkg/inside.py"]
+    # given both, the file is rewritten once, by its own path
+    report = codemod(tmp_path, "--report", "json", "pkg", "elsewhere").report
+    assert report["skipped_files"] == []
+    # (pkg/inside.py was rewritten by the first run)
+    assert [e["file"] for e in report["registrations"]] == ["elsewhere/outside.py"]
+    assert "@pytree_class" in (tmp_path / "elsewhere" / "outside.py").read_text()

@@ -364,10 +364,11 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
     an ``exclude`` glob matches: a file or directory name, or a path below the working
     directory, as ruff's ``--extend-exclude`` reads them), sorted."""
     found: set[Path] = set()
+    roots = [path.resolve() for path in paths]
     for path in paths:
         if not path.is_dir():  # a file, or what _read skips (a FIFO, a socket, a device)
             if not excluded(path, exclude):
-                found.add(_known_as(path))
+                found.add(_known_as(path, roots))
             continue
         for directory, subdirectories, files in os.walk(path):
             subdirectories[:] = sorted(
@@ -379,18 +380,20 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
                 and not excluded(Path(directory, name), exclude)
             )
             found.update(
-                _known_as(Path(directory, name))
+                _known_as(Path(directory, name), roots)
                 for name in files
                 if name.endswith(".py") and not excluded(Path(directory, name), exclude)
             )
     return sorted(found)
 
 
-def _known_as(path: Path) -> Path:
+def _known_as(path: Path, roots: Sequence[Path]) -> Path:
     """The path a file is read by: resolved, so that two spellings of one file are one; what
-    is skipped (a dangling link, a link to a device) by its own name, as it was found."""
+    is skipped (a dangling link, a link to a device or to a file outside the given paths) by
+    its own name, as it was found."""
     resolved = path.resolve()
-    return resolved if resolved.is_file() else path.absolute()
+    inside = any(root == resolved or root in resolved.parents for root in roots)
+    return resolved if resolved.is_file() and inside else path.absolute()
 
 
 def excluded(path: Path, patterns: Sequence[str]) -> bool:
@@ -535,6 +538,13 @@ def _regular_bytes(module: Module) -> bytes | None:
     try:
         if path.is_symlink() and not path.exists():
             module.skipped = f"a dangling symbolic link (to {os.readlink(path)})"
+            return None
+        if path.is_symlink() and path.resolve().is_file():
+            # python_files resolved every other link: the user did not give the target's place
+            module.skipped = (
+                f"a symbolic link to {path.resolve()}, outside the given paths: not written "
+                f"through (give that path to rewrite it)"
+            )
             return None
         if not stat.S_ISREG(path.stat().st_mode):
             module.skipped = f"not a regular file ({_kind(path.stat().st_mode)})"
