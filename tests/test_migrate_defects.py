@@ -17,6 +17,8 @@ require("libcst")
 
 from migrate_helpers import codemod, load, write  # noqa: E402
 
+import pytreekit.migrate._codes as migrate_codes  # noqa: E402
+
 CLASS_A = """
 from jax.tree_util import register_pytree_node_class
 
@@ -375,3 +377,59 @@ def test_a_link_outside_the_given_paths_is_not_followed(tmp_path: Path) -> None:
     # (pkg/inside.py was rewritten by the first run)
     assert [e["file"] for e in report["registrations"]] == ["elsewhere/outside.py"]
     assert "@pytree_class" in (tmp_path / "elsewhere" / "outside.py").read_text()
+
+
+# -- 7. a comment keeps its whole reason, wrapped; a pinned one is read back whole ---------------
+
+EXTRA = '        self.remember_in_a_registry_with_a_long_name(x, "and a long label")\n'
+LONG = CLASS_A.replace("        self.x = x\n", "        self.x = x\n" + EXTRA)
+
+
+@pytest.mark.parametrize("width", ["60", "79", "88"])
+def test_a_long_reason_is_wrapped_not_dropped(width: str, tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": LONG})
+    report = codemod(tmp_path, "--line-length", width, "--report", "json", "mod.py").report
+    [entry] = report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK108")
+    lines = (tmp_path / "mod.py").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "TODO[pytreekit-migrate]" in line)
+    end = next(i for i, line in enumerate(lines) if line.startswith("@"))
+    comment = lines[start:end]
+    assert len(comment) > 1 and all(line.startswith("#   ") for line in comment[1:])
+    words = [word for line in comment for word in line.split() if not word.startswith("#")]
+    assert " ".join(words[2:]) == " ".join(entry["reason"].split())  # after the tag and code
+    # every line within the width but a word longer than it
+    assert all(len(line) <= int(width) or " " not in line.strip("# ") for line in comment)
+    before = (tmp_path / "mod.py").read_text()
+    assert codemod(tmp_path, "--line-length", width, "mod.py").code == 0
+    assert (tmp_path / "mod.py").read_text() == before  # a second run changes nothing
+
+
+def test_a_wrapped_comment_goes_whole_once_the_class_is_rewritten(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": LONG})
+    codemod(tmp_path, "mod.py")
+    assert "#   " in (tmp_path / "mod.py").read_text()
+    text = (tmp_path / "mod.py").read_text()
+    fixed = text.replace(EXTRA, "")
+    (tmp_path / "mod.py").write_text(fixed)
+    codemod(tmp_path, "mod.py")
+    after = (tmp_path / "mod.py").read_text()
+    assert "@pytree_class" in after and "#" not in after
+
+
+def test_a_pinned_verification_comment_is_read_back_whole(tmp_path: Path) -> None:
+    reason = (
+        "leaves differ for A(1.0): [float32[] 1.0] against [float32[] 2.0] after the round "
+        "trip through flatten and unflatten; delete this comment to try again"
+    )
+    comment = migrate_codes.comment("PTK120", reason, 60)
+    joined = " ".join(comment.replace("\n#   ", " ").split())
+    assert comment.count("\n") >= 2 and joined.endswith("delete this comment to try again")
+    assert all(len(line) <= 60 for line in comment.splitlines())
+    source = CLASS_A.replace("@register", comment + "\n@register")
+    write(tmp_path, {"mod.py": source})
+    before = (tmp_path / "mod.py").read_text()
+    report = codemod(tmp_path, "--line-length", "60", "--report", "json", "mod.py").report
+    [entry] = report["registrations"]
+    assert (entry["code"], entry["reason"]) == ("PTK120", reason)
+    assert (tmp_path / "mod.py").read_text() == before

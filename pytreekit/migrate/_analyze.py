@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from ._codes import PINNED
+from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
 from ._scan import (
@@ -1039,13 +1039,15 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         anchor = registration.anchor
         if anchor is None:
             return None
-        for line in anchor.leading_lines:
-            if line.comment is None:
-                continue
+        comments = [line.comment.value if line.comment else "" for line in anchor.leading_lines]
+        for index, line in enumerate(anchor.leading_lines):
             codes = existing_comments([line])
             if codes and codes[0] in PINNED:
-                reason = line.comment.value.partition(f"{codes[0]}:")[2].strip()
-                return codes[0], reason
+                # the reason goes on over the continuation lines below (a comment wraps)
+                end = index + 1
+                while end < len(comments) and comments[end].startswith(CONTINUATION):
+                    end += 1
+                return codes[0], reason_of(comments[index:end])
         return None
 
     # The steps, in the order of the module docstring. Each independent step runs even when

@@ -20,7 +20,7 @@ from typing import cast
 import libcst as cst
 
 from ._analyze import Outcome, Rewrite
-from ._codes import COMMENT_PATTERN, comment
+from ._codes import COMMENT_PATTERN, CONTINUATION, comment
 from ._imports import add_import, decorator_name, names_in, remove_unused, unused_names
 from ._scan import Module, Project
 
@@ -392,12 +392,15 @@ def _block(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
 
 
 def _with_comment(lines: Iterable[cst.EmptyLine], text: str | None) -> list[cst.EmptyLine]:
-    """``lines`` without the codemod's comments, then ``text`` (if any) as the last line."""
-    kept = [
-        line
-        for line in lines
-        if line.comment is None or not COMMENT_PATTERN.match(line.comment.value)
-    ]
+    """``lines`` without the codemod's comments (their continuation lines too), then ``text``
+    (if any) as the last lines."""
+    kept: list[cst.EmptyLine] = []
+    ours = False  # the line above was one of the codemod's
+    for line in lines:
+        value = line.comment.value if line.comment is not None else ""
+        ours = bool(COMMENT_PATTERN.match(value)) or (ours and value.startswith(CONTINUATION))
+        if not ours:
+            kept.append(line)
     if text is not None:
-        kept.append(cst.EmptyLine(comment=cst.Comment(text)))
+        kept.extend(cst.EmptyLine(comment=cst.Comment(part)) for part in text.split("\n"))
     return kept
