@@ -433,3 +433,31 @@ def test_a_pinned_verification_comment_is_read_back_whole(tmp_path: Path) -> Non
     [entry] = report["registrations"]
     assert (entry["code"], entry["reason"]) == ("PTK120", reason)
     assert (tmp_path / "mod.py").read_text() == before
+
+
+# -- 8. an import another module takes from the rewritten one stays -----------------------------
+
+
+def test_an_import_another_module_reexports_is_kept(tmp_path: Path) -> None:
+    user = """
+    from src import register_pytree_node_class
+
+
+    @register_pytree_node_class
+    class Other:
+        def __init__(self, x):
+            self.x = x
+
+        def tree_flatten(self):
+            return (self.x,), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+    """
+    write(tmp_path, {"src.py": CLASS_A, "user.py": user, "alone.py": CLASS_A})
+    codemod(tmp_path, "src.py", "user.py", "alone.py")
+    assert "@pytree_class" in (tmp_path / "src.py").read_text()
+    load(tmp_path / "user.py")  # its import from src still works
+    # where no other module names the rewritten one, the import the rewrite freed goes
+    assert "register_pytree_node_class" not in (tmp_path / "alone.py").read_text()

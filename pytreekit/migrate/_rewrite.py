@@ -36,6 +36,8 @@ class _Edits:
     drop: set[cst.CSTNode] = field(default_factory=set)
     comments: dict[Anchor, str | None] = field(default_factory=dict)
     nested: bool = False  # an edit inside a block (a comment above a registration in a def)
+    # words of the other modules that name this one: an import they may take from it stays
+    imported_elsewhere: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.decorate or self.drop_methods or self.drop or self.comments)
@@ -86,6 +88,8 @@ def rewrite(
             module_edits.comments[anchor] = comment(code, outcome.reason, width)
             module_edits.nested |= bool(registration.place)
     work = [(m, e) for m, e in edits.items() if e and m.tree is not None]
+    for module, module_edits in work:
+        module_edits.imported_elsewhere = _imported_elsewhere(project, module)
     results = _in_workers(work, jobs, progress) if jobs > 1 and len(work) > 1 else None
     sources: dict[Module, str] = {}
     failures: dict[Module, str] = {}
@@ -195,8 +199,20 @@ def _apply(module: Module, edits: _Edits) -> str:
     code = new.code
     # the module's leading comments (a license, a source line) do not keep an import
     header = "".join(new.code_for_node(line) for line in new.header)
-    unused = unused_names(code[len(header) :], transformer.removed)
+    unused = unused_names(code[len(header) :], transformer.removed) - edits.imported_elsewhere
     return remove_unused(new, unused).code if unused else code
+
+
+def _imported_elsewhere(project: Project, module: Module) -> frozenset[str]:
+    """The words of every other scanned module that names this one (``from models import
+    register_pytree_node_class`` re-exports the import the deleted code used): conservative,
+    an import kept for nothing is only unused, one removed for an importer breaks it."""
+    short = module.name.rpartition(".")[2]
+    words: set[str] = set()
+    for other in project.modules:
+        if other is not module and short in other.words():
+            words |= other.words()
+    return frozenset(words)
 
 
 class _Transformer(cst.CSTTransformer):
