@@ -461,3 +461,29 @@ def test_an_import_another_module_reexports_is_kept(tmp_path: Path) -> None:
     load(tmp_path / "user.py")  # its import from src still works
     # where no other module names the rewritten one, the import the rewrite freed goes
     assert "register_pytree_node_class" not in (tmp_path / "alone.py").read_text()
+
+
+# -- 9. an API's name the imports do not tie to JAX is reported, not passed over -----------------
+
+LOOKALIKES = {
+    "star": ("from jax.tree_util import *\n", "reached through 'from jax.tree_util import *'"),
+    "reexport": ("from src import register_pytree_node_class\n", "imported from src"),
+    "own": (
+        "def register_pytree_node_class(cls):\n    return cls\n",
+        "defined in this module",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOKALIKES))
+def test_a_registration_api_not_tied_to_jax_is_reported(name: str, tmp_path: Path) -> None:
+    head, why = LOOKALIKES[name]
+    body = CLASS_A.split("\n\n\n", 1)[1]
+    write(tmp_path, {"src.py": "from jax.tree_util import register_pytree_node_class\n"})
+    write(tmp_path, {"mod.py": head + "\n\n" + body})
+    before = (tmp_path / "mod.py").read_bytes()
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", "mod.py", "src.py")
+    assert (tmp_path / "mod.py").read_bytes() == before
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK102")
+    assert entry["reason"].startswith(f"register_pytree_node_class is {why}")

@@ -1131,6 +1131,13 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
     def _place(self, registration: Registration) -> ClassInfo:
         if registration.place.startswith("under"):
             raise Refusal("PTK102", f"the registration is {registration.place}", registration.node)
+        if registration.unresolved:
+            raise Refusal(
+                "PTK102",
+                f"{registration.api} is {registration.unresolved}: the codemod cannot tell "
+                f"the registration is JAX's",
+                registration.node,
+            )
         registrar = _registrar(registration)
         why = registration.module.conditional.get(registrar)
         if why is not None:

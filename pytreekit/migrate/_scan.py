@@ -87,6 +87,8 @@ class Registration:
     # the class the call names wherever it is (``target`` is None under a block): a second
     # registration under ``try`` still registers the class again
     named: str | None = None
+    # why the API's name may not be JAX's (a star import, a re-export): "" when it resolves
+    unresolved: str = ""
 
 
 @dataclass(eq=False, repr=False)
@@ -158,6 +160,7 @@ class Module:
     # imported names that may be bound to something else at run time (an import under
     # ``try``/``if``, or a def or assignment of the same name): local name -> why
     conditional: dict[str, str] = field(default_factory=dict)
+    star_imports: list[str] = field(default_factory=list)  # from X import *: the X
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
@@ -724,6 +727,8 @@ class _Imports(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
+            source = _dotted(node.module) if node.module is not None else "."
+            self.module.star_imports.append(source)
             return
         source = _dotted(node.module) if node.module is not None else ""
         if node.relative:
@@ -786,6 +791,37 @@ def api_of(module: Module, node: cst.BaseExpression) -> str | None:
     return _API_NAMES.get(name) if name is not None else None
 
 
+def _last_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _lookalike(module: Module, node: cst.BaseExpression) -> str | None:
+    """An API's name the imports do not tie to JAX (``from jax.tree_util import *``, or a
+    re-export ``from models import register_pytree_node_class``): reported, never rewritten."""
+    name = _last_name(node)
+    return name if name in APIS else None
+
+
+def _unresolved(module: Module, registration: cst.CSTNode) -> str:
+    """Why the API a registration (a Decorator, or a Call) names may not be JAX's; ""."""
+    node = registration.decorator if isinstance(registration, cst.Decorator) else registration
+    if isinstance(node, cst.Call):
+        node = node.func
+    if not isinstance(node, cst.BaseExpression) or api_of(module, node) is not None:
+        return ""
+    qualified = module.qualify(node)
+    owner = qualified.rpartition(".")[0] if qualified is not None else ""
+    if owner == module.name:
+        return "defined in this module, not imported from jax.tree_util"
+    if owner:
+        return f"imported from {owner}, not from jax.tree_util"
+    if module.star_imports:
+        return f"reached through 'from {module.star_imports[0]} import *'"
+    return "not imported by name"
+
+
 _CONDITIONAL = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)
 
 
@@ -813,7 +849,7 @@ class _Registrations(cst.CSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for decorator in node.decorators:
             expression = decorator.decorator
-            api = api_of(self.module, expression)
+            api = api_of(self.module, expression) or _lookalike(self.module, expression)
             if api is None:
                 continue
             self.decorators.add(decorator)
@@ -850,7 +886,7 @@ class _Registrations(cst.CSTVisitor):
         self.scopes.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        api = api_of(self.module, node.func)
+        api = api_of(self.module, node.func) or _lookalike(self.module, node.func)
         if api is None:
             return
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
@@ -890,6 +926,7 @@ class _Registrations(cst.CSTVisitor):
         registration = Registration(
             self.module, api, form, node, anchor, target, target_text, args, place
         )
+        registration.unresolved = _unresolved(self.module, node)
         if place.startswith("inside function") and self.scopes[0].startswith("inside function"):
             registration.helper = f"{self.module.name}.{self.function}"
         assert self.top is not None
