@@ -438,23 +438,18 @@ def test_a_pinned_verification_comment_is_read_back_whole(tmp_path: Path) -> Non
 # -- 8. an import another module takes from the rewritten one stays -----------------------------
 
 
-def test_an_import_another_module_reexports_is_kept(tmp_path: Path) -> None:
-    user = """
-    from src import register_pytree_node_class
-
-
-    @register_pytree_node_class
-    class Other:
-        def __init__(self, x):
-            self.x = x
-
-        def tree_flatten(self):
-            return (self.x,), None
-
-        @classmethod
-        def tree_unflatten(cls, aux, children):
-            return cls(*children)
-    """
+@pytest.mark.parametrize(
+    "form",
+    [
+        "from src import register_pytree_node_class",
+        "from src import (\n    A,\n    register_pytree_node_class,\n)",
+        "import src\nregister_pytree_node_class = src.register_pytree_node_class",
+        "from src import *",
+    ],
+)
+def test_an_import_another_module_reexports_is_kept(form: str, tmp_path: Path) -> None:
+    body = CLASS_A.split("\n\n\n", 1)[1].replace("class A", "class Other")
+    user = form + "\n\n\n" + body
     write(tmp_path, {"src.py": CLASS_A, "user.py": user, "alone.py": CLASS_A})
     codemod(tmp_path, "src.py", "user.py", "alone.py")
     assert "@pytree_class" in (tmp_path / "src.py").read_text()
@@ -487,3 +482,15 @@ def test_a_registration_api_not_tied_to_jax_is_reported(name: str, tmp_path: Pat
     [entry] = result.report["registrations"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK102")
     assert entry["reason"].startswith(f"register_pytree_node_class is {why}")
+
+
+def test_an_import_only_the_deleted_code_used_still_goes(tmp_path: Path) -> None:
+    # another module naming this one, and using jax itself, does not keep an unused import
+    decorated = "import jax\n\n\n" + CLASS_A.split("\n\n\n", 1)[1].replace(
+        "@register_pytree_node_class", "@jax.tree_util.register_pytree_node_class"
+    )
+    user = "import jax\nfrom src import A\n\nleaves = jax.tree_util.tree_leaves(A(1.0))\n"
+    write(tmp_path, {"src.py": decorated, "user.py": user})
+    codemod(tmp_path, "src.py", "user.py")
+    assert "import jax" not in (tmp_path / "src.py").read_text()
+    load(tmp_path / "user.py")

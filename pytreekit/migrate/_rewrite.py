@@ -13,6 +13,7 @@ previous run left there, so a second run changes nothing.
 from __future__ import annotations
 
 import multiprocessing
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -204,15 +205,27 @@ def _apply(module: Module, edits: _Edits) -> str:
 
 
 def _imported_elsewhere(project: Project, module: Module) -> frozenset[str]:
-    """The words of every other scanned module that names this one (``from models import
-    register_pytree_node_class`` re-exports the import the deleted code used): conservative,
-    an import kept for nothing is only unused, one removed for an importer breaks it."""
-    short = module.name.rpartition(".")[2]
-    words: set[str] = set()
+    """The imported names of this module that another scanned module takes from it
+    (``from models import register_pytree_node_class``, ``models.jnp``, ``from models import
+    *``): the rewrite keeps those imports, or the other module would no longer import."""
+    short = re.escape(module.name.rpartition(".")[2])
+    source = rf"from\s+[.\w]*\b{short}\s+import\s+"
+    found: set[str] = set()
     for other in project.modules:
-        if other is not module and short in other.words():
-            words |= other.words()
-    return frozenset(words)
+        if other is module or module.name.rpartition(".")[2] not in other.words():
+            continue
+        if re.search(source + r"\*", other.source):
+            return frozenset(module.names)
+        found.update(
+            name
+            for name in module.names
+            if name in other.words()
+            and re.search(
+                rf"\b{short}\s*\.\s*{name}\b|{source}(?:\([^)]*|[^\n;]*)\b{name}\b",
+                other.source,
+            )
+        )
+    return frozenset(found)
 
 
 class _Transformer(cst.CSTTransformer):
