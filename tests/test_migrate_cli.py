@@ -149,6 +149,7 @@ def test_the_json_report_and_its_summary(tmp_path: Path) -> None:
         "files_not_parsed": 0,
         "registrations": 2,
         "rewritten": 1,
+        "not_written": 0,
         "unsafe": 1,
         "left": {},
         "failed": 0,
@@ -180,14 +181,18 @@ def test_leaf_order_changes_only_with_unsafe_and_are_always_reported(tmp_path: P
     original = load(tmp_path / "swapped.py")
     result = codemod(tmp_path, "swapped.py")
     text = (tmp_path / "swapped.py").read_text()
-    # the comment is shortened to the code's title within 88 columns; the report has it whole
-    assert "# TODO[pytreekit-migrate] PTK201 (unsafe: --unsafe applies it): leaf order" in text
+    # the comment gives the whole reason, wrapped within 88 columns
+    assert (
+        "# TODO[pytreekit-migrate] PTK201 (unsafe: --unsafe applies it): leaves go in __init__'s\n"
+        "#   order (y, x), not flatten's (x, y)\n"
+    ) in text
     assert "leaves go in __init__'s order (y, x), not flatten's (x, y)" in result.out
     assert "register_pytree_node_class" in text
     # the text report folds its lines at 100 columns
     assert "not rewritten, unsafe PTK201 (--unsafe applies it)" in " ".join(result.out.split())
     applied = codemod(tmp_path, "swapped.py", "--unsafe")
-    assert "swapped.py:5:1: Swapped (register_pytree_node_class): rewritten, unsafe PTK201" in (
+    # (line 6: the comment of the first run, two lines, stands above the decorator)
+    assert "swapped.py:6:1: Swapped (register_pytree_node_class): rewritten, unsafe PTK201" in (
         applied.out
     )
     text = (tmp_path / "swapped.py").read_text()

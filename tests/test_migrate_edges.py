@@ -463,7 +463,10 @@ def test_modules_that_fail_to_parse_or_index(
     result = codemod(tmp_path, ".", "--report", "json")
     errors = {f["file"]: f["error"] for f in result.report["failed_files"]}
     assert errors["b.py"] == "not parsed (ValueError: a LibCST failure)"
-    assert errors["missing.py"].startswith("not read: ")  # the link's target is named
+    # a dangling link is named by its own name, and skipped: there is nothing to read
+    skipped = {f["file"]: f["reason"] for f in result.report["skipped_files"]}
+    assert skipped["dangling.py"] == f"a dangling symbolic link (to {tmp_path / 'missing.py'})"
+    assert "missing.py" not in errors
     monkeypatch.setattr(scan.cst, "parse_module", real_parse)
 
     def index(module: scan.Module) -> None:

@@ -1268,14 +1268,19 @@ def test_left_with_a_comment(case: Left, tmp_path: Path) -> None:
     after = (tmp_path / "mod.py").read_text(encoding="utf-8")
     comments = [line.strip() for line in after.splitlines() if "TODO[pytreekit-migrate]" in line]
     assert [c.split(":")[0].split()[-1] for c in comments] == [c for c in case.codes if c]
-    # nothing else changed: the comment lines are the only difference
-    assert [line for line in after.splitlines() if "TODO[pytreekit-migrate]" not in line] == (
-        before.splitlines()
-    )
-    # each comment is right above the registration it explains
+    # a comment's lines: its first, then the continuation lines of its reason
     lines = after.splitlines()
+    added: set[int] = set()
     for index, line in enumerate(lines):
-        if "TODO[pytreekit-migrate]" in line:
+        if "TODO[pytreekit-migrate]" in line or (
+            index - 1 in added and line.strip().startswith("#   ")
+        ):
+            added.add(index)
+    # nothing else changed: the comment lines are the only difference
+    assert [line for i, line in enumerate(lines) if i not in added] == before.splitlines()
+    # each comment is right above the registration it explains
+    for index in added:
+        if index + 1 not in added:
             below = lines[index + 1].strip()
             assert "register" in below or below.startswith("@")
     again = codemod(tmp_path, "mod.py", "--check")

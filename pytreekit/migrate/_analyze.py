@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from ._codes import PINNED
+from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
 from ._scan import (
@@ -187,9 +187,11 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
     unsafe. Run again once --verify has left some classes."""
     plans = {o.rewrite.cls: o for o in outcomes if o.rewrite is not None}
     codes = {
-        project.classes[o.registration.target]: o.code or ""
+        info: o.code or ""
         for o in outcomes
-        if o.rewrite is None and o.registration.target in project.classes
+        if o.rewrite is None
+        for info in [project.lookup(o.registration.module, o.registration.target)]
+        if info is not None
     }
     registered = set(plans) | set(codes)
     changed = True
@@ -599,7 +601,14 @@ class _Description:
             if method is not None and _is_abstract(ancestor, method):
                 return f"{ancestor.name} declares it abstract"
         pattern = re.compile(rf"\.{name}\b")
-        arguments = {id(node) for r in self.project.registrations for node in r.args.values()}
+        # only this class's own registration goes with the method: another one passing it
+        # (``register_pytree_node(B, A.tree_flatten, ...)``) would lose it
+        arguments = {
+            id(node)
+            for r in self.project.registrations
+            if self.project.lookup(r.module, r.named) is info
+            for node in r.args.values()
+        }
         for module in self.project.modules:
             if not pattern.search(module.source):
                 continue
@@ -607,12 +616,7 @@ class _Description:
             if tree is None:
                 continue
             for node in _attributes(tree, name):
-                receiver = node.value
-                head = receiver
-                while isinstance(head, cst.Attribute):
-                    head = head.value
-                imported = isinstance(head, cst.Name) and head.value in module.names
-                if not imported and id(node) not in arguments:
+                if id(node) not in arguments and not _module_attribute(module, node, self.project):
                     return f"{module.name} uses {code(node)}"
         return ""
 
@@ -691,7 +695,8 @@ class _ClassReading:
             )
         for ancestor in self.project.mro(info):
             for qualified, written in ancestor.bases:
-                if qualified in self.project.classes or qualified in NEUTRAL_BASES:
+                found = self.project.lookup(ancestor.module, qualified)
+                if found is not None or qualified in NEUTRAL_BASES:
                     continue
                 raise Refusal(
                     "PTK115",
@@ -936,10 +941,13 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
     def __init__(self, project: Project, options: Options) -> None:
         self.project = project
         self.options = options
-        counts: dict[str, int] = {}
+        # every registration naming a class counts, the conditional ones too: a second
+        # ``register_pytree_node_class(A)`` under ``try`` runs on the rewritten class as well
+        counts: dict[ClassInfo, int] = {}
         for registration in project.registrations:
-            if registration.target is not None:
-                counts[registration.target] = counts.get(registration.target, 0) + 1
+            info = project.lookup(registration.module, registration.named)
+            if info is not None:
+                counts[info] = counts.get(info, 0) + 1
         self.counts = counts
         self.path_reader = _path_reader(project)
 
@@ -1011,7 +1019,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             places.append((module, registration.anchor))
         if module.tree is not None and registration.place:
             places += [(module, top) for top in module.tree.body]
-        info = self.project.classes.get(registration.target or "")
+        info = self.project.lookup(module, registration.target)
         if info is not None:
             places += [(a.module, a.node) for a in self.project.mro(info)]
         for argument in registration.args.values():
@@ -1031,13 +1039,15 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         anchor = registration.anchor
         if anchor is None:
             return None
-        for line in anchor.leading_lines:
-            if line.comment is None:
-                continue
+        comments = [line.comment.value if line.comment else "" for line in anchor.leading_lines]
+        for index, line in enumerate(anchor.leading_lines):
             codes = existing_comments([line])
             if codes and codes[0] in PINNED:
-                reason = line.comment.value.partition(f"{codes[0]}:")[2].strip()
-                return codes[0], reason
+                # the reason goes on over the continuation lines below (a comment wraps)
+                end = index + 1
+                while end < len(comments) and comments[end].startswith(CONTINUATION):
+                    end += 1
+                return codes[0], reason_of(comments[index:end])
         return None
 
     # The steps, in the order of the module docstring. Each independent step runs even when
@@ -1121,6 +1131,23 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
     def _place(self, registration: Registration) -> ClassInfo:
         if registration.place.startswith("under"):
             raise Refusal("PTK102", f"the registration is {registration.place}", registration.node)
+        if registration.unresolved:
+            raise Refusal(
+                "PTK102",
+                f"{registration.api} is {registration.unresolved}: the codemod cannot tell "
+                f"the registration is JAX's",
+                registration.node,
+            )
+        registrar = _registrar(registration)
+        why = registration.module.conditional.get(registrar)
+        if why is not None:
+            # a fallback (``except ImportError: def register_pytree_node_class(cls): ...``)
+            # may be what runs: the registration is as conditional as the name
+            raise Refusal(
+                "PTK102",
+                f"{registrar} is {why}: the registration may not be JAX's",
+                registration.node,
+            )
         if registration.place:
             if registration.helper:
                 registration.registers = self._helper_classes(registration.helper)
@@ -1143,22 +1170,51 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
                 registration.node,
             )
         target = registration.target
-        if target is None or target not in self.project.classes:
-            where = "imported from outside the scanned files" if target else "not a class name"
-            raise Refusal(
-                "PTK103",
-                f"{registration.target_text} is {where}; scan the module defining it",
-                registration.node,
-            )
+        info = self.project.lookup(registration.module, target)
+        if info is None:
+            raise Refusal("PTK103", _not_found(self.project, registration), registration.node)
         if "*" in registration.args:
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
-        if self.counts[target] > 1:
+        if self.counts[info] > 1:
             raise Refusal(
                 "PTK110",
-                f"{registration.target_text} is registered {self.counts[target]} times in the "
+                f"{registration.target_text} is registered {self.counts[info]} times in the "
                 f"scanned files",
             )
-        return self.project.classes[target]
+        return info
+
+
+def _registrar(registration: Registration) -> str:
+    """The name the registration API is reached through (``jtu`` of ``jtu.register_...``)."""
+    node = registration.node
+    head = node.decorator if isinstance(node, cst.Decorator) else node
+    if isinstance(head, cst.Call):
+        head = head.func
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    return head.value if isinstance(head, cst.Name) else ""
+
+
+def _module_attribute(module: Module, node: cst.Attribute, project: Project) -> bool:
+    """``jax.tree_util.tree_flatten`` or ``jtu.tree_flatten``: an attribute of an imported
+    module, not of a class (an imported class's ``Model.tree_flatten`` is a use)."""
+    head = node.value
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not (isinstance(head, cst.Name) and head.value in module.names):
+        return False
+    return project.lookup(module, module.qualify(node.value)) is None
+
+
+def _not_found(project: Project, registration: Registration) -> str:
+    target = registration.target
+    if target is None:
+        where = "not a class name"
+    elif target in project.ambiguous:
+        where = f"defined by two scanned files named {target.rpartition('.')[0]}"
+    else:
+        where = "imported from outside the scanned files"
+    return f"{registration.target_text} is {where}; scan the module defining it"
 
 
 def _hashing(project: Project, info: ClassInfo) -> str:

@@ -214,14 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     if arguments.diff:
         for module, new in sorted(sources.items(), key=lambda item: item[0].display):
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    module.source.splitlines(keepends=True),
-                    new.splitlines(keepends=True),
-                    fromfile=f"a/{module.display}",
-                    tofile=f"b/{module.display}",
-                )
-            )
+            sys.stdout.writelines(diff(module, new))
         out = sys.stderr
     out.write(as_json(report) + "\n" if arguments.report == "json" else as_text(report))
     if verification_failed or report["summary"]["failures"]:
@@ -277,6 +270,26 @@ def write(module: Module, new: str) -> str | None:
             os.unlink(temporary)
         return f"not written: {_why(error)}"
     return None
+
+
+def diff(module: Module, new: str) -> list[str]:
+    """The unified diff ``patch -p1`` applies to give ``new`` exactly: lines end at a line feed
+    only, as diff and patch read them (a CR-only file is one line to them; a form feed ends
+    none), and a last line without one is marked "No newline at end of file"."""
+    lines = difflib.unified_diff(
+        _patch_lines(module.source),
+        _patch_lines(new),
+        fromfile=f"a/{module.display}",
+        tofile=f"b/{module.display}",
+    )
+    return [
+        line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
+    ]
+
+
+def _patch_lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [f"{part}\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def _format(command: str, modules: Sequence[Module]) -> dict[Module, str]:

@@ -12,6 +12,8 @@ a paragraph per code. Codes never change meaning: a second run recognises its ow
 from __future__ import annotations
 
 import re
+import textwrap
+from collections.abc import Sequence
 
 # The comment left above a registration: "# TODO[pytreekit-migrate] PTK104: <reason>".
 COMMENT_PREFIX = "# TODO[pytreekit-migrate] "
@@ -50,21 +52,30 @@ UNSAFE = frozenset(code for code in TITLES if code.startswith("PTK2"))
 PINNED = frozenset({"PTK120"})
 
 
+# A comment's further lines, when its reason does not fit on one.
+CONTINUATION = "#   "
+
+
 def comment(code: str, reason: str, width: int = 88) -> str:
-    """The comment left above a registration: one line of at most ``width`` characters (the
-    reason shortened to the code's title when it does not fit; the report has it whole), the
-    same for the same code and reason, so that a second run changes nothing."""
+    """The comment left above a registration, its lines joined by newlines: the code and the
+    whole reason, wrapped at ``width`` characters onto ``CONTINUATION`` lines (a reason cut
+    short would say nothing a person could act on), the same for the same code and reason, so
+    that a second run changes nothing."""
     unsafe = " (unsafe: --unsafe applies it)" if code in UNSAFE else ""
-    text = " ".join(f"{COMMENT_PREFIX}{code}{unsafe}: {reason}".split())
-    if len(text) <= width:
-        return text
-    if code in PINNED:  # the comment is the only record of why: shortened, never replaced
-        return text[: width - 3].rstrip() + "..."
-    title = TITLES.get(code, reason)
-    for short in (
-        f"{COMMENT_PREFIX}{code}{unsafe}: {title}",
-        f"{COMMENT_PREFIX}{code}{' (unsafe)' if unsafe else ''}: {title}",
-    ):
-        if len(short) <= width:
-            return short
-    return f"{COMMENT_PREFIX}{code}{' (unsafe)' if unsafe else ''}"
+    words = " ".join(reason.split())
+    lines = textwrap.wrap(
+        words,
+        width,
+        initial_indent=f"{COMMENT_PREFIX}{code}{unsafe}: ",
+        subsequent_indent=CONTINUATION,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join(lines) or f"{COMMENT_PREFIX}{code}{unsafe}:"
+
+
+def reason_of(lines: Sequence[str]) -> str:
+    """The reason a comment (its first line, then its continuation lines) gives."""
+    first = lines[0].partition(":")[2] if lines else ""
+    rest = [line.removeprefix(CONTINUATION) for line in lines[1:]]
+    return " ".join(" ".join([first, *rest]).split())

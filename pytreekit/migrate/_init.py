@@ -324,12 +324,24 @@ class _Interpreter:
                 self.call(ancestor, method, {})
                 return
 
-    def block(self, frame: _Frame, statements: Sequence[cst.CSTNode]) -> None:
-        for statement in statements:
-            self.statement(frame, statement)
+    def block(self, frame: _Frame, statements: Sequence[cst.CSTNode], *, tail: bool = True) -> None:
+        """``tail``: nothing of the method runs after this block (a ``return`` in it is then
+        the method's end, not a path that skips what follows)."""
+        for index, statement in enumerate(statements):
+            last = tail and index == len(statements) - 1
+            if not last and _returns(statement):
+                # a path that returns early skips the stores below: those are not set on
+                # every path, whatever the other paths do
+                raise Refusal(
+                    "PTK108",
+                    f"__init__ of {frame.owner.name} may return early ({code(statement, 40)}): "
+                    f"what it sets after that is not set on every path",
+                    statement,
+                )
+            self.statement(frame, statement, tail=last)
 
-    def statement(self, frame: _Frame, statement: cst.CSTNode) -> None:
-        if is_docstring(statement) or isinstance(statement, (cst.Pass, cst.Del)):
+    def statement(self, frame: _Frame, statement: cst.CSTNode, *, tail: bool = True) -> None:
+        if is_docstring(statement) or isinstance(statement, (cst.Pass, cst.Del, cst.Return)):
             return
         if isinstance(statement, cst.Assign):
             value = frame.evaluate(statement.value)
@@ -354,7 +366,7 @@ class _Interpreter:
         if isinstance(statement, cst.If) and _only_checks(statement, frame.this):
             self.run.notes.append(f"checked if {code(statement.test, 40)}: raise ...")
             return
-        if isinstance(statement, cst.If) and self.branches(frame, statement):
+        if isinstance(statement, cst.If) and self.branches(frame, statement, tail=tail):
             return
         if isinstance(statement, cst.Raise):
             raise Refusal(
@@ -372,7 +384,7 @@ class _Interpreter:
             frame.local[name] = Opaque(f"{name} (computed under a '{kind}')")
         self.run.notes.append(f"ran {code(statement, 40)}")
 
-    def branches(self, frame: _Frame, statement: cst.If) -> bool:
+    def branches(self, frame: _Frame, statement: cst.If, *, tail: bool) -> bool:
         """``if``/``elif``/``else`` whose every branch that does not raise sets the same
         attributes, each to the same value up to conversions that keep it (``jnp.asarray``):
         followed as one path. False when that does not hold (the caller refuses)."""
@@ -394,7 +406,7 @@ class _Interpreter:
             inner.depth = self.depth
             copy = _Frame(frame.owner, frame.this, dict(frame.local))
             try:
-                inner.block(copy, statements)
+                inner.block(copy, statements, tail=tail)
             except Refusal:
                 return False
             runs.append((run, copy))
@@ -489,11 +501,9 @@ class _Interpreter:
         if isinstance(owner, cst.Call) and code(owner.func) == "super":
             bases = self.project.base_classes(frame.owner)
         elif (
-            frame.owner.module.qualify(owner) in self.project.classes
-            and args
-            and frame.is_self(args[0].value)
-        ):
-            bases = [self.project.classes[frame.owner.module.qualify(owner) or ""]]
+            named := self.project.lookup(frame.owner.module, frame.owner.module.qualify(owner))
+        ) is not None and (args and frame.is_self(args[0].value)):
+            bases = [named]
             args = args[1:]
             # Base.__init__(self): that class's own __init__ (or what it inherits)
             found = Fields(self.project, bases[0]).init
@@ -668,6 +678,25 @@ def _is_object_setattr(node: cst.Call, frame: _Frame) -> bool:
         and frame.is_self(node.args[0].value)
         and isinstance(node.args[1].value, cst.SimpleString)
     )
+
+
+def _returns(node: cst.CSTNode) -> bool:
+    """Whether a ``return`` of the method itself is in ``node`` (one of a nested def is not)."""
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            nonlocal found
+            found = True
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+    node.visit(Finder())
+    return found
 
 
 def _touches(node: cst.CSTNode, name: str) -> bool:

@@ -29,6 +29,7 @@ def build(
 ) -> dict[str, Any]:
     """The report as JSON-able data."""
     entries = [_entry(outcome, verify) for outcome in outcomes]
+    _mark_unwritten(project, outcomes, entries, failures or {})
     counted = [o for o in outcomes if not o.suppressed]
     left = Counter(o.code for o in counted if o.verdict == "left" and o.code)
     unparsed = [
@@ -54,7 +55,8 @@ def build(
         "files_scanned": len(project.modules),
         "files_not_parsed": len(unparsed),
         "registrations": len(outcomes),
-        "rewritten": sum(o.verdict == "rewritten" for o in outcomes),
+        "rewritten": sum(e["verdict"] == "rewritten" for e in entries),
+        "not_written": sum(e["verdict"] == "not written" for e in entries),
         "unsafe": sum(o.verdict == "unsafe" for o in counted),
         "left": dict(sorted(left.items())),
         "failed": sum(o.verdict == "failed" for o in outcomes),
@@ -75,6 +77,29 @@ def build(
         "skipped_files": skipped,
         "summary": summary,
     }
+
+
+def _mark_unwritten(
+    project: Project,
+    outcomes: Sequence[Outcome],
+    entries: list[dict[str, Any]],
+    failures: dict[str, str],
+) -> None:
+    """A rewrite counts once written (with --diff/--check: once its files could be): one whose
+    file failed says so instead."""
+    failing = set(failures) | {m.display for m in project.modules if m.error is not None}
+    for outcome, entry in zip(outcomes, entries, strict=True):
+        if outcome.verdict == "rewritten" and _touched(outcome) & failing:
+            entry["verdict"] = "not written"
+
+
+def _touched(outcome: Outcome) -> set[str]:
+    """The files a rewrite edits: its class's, its registration's, its functions'."""
+    plan = outcome.rewrite
+    if plan is None:
+        return set()
+    modules = [plan.cls.module, outcome.registration.module]
+    return {m.display for m in [*modules, *(m for m, _ in plan.remove_functions)]}
 
 
 def _entry(outcome: Outcome, verify: str | None) -> dict[str, Any]:
@@ -162,8 +187,10 @@ def as_text(report: dict[str, Any]) -> str:
             "unsafe": f"not rewritten, unsafe {code} (--unsafe applies it)",
             "left": f"left, {code}",
             "failed": f"failed verification, left, {code}",
+            "not written": "not written: its file failed (below)",
         }
-        lines.append(head + ("rewritten" if code is None else labels[verdict]))
+        plain = "rewritten" if verdict == "rewritten" else labels[verdict]
+        lines.append(head + (plain if code is None else labels[verdict]))
         if code is not None:
             lines.append(f"    {entry['reason']}")
         for reason in entry.get("reasons", [])[1:]:
@@ -191,7 +218,9 @@ def as_text(report: dict[str, Any]) -> str:
     )
     suppressed = summary.get("suppressed", 0)
     lines.append(
-        f"    {summary['rewritten']} rewritten, {summary['unsafe']} unsafe (not applied), "
+        f"    {summary['rewritten']} rewritten, "
+        + (f"{summary['not_written']} not written, " if summary.get("not_written") else "")
+        + f"{summary['unsafe']} unsafe (not applied), "
         f"{sum(summary['left'].values())} left{f' ({left})' if left else ''}, "
         f"{summary['failed']} failed verification"
         + (f", {suppressed} suppressed" if suppressed else "")

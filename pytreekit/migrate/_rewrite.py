@@ -13,6 +13,7 @@ previous run left there, so a second run changes nothing.
 from __future__ import annotations
 
 import multiprocessing
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -20,7 +21,7 @@ from typing import cast
 import libcst as cst
 
 from ._analyze import Outcome, Rewrite
-from ._codes import COMMENT_PATTERN, comment
+from ._codes import COMMENT_PATTERN, CONTINUATION, comment
 from ._imports import add_import, decorator_name, names_in, remove_unused, unused_names
 from ._scan import Module, Project
 
@@ -36,6 +37,8 @@ class _Edits:
     drop: set[cst.CSTNode] = field(default_factory=set)
     comments: dict[Anchor, str | None] = field(default_factory=dict)
     nested: bool = False  # an edit inside a block (a comment above a registration in a def)
+    # words of the other modules that name this one: an import they may take from it stays
+    imported_elsewhere: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.decorate or self.drop_methods or self.drop or self.comments)
@@ -86,6 +89,8 @@ def rewrite(
             module_edits.comments[anchor] = comment(code, outcome.reason, width)
             module_edits.nested |= bool(registration.place)
     work = [(m, e) for m, e in edits.items() if e and m.tree is not None]
+    for module, module_edits in work:
+        module_edits.imported_elsewhere = _imported_elsewhere(project, module)
     results = _in_workers(work, jobs, progress) if jobs > 1 and len(work) > 1 else None
     sources: dict[Module, str] = {}
     failures: dict[Module, str] = {}
@@ -188,13 +193,39 @@ def _apply(module: Module, edits: _Edits) -> str:
     name = decorator_name(module.names, defined)
     transformer = _Transformer(edits, name)
     new = module.tree.visit(transformer)
+    # LibCST drops the last line ending of a CR-only file (it finds no trailing newline there)
+    new = new.with_changes(has_trailing_newline=module.source.endswith(("\n", "\r")))
     if edits.decorate:
         new = add_import(new, name)
     code = new.code
     # the module's leading comments (a license, a source line) do not keep an import
     header = "".join(new.code_for_node(line) for line in new.header)
-    unused = unused_names(code[len(header) :], transformer.removed)
+    unused = unused_names(code[len(header) :], transformer.removed) - edits.imported_elsewhere
     return remove_unused(new, unused).code if unused else code
+
+
+def _imported_elsewhere(project: Project, module: Module) -> frozenset[str]:
+    """The imported names of this module that another scanned module takes from it
+    (``from models import register_pytree_node_class``, ``models.jnp``, ``from models import
+    *``): the rewrite keeps those imports, or the other module would no longer import."""
+    short = re.escape(module.name.rpartition(".")[2])
+    source = rf"from\s+[.\w]*\b{short}\s+import\s+"
+    found: set[str] = set()
+    for other in project.modules:
+        if other is module or module.name.rpartition(".")[2] not in other.words():
+            continue
+        if re.search(source + r"\*", other.source):
+            return frozenset(module.names)
+        found.update(
+            name
+            for name in module.names
+            if name in other.words()
+            and re.search(
+                rf"\b{short}\s*\.\s*{name}\b|{source}(?:\([^)]*|[^\n;]*)\b{name}\b",
+                other.source,
+            )
+        )
+    return frozenset(found)
 
 
 class _Transformer(cst.CSTTransformer):
@@ -390,12 +421,15 @@ def _block(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
 
 
 def _with_comment(lines: Iterable[cst.EmptyLine], text: str | None) -> list[cst.EmptyLine]:
-    """``lines`` without the codemod's comments, then ``text`` (if any) as the last line."""
-    kept = [
-        line
-        for line in lines
-        if line.comment is None or not COMMENT_PATTERN.match(line.comment.value)
-    ]
+    """``lines`` without the codemod's comments (their continuation lines too), then ``text``
+    (if any) as the last lines."""
+    kept: list[cst.EmptyLine] = []
+    ours = False  # the line above was one of the codemod's
+    for line in lines:
+        value = line.comment.value if line.comment is not None else ""
+        ours = bool(COMMENT_PATTERN.match(value)) or (ours and value.startswith(CONTINUATION))
+        if not ours:
+            kept.append(line)
     if text is not None:
-        kept.append(cst.EmptyLine(comment=cst.Comment(text)))
+        kept.extend(cst.EmptyLine(comment=cst.Comment(part)) for part in text.split("\n"))
     return kept

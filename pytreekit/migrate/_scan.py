@@ -21,6 +21,8 @@ import fnmatch
 import io
 import os
 import re
+import stat
+import sys
 import tokenize
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -82,6 +84,11 @@ class Registration:
     # a helper's registration (inside ``def register(cls)``): the classes the helper registers
     registers: list[str] = field(default_factory=list)
     helper: str = ""  # the helper's qualified name
+    # the class the call names wherever it is (``target`` is None under a block): a second
+    # registration under ``try`` still registers the class again
+    named: str | None = None
+    # why the API's name may not be JAX's (a star import, a re-export): "" when it resolves
+    unresolved: str = ""
 
 
 @dataclass(eq=False, repr=False)
@@ -150,6 +157,10 @@ class Module:
     encoding: str = "utf-8"  # what it is decoded and written back with ("utf-8-sig": a BOM)
     attempted: bool = False  # parsed (or tried): the pre-filter leaves most modules unparsed
     names: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    # imported names that may be bound to something else at run time (an import under
+    # ``try``/``if``, or a def or assignment of the same name): local name -> why
+    conditional: dict[str, str] = field(default_factory=dict)
+    star_imports: list[str] = field(default_factory=list)  # from X import *: the X
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
@@ -261,6 +272,9 @@ class Project:
     modules: list[Module]
     classes: dict[str, ClassInfo]  # qualified name -> class
     _registered: frozenset[str] | None = None
+    # qualified names two scanned files define (two top-level ``util.py`` under different roots):
+    # an import of one cannot say which file it means
+    ambiguous: set[str] = field(default_factory=set)
 
     def parse(self, module: Module) -> cst.Module | None:
         """The module's tree, parsed and indexed on first use (None: it did not parse, or was
@@ -278,14 +292,34 @@ class Project:
         except Exception as error:  # LibCST's own failure: this module's, not the run's
             module.error = f"not parsed ({type(error).__name__}: {error})"
             return None
+        module.error = _not_compiling(module)
+        if module.error is not None:
+            module.tree = None
+            return None
         try:
             _index(module)
         except Exception as error:  # a bug of the codemod: nothing is changed in this module
             module.tree, module.registrations, module.classes = None, [], {}
             module.error = f"the codemod failed on it ({type(error).__name__}: {error})"
             return None
-        self.classes.update((info.qualname, info) for info in module.classes.values())
+        for info in module.classes.values():
+            known = self.classes.setdefault(info.qualname, info)
+            if known is not info:
+                self.ambiguous.add(info.qualname)
         return module.tree
+
+    def lookup(self, module: Module, qualname: str | None) -> ClassInfo | None:
+        """The class ``qualname`` names as seen from ``module``: its own class first (so that
+        what is decided about a file does not depend on the other files of the run), else the
+        one scanned class of that name (None when two files define it)."""
+        if qualname is None:
+            return None
+        owner, _, name = qualname.rpartition(".")
+        if owner == module.name and name in module.classes:
+            return module.classes[name]
+        if qualname in self.ambiguous:
+            return None
+        return self.classes.get(qualname)
 
     @property
     def registrations(self) -> list[Registration]:
@@ -301,7 +335,8 @@ class Project:
 
     def base_classes(self, info: ClassInfo) -> list[ClassInfo]:
         """The scanned classes among ``info``'s direct bases."""
-        return [self.classes[name] for name, _ in info.bases if name in self.classes]
+        found = [self.lookup(info.module, name) for name, _ in info.bases]
+        return [base for base in found if base is not None]
 
     def mro(self, info: ClassInfo) -> list[ClassInfo]:
         """``info`` and its scanned ancestors, nearest first (depth-first, each once)."""
@@ -318,7 +353,8 @@ class Project:
         """Every scanned class that has ``info`` among its ancestors."""
         return [
             other
-            for other in self.classes.values()
+            for module in self.modules
+            for other in module.classes.values()
             if other is not info and info in self.mro(other)
         ]
 
@@ -331,10 +367,11 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
     an ``exclude`` glob matches: a file or directory name, or a path below the working
     directory, as ruff's ``--extend-exclude`` reads them), sorted."""
     found: set[Path] = set()
+    roots = [path.resolve() for path in paths]
     for path in paths:
-        if path.is_file():
+        if not path.is_dir():  # a file, or what _read skips (a FIFO, a socket, a device)
             if not excluded(path, exclude):
-                found.add(path.resolve())
+                found.add(_known_as(path, roots))
             continue
         for directory, subdirectories, files in os.walk(path):
             subdirectories[:] = sorted(
@@ -346,11 +383,20 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
                 and not excluded(Path(directory, name), exclude)
             )
             found.update(
-                Path(directory, name).resolve()
+                _known_as(Path(directory, name), roots)
                 for name in files
                 if name.endswith(".py") and not excluded(Path(directory, name), exclude)
             )
     return sorted(found)
+
+
+def _known_as(path: Path, roots: Sequence[Path]) -> Path:
+    """The path a file is read by: resolved, so that two spellings of one file are one; what
+    is skipped (a dangling link, a link to a device or to a file outside the given paths) by
+    its own name, as it was found."""
+    resolved = path.resolve()
+    inside = any(root == resolved or root in resolved.parents for root in roots)
+    return resolved if resolved.is_file() and inside else path.absolute()
 
 
 def excluded(path: Path, patterns: Sequence[str]) -> bool:
@@ -459,10 +505,8 @@ def _related(project: Project) -> re.Pattern[str] | None:
 def _read(path: Path) -> Module:
     name, root = module_name(path)
     module = Module(path=path, display=_display(path), name=name, root=root, source="")
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        module.error = f"not read: {error.strerror or error}"
+    raw = _regular_bytes(module)
+    if raw is None:
         return module
     decoded = decode(raw)
     if isinstance(decoded, str):
@@ -472,6 +516,63 @@ def _read(path: Path) -> Module:
     if _GENERATED.search(module.source[:2048]):
         module.skipped = "marked @generated"
     return module
+
+
+def _not_compiling(module: Module) -> str | None:
+    """Why the module does not compile on the running Python, if it does not: newer syntax
+    (LibCST parses it) or code no Python runs. Its rewrite could not be checked by compiling
+    it, so it is left: a failure of the run (nothing looked at it), not of the codemod."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    try:
+        compile(module.source, module.display, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        detail = f"{error.msg}, line {error.lineno}"
+    except (ValueError, RecursionError, MemoryError) as error:
+        detail = f"{type(error).__name__}: {error}"
+    else:
+        return None
+    return f"does not compile on this Python ({version}): left as it is ({detail})"
+
+
+def _regular_bytes(module: Module) -> bytes | None:
+    """The file's bytes; None when it is no regular file (skipped: reading a FIFO or a device
+    would block or never end) or cannot be read (a failure), the module saying which."""
+    path = module.path
+    try:
+        if path.is_symlink() and not path.exists():
+            module.skipped = f"a dangling symbolic link (to {os.readlink(path)})"
+            return None
+        if path.is_symlink() and path.resolve().is_file():
+            # python_files resolved every other link: the user did not give the target's place
+            module.skipped = (
+                f"a symbolic link to {path.resolve()}, outside the given paths: not written "
+                f"through (give that path to rewrite it)"
+            )
+            return None
+        if not stat.S_ISREG(path.stat().st_mode):
+            module.skipped = f"not a regular file ({_kind(path.stat().st_mode)})"
+            return None
+        # non-blocking, and checked again once open: it may have been replaced since
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(handle, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                module.skipped = "not a regular file"
+                return None
+            return file.read()
+    except OSError as error:
+        module.error = f"not read: {error.strerror or error}"
+        return None
+
+
+def _kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISDIR: "a directory",
+    }
+    return next((kind for test, kind in kinds.items() if test(mode)), "not a file")
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -534,6 +635,7 @@ def _index(module: Module) -> None:
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
     if module.candidate:
+        _rebound(module)
         # Only the top-level statements whose code names a registration API (or an alias of
         # one) are walked: most of a module's nodes are in others.
         aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
@@ -588,22 +690,45 @@ class _Imports(cst.CSTVisitor):
 
     def __init__(self, module: Module) -> None:
         self.module = module
+        self.blocks: list[str] = []  # the compound statements around the node, at module scope
+        self.scopes = 0  # the functions and classes around the node
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # imports are statements: no expression holds one
-        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+        if isinstance(node, cst.BaseExpression):
+            return False
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self.scopes += 1
+        elif isinstance(node, _CONDITIONAL):
+            self.blocks.append(type(node).__name__.lower().replace("star", ""))
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+            self.scopes -= 1
+        elif isinstance(original_node, _CONDITIONAL):
+            self.blocks.pop()
+        super().on_leave(original_node)
+
+    def _bind(self, local: str, qualified: str) -> None:
+        self.module.names[local] = qualified
+        if self.blocks and not self.scopes:
+            # ``try: from jax.tree_util import X`` / ``except ImportError: def X(cls): ...``
+            self.module.conditional[local] = f"imported under a '{self.blocks[-1]}' statement"
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             name = _dotted(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.module.names[alias.asname.name.value] = name
+                self._bind(alias.asname.name.value, name)
             else:
                 head = name.partition(".")[0]
-                self.module.names[head] = head
+                self._bind(head, head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
+            source = _dotted(node.module) if node.module is not None else "."
+            self.module.star_imports.append(source)
             return
         source = _dotted(node.module) if node.module is not None else ""
         if node.relative:
@@ -618,7 +743,36 @@ class _Imports(cst.CSTVisitor):
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
                 else name
             )
-            self.module.names[local] = f"{source}.{name}" if source else name
+            self._bind(local, f"{source}.{name}" if source else name)
+
+
+def _rebound(module: Module) -> None:
+    """Imported names a def, class or assignment at module scope binds again (a fallback
+    ``def register_pytree_node_class(cls): return cls``): which one holds at run time is not
+    known from the text."""
+    assert module.tree is not None
+    bound: set[str] = set()
+
+    class Bindings(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            bound.add(node.name.value)
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            bound.add(node.name.value)
+            return False
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name):
+                bound.add(node.target.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.value is not None:
+                bound.add(node.target.value)
+
+    module.tree.visit(Bindings())
+    for name in bound & set(module.names):
+        module.conditional.setdefault(name, "also bound by a def or an assignment of this module")
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -635,6 +789,37 @@ def api_of(module: Module, node: cst.BaseExpression) -> str | None:
     """The registration API an expression names, or None."""
     name = module.qualify(node)
     return _API_NAMES.get(name) if name is not None else None
+
+
+def _last_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _lookalike(module: Module, node: cst.BaseExpression) -> str | None:
+    """An API's name the imports do not tie to JAX (``from jax.tree_util import *``, or a
+    re-export ``from models import register_pytree_node_class``): reported, never rewritten."""
+    name = _last_name(node)
+    return name if name in APIS else None
+
+
+def _unresolved(module: Module, registration: cst.CSTNode) -> str:
+    """Why the API a registration (a Decorator, or a Call) names may not be JAX's; ""."""
+    node = registration.decorator if isinstance(registration, cst.Decorator) else registration
+    if isinstance(node, cst.Call):
+        node = node.func
+    if not isinstance(node, cst.BaseExpression) or api_of(module, node) is not None:
+        return ""
+    qualified = module.qualify(node)
+    owner = qualified.rpartition(".")[0] if qualified is not None else ""
+    if owner == module.name:
+        return "defined in this module, not imported from jax.tree_util"
+    if owner:
+        return f"imported from {owner}, not from jax.tree_util"
+    if module.star_imports:
+        return f"reached through 'from {module.star_imports[0]} import *'"
+    return "not imported by name"
 
 
 _CONDITIONAL = (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While, cst.Match)
@@ -664,20 +849,13 @@ class _Registrations(cst.CSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for decorator in node.decorators:
             expression = decorator.decorator
-            api = api_of(self.module, expression)
+            api = api_of(self.module, expression) or _lookalike(self.module, expression)
             if api is None:
                 continue
             self.decorators.add(decorator)
-            top = not self.scopes
-            self._add(
-                api,
-                "decorator",
-                decorator,
-                node,
-                f"{self.module.name}.{node.name.value}" if top else None,
-                node.name.value,
-                {},
-            )
+            target = f"{self.module.name}.{node.name.value}" if not self.scopes else None
+            self._add(api, "decorator", decorator, node, target, node.name.value, {})
+            self.module.registrations[-1].named = target
         self.scopes.append(f"in the body of class '{node.name.value}'")
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
@@ -708,7 +886,7 @@ class _Registrations(cst.CSTVisitor):
         self.scopes.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        api = api_of(self.module, node.func)
+        api = api_of(self.module, node.func) or _lookalike(self.module, node.func)
         if api is None:
             return
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
@@ -722,9 +900,11 @@ class _Registrations(cst.CSTVisitor):
         target_node = values.pop("class", None)
         target = self.module.qualify(target_node) if target_node is not None else None
         target_text = _code(target_node) if target_node is not None else "?"
+        named = target
         if self.scopes:
             target = None
         self._add(api, "call", node, self.statement, target, target_text, values)
+        self.module.registrations[-1].named = named
 
     def _add(
         self,
@@ -746,6 +926,7 @@ class _Registrations(cst.CSTVisitor):
         registration = Registration(
             self.module, api, form, node, anchor, target, target_text, args, place
         )
+        registration.unresolved = _unresolved(self.module, node)
         if place.startswith("inside function") and self.scopes[0].startswith("inside function"):
             registration.helper = f"{self.module.name}.{self.function}"
         assert self.top is not None

@@ -14,7 +14,8 @@ class JaxException(Exception):
     # self.with_traceback(self.traceback_info)
 
   def __init_subclass__(cls):
-    # TODO[pytreekit-migrate] PTK101
+    # TODO[pytreekit-migrate] PTK101: the registration is inside function
+    #   '__init_subclass__'
     jtu.register_pytree_node_class(cls)
 
   def tree_flatten(self, /):

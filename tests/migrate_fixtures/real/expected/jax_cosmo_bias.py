@@ -35,7 +35,8 @@ class container(object):
         return cls(*children, **aux_data)
 
 
-# TODO[pytreekit-migrate] PTK104: flatten returns a derived value
+# TODO[pytreekit-migrate] PTK104: flatten returns self.params as children, not a tuple
+#   of attributes
 @register_pytree_node_class
 class constant_linear_bias(container):
     """

@@ -6,7 +6,8 @@ import jax.numpy as np
 from jax.tree_util import register_pytree_node_class
 
 
-# TODO[pytreekit-migrate] PTK104: flatten returns a derived value
+# TODO[pytreekit-migrate] PTK104: flatten branches or loops (if
+#   self._flags["gamma_growth"]: params += (self...)
 @register_pytree_node_class
 class Cosmology:
     def __init__(self, Omega_c, Omega_b, h, n_s, sigma8, Omega_k, w0, wa, gamma=None):

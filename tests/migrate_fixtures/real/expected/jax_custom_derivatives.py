@@ -5,7 +5,8 @@
 from jax._src.tree_util import register_pytree_node_class
 
 
-# TODO[pytreekit-migrate] PTK104: flatten returns a derived value
+# TODO[pytreekit-migrate] PTK104: flatten returns self.consts as children, not a tuple
+#   of attributes
 @register_pytree_node_class
 class Residuals:
   def __init__(self, jaxpr, in_tree, out_tree, consts):

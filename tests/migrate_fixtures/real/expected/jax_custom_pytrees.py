@@ -45,7 +45,9 @@ class MyTree:
   def __init__(self, a):
     self.a = jnp.asarray(a)
 
-# TODO[pytreekit-migrate] PTK205 (unsafe): a conversion no longer runs on unflatten
+# TODO[pytreekit-migrate] PTK205 (unsafe: --unsafe applies it): unflatten converted
+#   through __init__ (jnp.asarray(a)); pytreekit rebuilds without converting, so a leaf
+#   JAX hands back (a NumPy array, a Python number) stays as it is
 register_pytree_node(MyTree, lambda tree: ((tree.a,), None),
     lambda _, args: MyTree(*args))
 

@@ -10,7 +10,8 @@ from typing import Any
 from jax._src import tree_util
 
 
-# TODO[pytreekit-migrate] PTK104: flatten returns a derived value
+# TODO[pytreekit-migrate] PTK104: flatten returns self._values as children, not a tuple
+#   of attributes
 @tree_util.register_pytree_node_class
 class _DictWrapper:
   keys: list[Hashable]

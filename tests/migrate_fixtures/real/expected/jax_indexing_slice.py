@@ -11,7 +11,8 @@ from jax._src import tree_util
 from jax._src.typing import Array
 
 
-# TODO[pytreekit-migrate] PTK104: flatten returns a derived value
+# TODO[pytreekit-migrate] PTK104: flatten runs xs += (self.start,) if
+#   self.is_dynamic_start else (None,)
 @tree_util.register_pytree_node_class
 @dataclasses.dataclass(slots=True)
 class Slice:

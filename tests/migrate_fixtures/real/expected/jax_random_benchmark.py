@@ -6,7 +6,8 @@ import jax
 
 
 def _bench_custom_container(state, key):
-  # TODO[pytreekit-migrate] PTK101
+  # TODO[pytreekit-migrate] PTK101: the registration is inside function
+  #   '_bench_custom_container'
   @jax.tree_util.register_pytree_node_class
   class A:
     def __init__(self, x):

@@ -6,7 +6,9 @@ import jax
 import jax.numpy as jnp
 
 
-# TODO[pytreekit-migrate] PTK205 (unsafe): a conversion no longer runs on unflatten
+# TODO[pytreekit-migrate] PTK205 (unsafe: --unsafe applies it): unflatten converted
+#   through __init__ (jnp.array(A)); pytreekit rebuilds without converting, so a leaf
+#   JAX hands back (a NumPy array, a Python number) stays as it is
 @jax.tree_util.register_pytree_node_class
 class LinearOperator(object):
 

@@ -8,7 +8,8 @@ from jax.tree_util import register_pytree_node_class
 from scipy.optimize import LbfgsInvHessProduct
 
 
-# TODO[pytreekit-migrate] PTK115: a base class outside the scanned files
+# TODO[pytreekit-migrate] PTK115: base LbfgsInvHessProduct of LbfgsInvHessProductPyTree
+#   is not in the scanned files (its __init__ cannot be followed)
 @register_pytree_node_class
 class LbfgsInvHessProductPyTree(LbfgsInvHessProduct):
   """

@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import jax.tree_util as jtu
 
 
-# TODO[pytreekit-migrate] PTK113: another class of its hierarchy cannot be rewritten
+# TODO[pytreekit-migrate] PTK113: its hand-registered subclass SqPNorm is left (PTK108),
+#   and a base is rewritten with those or not at all
 @jtu.register_pytree_node_class
 class CostFn(abc.ABC):
   """Base class for all costs."""
@@ -26,7 +27,8 @@ class CostFn(abc.ABC):
     return cls(*children)
 
 
-# TODO[pytreekit-migrate] PTK113: another class of its hierarchy cannot be rewritten
+# TODO[pytreekit-migrate] PTK113: its hand-registered subclass SqPNorm is left (PTK108),
+#   and a base is rewritten with those or not at all
 @jtu.register_pytree_node_class
 class TICost(CostFn):
   """Base class for translation invariant (TI) costs."""
@@ -40,7 +42,10 @@ class TICost(CostFn):
     return self.h(x - y)
 
 
-# TODO[pytreekit-migrate] PTK108
+# TODO[pytreekit-migrate] PTK108: pytreekit would take SqPNorm's fields from annotations
+#   (TICost has no __init__ of its own or inherited, and TICost's rewrite decides for
+#   its subclasses), and there are none: the rewrite would carry no leaves (flatten
+#   carries p)
 @jtu.register_pytree_node_class
 class SqPNorm(TICost):
   r"""Squared p-norm of the difference of two vectors.

@@ -21,7 +21,8 @@ class InitialCondition:
         return self._num_states
 
 
-# TODO[pytreekit-migrate] PTK106: flatten reads a property, method or class attribute
+# TODO[pytreekit-migrate] PTK106: flatten reads num_states, which InitialCondition
+#   defines as a property
 @register_pytree_node_class
 class StandardInitialCondition(InitialCondition):
     """
