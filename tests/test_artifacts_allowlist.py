@@ -555,16 +555,20 @@ def _references(value: object) -> list[object]:
 CALLED: list[str] = []
 
 
-class _Recording(type):
-    """A metaclass whose comparisons and hash are Python code (sympy's and protobuf's are)."""
+class _Records:
+    """A metaclass part whose comparisons and hash are Python code (sympy's, protobuf's are)."""
 
     def __eq__(cls, other: object) -> bool:
-        CALLED.append("metaclass __eq__")
-        return type.__eq__(cls, other)
+        CALLED.append(f"{type(cls).__name__} __eq__")
+        return type.__eq__(cls, other)  # type: ignore[arg-type]
 
     def __hash__(cls) -> int:
-        CALLED.append("metaclass __hash__")
-        return type.__hash__(cls)
+        CALLED.append(f"{type(cls).__name__} __hash__")
+        return type.__hash__(cls)  # type: ignore[arg-type]
+
+
+class _Recording(_Records, type):
+    pass
 
 
 class NamedByData(metaclass=_Recording):
@@ -712,14 +716,8 @@ def test_the_audit_reads_hostile_texts_as_no_tree():
     assert [r.name for r in pytreekit.artifact_references(b"[" * 5000 + named)] == ["os:system"]
 
 
-class _RecordingEnumType(enum.EnumMeta):
-    def __eq__(cls, other: object) -> bool:
-        CALLED.append("enum metaclass __eq__")
-        return type.__eq__(cls, other)
-
-    def __hash__(cls) -> int:
-        CALLED.append("enum metaclass __hash__")
-        return type.__hash__(cls)
+class _RecordingEnumType(_Records, enum.EnumMeta):
+    pass
 
 
 class Mode(enum.Enum, metaclass=_RecordingEnumType):
