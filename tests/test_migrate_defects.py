@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -325,19 +326,31 @@ ENDINGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ENDINGS))
-def test_line_endings_are_kept_and_the_diff_applies(name: str, tmp_path: Path) -> None:
-    source = ENDINGS[name]
-    for copy in ("written", "patched"):
-        (tmp_path / copy).mkdir()
-        (tmp_path / copy / "mod.py").write_bytes(source.encode())
+def _written(name: str, tmp_path: Path) -> bytes:
+    """What the codemod writes over ``ENDINGS[name]``, in ``tmp_path / "written"``."""
+    (tmp_path / "written").mkdir()
+    (tmp_path / "written" / "mod.py").write_bytes(ENDINGS[name].encode())
     assert codemod(tmp_path / "written", "mod.py").code == 0
-    written = (tmp_path / "written" / "mod.py").read_bytes()
+    return (tmp_path / "written" / "mod.py").read_bytes()
+
+
+@pytest.mark.parametrize("name", sorted(ENDINGS))
+def test_line_endings_are_kept(name: str, tmp_path: Path) -> None:
+    source = ENDINGS[name]
+    written = _written(name, tmp_path)
     assert written != source.encode()
     ending = "\r\n" if "\r\n" in source else "\r" if "\r" in source else "\n"
     assert written.endswith(ending.encode()) == source.endswith(ending)
     assert "@pytree_class" in written.decode()
     assert not set(written.decode().replace(ending, "")) & {"\r", "\n"}  # one kind of ending
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="the patch program is not installed")
+@pytest.mark.parametrize("name", sorted(ENDINGS))
+def test_the_diff_applies_with_patch(name: str, tmp_path: Path) -> None:
+    written = _written(name, tmp_path)
+    (tmp_path / "patched").mkdir()
+    (tmp_path / "patched" / "mod.py").write_bytes(ENDINGS[name].encode())
     result = codemod(tmp_path / "patched", "--diff", "mod.py")
     (tmp_path / "mod.diff").write_bytes(result.out.encode())
     subprocess.run(
