@@ -50,6 +50,9 @@ from pytreekit._artifacts.static_data import (
     is_safe_reference,
     loads,
 )
+from pytreekit._artifacts.static_data import (
+    _learned as _learned_layouts,
+)
 from pytreekit._compat import export_registries as _export_registries
 from pytreekit._names import public_name
 
@@ -840,3 +843,50 @@ def test_a_node_given_other_children_than_its_layout_has_is_refused():
     for children in ([], [jnp.ones(()), jnp.ones(())]):
         with pytest.raises(StaticDataError, match=f"has {len(children)} children where"):
             rebuild(aux, children)
+
+
+def test_threads_loading_new_layouts_stay_within_the_cap():
+    """Two threads load aux data naming new layouts of one class while a third builds and
+    flattens instances: no error but the cap's, at most the cap learnt, every tree right."""
+
+    @pytree_class_unannotated
+    class Shared:
+        pass
+
+    nodes = Shared.__pytreekit_spec__.nodes
+    errors: list[BaseException] = []
+    refused = [0]
+
+    def load(prefix: str) -> None:
+        for index in range(MAX_LEARNED_LAYOUTS):
+            data = _raw(["t", 4, None, ["t", "w", f"{prefix}{index}"], ["t", False, False], ["t"]])
+            try:
+                load_aux(nodes, data)
+            except StaticDataError as error:
+                if "beyond the" not in str(error):
+                    errors.append(error)
+                refused[0] += 1
+            except BaseException as error:
+                errors.append(error)
+
+    def build() -> None:
+        for _ in range(300):
+            made = Shared()
+            if jax.tree_util.tree_leaves(made) != [made.w]:
+                errors.append(AssertionError("wrong leaves"))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=load, args=(p,)) for p in "ab"]
+        threads.append(threading.Thread(target=build))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    learned = _learned_layouts.get(Shared)
+    assert len(learned) == MAX_LEARNED_LAYOUTS
+    assert refused[0] == MAX_LEARNED_LAYOUTS  # 512 asked, 256 learnt
