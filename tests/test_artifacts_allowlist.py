@@ -890,3 +890,31 @@ def test_threads_loading_new_layouts_stay_within_the_cap():
     learned = _learned_layouts.get(Shared)
     assert len(learned) == MAX_LEARNED_LAYOUTS
     assert refused[0] == MAX_LEARNED_LAYOUTS  # 512 asked, 256 learnt
+
+
+@pytreekit.pytree_class
+class HoldsSizes:
+    w: jax.Array
+    sizes: collections.abc.Sequence[int] = pytreekit.field(static=True, default=())
+    names: collections.abc.Set[str] = pytreekit.field(static=True, default=frozenset())
+
+
+@pytest.mark.parametrize(
+    ("sizes", "names", "refused"),
+    [
+        (["t", 1, 2], ["s"], None),
+        (["t", 1, 2], ["s", "a", "b"], None),
+        (["t", "x", 1.5], ["s"], "sizes"),
+        (["t", 1], ["s", 1], "names"),
+        ("abc", ["s"], "sizes"),  # a str is a Sequence of str
+    ],
+)
+def test_an_abstract_container_declared_has_its_items_checked(sizes, names, refused):
+    """``Sequence[int]`` is refused for a tuple of other things, as ``tuple[int, ...]`` is."""
+    data = _aux(HoldsSizes, ["w", "sizes", "names"], [False, True, True], [sizes, names])
+    nodes = HoldsSizes.__pytreekit_spec__.nodes
+    if refused is None:
+        load_aux(nodes, data)
+    else:
+        with pytest.raises(StaticDataError, match=f"static field {refused} is declared"):
+            load_aux(nodes, data)

@@ -1393,12 +1393,35 @@ _FORMS: tuple[tuple[Any, Check], ...] = (
     (type, _type_of),
     (collections.abc.Callable, lambda args, value, depth: callable(value)),
 )
+
+
+def _abstract_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
+    """The items of a value declared by an abstract container (``Sequence[int]``): those of the
+    built-in containers loading builds, read by their C iterators; a class of the user's, which
+    is such a container by its MRO, is not iterated (its ``__iter__`` is its code)."""
+    kind = type(value)
+    if kind is dict:
+        return _dict_of(args, value, depth) if len(args) == 2 else _all_of(args[0], value, depth)
+    if isinstance(value, (tuple, frozenset)):
+        return _all_of(args[0], _items(value), depth)
+    return kind not in (list, str, bytes) or _all_of(args[0], value, depth)
+
+
+_ABSTRACT = (
+    collections.abc.Iterable,
+    collections.abc.Collection,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Set,
+    collections.abc.Mapping,
+)
 _CONTAINERS: tuple[tuple[type, Check], ...] = (
     (tuple, _tuple_of),
     (list, lambda args, value, depth: _all_of(args[0], value, depth)),
     (frozenset, lambda args, value, depth: _all_of(args[0], value, depth)),
     (set, lambda args, value, depth: _all_of(args[0], value, depth)),
     (dict, _dict_of),
+    *((abstract, _abstract_of) for abstract in _ABSTRACT),
 )
 
 
