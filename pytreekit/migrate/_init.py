@@ -330,14 +330,7 @@ class _Interpreter:
         for index, statement in enumerate(statements):
             last = tail and index == len(statements) - 1
             if not last and _returns(statement):
-                # a path that returns early skips the stores below: those are not set on
-                # every path, whatever the other paths do
-                raise Refusal(
-                    "PTK108",
-                    f"__init__ of {frame.owner.name} may return early ({code(statement, 40)}): "
-                    f"what it sets after that is not set on every path",
-                    statement,
-                )
+                raise _returning_early(frame.owner.name, statement)
             self.statement(frame, statement, tail=last)
 
     def statement(self, frame: _Frame, statement: cst.CSTNode, *, tail: bool = True) -> None:
@@ -677,6 +670,17 @@ def _is_object_setattr(node: cst.Call, frame: _Frame) -> bool:
         and len(node.args) == 3
         and frame.is_self(node.args[0].value)
         and isinstance(node.args[1].value, cst.SimpleString)
+    )
+
+
+def _returning_early(owner: str, statement: cst.CSTNode) -> Refusal:
+    # A path that returns early skips the stores below: those are not set on every path,
+    # whatever the other paths do.
+    return Refusal(
+        "PTK108",
+        f"__init__ of {owner} may return early ({code(statement, 40)}): what it sets after that "
+        f"is not set on every path",
+        statement,
     )
 
 
