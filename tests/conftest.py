@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 os.environ["JAX_PLATFORMS"] = "cpu"
@@ -26,6 +27,22 @@ def require(module_name):
 
         return importlib.import_module(module_name)
     return pytest.importorskip(module_name)
+
+
+def run_threads(targets):
+    """Run each callable of ``targets`` in a thread of its own, the interpreter switching threads
+    as often as it can (so that races show), and wait for them all; the switch interval is put
+    back after."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=target) for target in targets]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def run_fresh(

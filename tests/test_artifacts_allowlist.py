@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import require
+from conftest import require, run_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -240,8 +240,6 @@ def test_a_safe_references_scope_dies_at_its_exit_also_in_tasks_and_copied_conte
 
 
 def test_scopes_nest_and_each_thread_sees_its_own():
-    sys_interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
     errors: list[BaseException] = []
 
     def worker(allowed: bool) -> None:
@@ -256,14 +254,7 @@ def test_scopes_nest_and_each_thread_sees_its_own():
         except BaseException as error:
             errors.append(error)
 
-    try:
-        threads = [threading.Thread(target=worker, args=(i % 2 == 0,)) for i in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(sys_interval)
+    run_threads([functools.partial(worker, i % 2 == 0) for i in range(8)])
     assert errors == []
     with pytreekit.safe_references([os.system]), pytreekit.safe_references([exec]):
         assert loads(_raw(["r", "builtins:exec"])) is exec
@@ -875,17 +866,7 @@ def test_threads_loading_new_layouts_stay_within_the_cap():
             if jax.tree_util.tree_leaves(made) != [made.w]:
                 errors.append(AssertionError("wrong leaves"))
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=load, args=(p,)) for p in "ab"]
-        threads.append(threading.Thread(target=build))
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_threads([functools.partial(load, "a"), functools.partial(load, "b"), build])
     assert errors == []
     learned = _learned_layouts.get(Shared)
     assert len(learned) == MAX_LEARNED_LAYOUTS

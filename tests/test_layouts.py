@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _versions import needs_from_node_data_and_children
-from conftest import ROOT, require, run_fresh
+from conftest import ROOT, require, run_fresh, run_threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.tree_util import GetAttrKey
@@ -361,16 +361,7 @@ def test_threads_building_flattening_and_unflattening_first_instances():
         except BaseException as error:  # reported below, with the thread
             errors.append((thread_index, repr(error)))
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(old)
+    run_threads([functools.partial(work, i) for i in range(8)])
     assert errors == []
     for cls in classes:  # later single-threaded instances are right too
         for seed in range(5):
