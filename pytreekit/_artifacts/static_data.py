@@ -1402,9 +1402,12 @@ def _abstract_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
     kind = type(value)
     if kind is dict:
         return _dict_of(args, value, depth) if len(args) == 2 else _all_of(args[0], value, depth)
-    if isinstance(value, (tuple, frozenset)):
+    # By the classes alone: isinstance would read a value's __class__ (its __getattribute__),
+    # ``in`` would compare classes (a metaclass's __eq__).
+    if issubclass(kind, (tuple, frozenset)):
         return _all_of(args[0], _items(value), depth)
-    return kind not in (list, str, bytes) or _all_of(args[0], value, depth)
+    built_in = kind is list or kind is str or kind is bytes
+    return not built_in or _all_of(args[0], value, depth)
 
 
 _ABSTRACT = (
@@ -1446,6 +1449,7 @@ def _instance_of(value: Any, cls: type) -> bool:
         type(cls) is abc.ABCMeta
         and own_dict(cls).get("__module__") in _ABSTRACT_MODULES
         and type(type(value)) is type  # the ABC's caches hash the value's class
+        and type(lookup(kind, "__getattribute__")) is types.WrapperDescriptorType  # __class__
     ):
         return isinstance(value, cls)
     return False
