@@ -429,9 +429,14 @@ def test_compare_names_the_first_difference() -> None:
         "recorded call 1 differs in the leaves (order, dtype, shape, values)"
     )
     failed = {"calls": [{"construct": ["error", "TypeError", "C.n is unhashable. Use a tuple."]}]}
+    # the whole message: its advice (the second sentence here) is what a person acts on
     assert _verify.compare(ok, failed) == (
-        "recorded call 1 differs in building the instance: TypeError: C.n is unhashable"
+        "recorded call 1 differs in building the instance: TypeError: C.n is unhashable. "
+        "Use a tuple."
     )
+    huge = {"calls": [{"construct": ["error", "ValueError", "bad value " + "[1, 2] " * 500]}]}
+    bounded = _verify.compare(ok, huge)
+    assert bounded.endswith(" ...") and "bad value [1, 2]" in bounded and len(bounded) < 520
     assert _verify.compare(ok, {"import": ["error", "SyntaxError", "bad"]}) == (
         "the rewritten module does not import: SyntaxError: bad"
     )

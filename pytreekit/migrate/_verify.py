@@ -30,6 +30,7 @@ from ._scan import Project
 
 DEFAULT_COMMAND = "python -m pytest"
 SAMPLES = 5  # recorded constructor calls per class
+_LONGEST = 400  # characters of an error message kept in a PTK120 comment
 _STEPS = {
     "construct": "building the instance",
     "leaves": "the leaves (order, dtype, shape, values)",
@@ -93,9 +94,12 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
             if one.get(step) != two.get(step):
                 detail = ""
                 if isinstance(two.get(step), list) and two[step][:1] == ["error"]:
-                    # the error's first sentence: the comment stays one readable line
-                    message = two[step][2].split(". ")[0]
-                    detail = f": {two[step][1]}: {message[:120]}"
+                    # the whole message (its advice is often the second sentence), bounded:
+                    # a repr in it may be as long as the value
+                    message = " ".join(str(two[step][2]).split())
+                    if len(message) > _LONGEST:
+                        message = message[:_LONGEST].rsplit(" ", 1)[0] + " ..."
+                    detail = f": {two[step][1]}: {message}"
                 return f"recorded call {index + 1} differs in {what}{detail}"
     return ""
 
