@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytreekit
-from pytreekit._artifacts.export import load_aux
+from pytreekit._artifacts.export import dump_aux, load_aux
 from pytreekit._artifacts.static_data import (
     MAGIC,
     MAX_LEARNED_LAYOUTS,
@@ -899,3 +899,37 @@ def test_an_abstract_container_declared_has_its_items_checked(sizes, names, refu
     else:
         with pytest.raises(StaticDataError, match=f"static field {refused} is declared"):
             load_aux(nodes, data)
+
+
+class Speed(enum.Enum):
+    FAST = "fast"
+    EXACT = "exact"
+    SLOW = "slow"
+
+
+@pytreekit.pytree_class
+class HoldsSpeed:
+    w: jax.Array
+    speed: typing.Literal[Speed.FAST, Speed.EXACT] = pytreekit.field(
+        static=True, default=Speed.FAST
+    )
+
+
+@pytest.mark.parametrize(
+    ("member", "refused"),
+    [("FAST", False), ("EXACT", False), ("SLOW", True)],
+)
+def test_a_literal_of_enum_members_names_their_class_and_admits_only_them(member, refused):
+    """``Literal[Speed.FAST, ...]`` declares ``Speed`` as an annotation ``Speed`` does: its members
+    are written and loaded without ``add_safe_references``, and only the members listed."""
+    nodes = HoldsSpeed.__pytreekit_spec__.nodes
+    _, aux = nodes.flatten(HoldsSpeed(jnp.ones(2), Speed.EXACT))
+    written = dump_aux(nodes.carrying(aux), "test")
+    assert b'["e","' + __name__.encode() + b':Speed","EXACT"]' in written
+    data = _aux(HoldsSpeed, ["w", "speed"], [False, True], [["e", f"{__name__}:Speed", member]])
+    if refused:
+        with pytest.raises(StaticDataError, match="static field speed is declared"):
+            load_aux(nodes, data)
+    else:
+        loaded = nodes.unflatten(load_aux(nodes, data), [jnp.ones(2)])
+        assert loaded.speed is Speed[member]

@@ -1302,6 +1302,10 @@ def _named_classes(hint: Any, depth: int) -> Iterable[type]:
         return
     if is_class(hint) and _origin(hint) is None:
         yield hint
+    if typing.get_origin(hint) is typing.Literal:
+        # Literal[Mode.A] names Mode as surely as an annotation Mode does
+        yield from (type(arg) for arg in typing.get_args(hint) if isinstance(arg, enum.Enum))
+        return
     for arg in typing.get_args(hint) if not isinstance(hint, list) else hint:
         yield from _named_classes(arg, depth + 1)
 
