@@ -14,6 +14,7 @@ import functools
 import gc
 import json
 import math
+import numbers
 import operator
 import os
 import pickle
@@ -45,6 +46,7 @@ from pytreekit._artifacts.static_data import (
     UnencodableError,
     _hash_safe_types,
     _learned_encoders,
+    admits_value,
     declared_types,
     dumps,
     is_safe_reference,
@@ -54,6 +56,7 @@ from pytreekit._artifacts.static_data import (
     _learned as _learned_layouts,
 )
 from pytreekit._compat import export_registries as _export_registries
+from pytreekit._messages import type_name
 from pytreekit._names import public_name
 
 
@@ -933,3 +936,76 @@ def test_a_literal_of_enum_members_names_their_class_and_admits_only_them(member
     else:
         loaded = nodes.unflatten(load_aux(nodes, data), [jnp.ones(2)])
         assert loaded.speed is Speed[member]
+
+
+_ABSTRACT_CLASSES = [
+    getattr(collections.abc, name)
+    for name in collections.abc.__all__
+    if name not in ("ByteString", "Callable")  # ByteString: gone in 3.14; Callable: a form
+] + [numbers.Number, numbers.Complex, numbers.Real, numbers.Rational, numbers.Integral]
+
+
+class _Pair(typing.NamedTuple):
+    a: int
+    b: int
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        1,
+        True,
+        1.5,
+        2j,
+        "s",
+        b"b",
+        None,
+        (1,),
+        [1],
+        {1: 2},
+        frozenset({1}),
+        _Pair(1, 2),
+        _Level.LOW,
+        Speed.FAST,
+        LoadedNaN(),
+        jnp.tanh,
+        len,
+        int,
+    ],
+    ids=type_name,
+)
+def test_a_standard_abstract_class_admits_what_isinstance_does(value):
+    """The tables that stand in for isinstance against the standard library's abstract classes
+    (isinstance would run every user subclass's hook) give isinstance's answers, for every kind
+    loading builds."""
+    for abstract in _ABSTRACT_CLASSES:
+        assert admits_value(abstract, value) == isinstance(value, abstract), abstract
+
+
+def test_a_user_subclass_hook_of_a_standard_abstract_class_never_runs_at_load():
+    """A field declared ``Sequence[int]`` loads a frozenset: refused, and the hook of the user's
+    own Sequence subclass (which isinstance would ask) is not run."""
+    collections.abc.Sequence.register(type("Fresh", (), {}))  # no cached answers from before
+    calls = []
+
+    class Ring(collections.abc.Sequence):
+        @classmethod
+        def __subclasshook__(cls, other):
+            calls.append(other)
+            return NotImplemented
+
+        def __getitem__(self, index):
+            return index
+
+        def __len__(self):
+            return 0
+
+    data = _aux(HoldsSizes, ["w", "sizes", "names"], [False, True, True], [["s", 1, 2], ["s"]])
+    with pytest.raises(StaticDataError, match="static field sizes is declared"):
+        load_aux(HoldsSizes.__pytreekit_spec__.nodes, data)
+    assert calls == []
+    assert isinstance(frozenset(), collections.abc.Sequence) is False and calls  # as a reference

@@ -10,7 +10,6 @@ JSON: the standard library's C parser builds only dicts, lists, strings, numbers
 
 from __future__ import annotations
 
-import abc
 import base64
 import collections.abc
 import contextvars
@@ -20,6 +19,7 @@ import functools
 import importlib
 import json
 import math
+import numbers
 import re
 import sys
 import threading
@@ -1437,10 +1437,32 @@ _WIDER: tuple[tuple[type, tuple[type, ...]], ...] = (
     (float, (int, bool)),
     (complex, (int, bool, float)),
 )
-# The standard library's abstract classes, whose virtual subclasses (a tuple is a Sequence) only
-# isinstance knows; its hooks are the standard library's code. A user's abstract class is asked
-# by its MRO alone: its __subclasshook__ is the user's code.
-_ABSTRACT_MODULES = frozenset({"collections.abc", "numbers"})
+# isinstance against an abstract class walks every subclass of it, running the
+# __subclasshook__ of each one a user wrote: the standard library's abstract classes are asked
+# by tables instead. The built-in kinds registered with one (its bases follow by its MRO; a
+# subclass of the kind, by the kind's MRO), then the methods each one-method class's own hook
+# looks for along the MRO (``None`` there: not one). A user's abstract class: its MRO alone.
+_REGISTERED: tuple[tuple[type, type], ...] = (
+    (int, numbers.Integral),
+    (float, numbers.Real),
+    (complex, numbers.Complex),
+    (str, collections.abc.Sequence),
+    (bytes, collections.abc.Sequence),
+    (tuple, collections.abc.Sequence),
+    (list, collections.abc.MutableSequence),
+    (dict, collections.abc.MutableMapping),
+    (frozenset, collections.abc.Set),
+    (set, collections.abc.MutableSet),
+)
+_HOOKED: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (collections.abc.Hashable, ("__hash__",)),
+    (collections.abc.Iterable, ("__iter__",)),
+    (collections.abc.Iterator, ("__iter__", "__next__")),
+    (collections.abc.Reversible, ("__reversed__", "__iter__")),
+    (collections.abc.Sized, ("__len__",)),
+    (collections.abc.Container, ("__contains__",)),
+    (collections.abc.Collection, ("__len__", "__iter__", "__contains__")),
+)
 
 
 def _instance_of(value: Any, cls: type) -> bool:
@@ -1449,14 +1471,17 @@ def _instance_of(value: Any, cls: type) -> bool:
         wide is cls and any(kind is narrow for narrow in narrower) for wide, narrower in _WIDER
     ):
         return True
-    if (
-        type(cls) is abc.ABCMeta
-        and own_dict(cls).get("__module__") in _ABSTRACT_MODULES
-        and type(type(value)) is type  # the ABC's caches hash the value's class
-        and type(lookup(kind, "__getattribute__")) is types.WrapperDescriptorType  # __class__
+    if any(
+        _derives(abstract, cls) for base in mro(kind) for k, abstract in _REGISTERED if base is k
     ):
-        return isinstance(value, cls)
-    return False
+        return True
+    methods = next((names for abstract, names in _HOOKED if abstract is cls), ())
+    return bool(methods) and all(_defines(kind, name) for name in methods)
+
+
+def _defines(kind: type, name: str) -> bool:
+    found = lookup(kind, name)
+    return found is not MISSING and found is not None
 
 
 def _refuse_constant(name: str) -> Any:
