@@ -6,6 +6,7 @@ make every class lose its fields without a word).
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import dataclasses
 import functools
@@ -13,6 +14,7 @@ import inspect
 import json
 import sys
 import threading
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -119,6 +121,11 @@ DATACLASSES_REPLACE: Any = (
 
 # Python 3.14's Field.doc; before, pytreekit keeps a field's doc in its metadata.
 FIELD_HAS_DOC = hasattr(dataclasses.Field, "doc")  # a slot
+
+# Python 3.12's type statement (``type Sizes = tuple[int, ...]``) makes one of these.
+TYPE_ALIAS: type | None = getattr(typing, "TypeAliasType", None)
+# And its abstract class of the buffer protocol, told by a __buffer__ method.
+ABSTRACT_BUFFER: type | None = getattr(collections.abc, "Buffer", None)
 
 
 def record_dataclass_params(cls: type, *, init: bool, repr: bool, eq: bool, frozen: bool) -> Any:

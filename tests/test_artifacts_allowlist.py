@@ -1009,3 +1009,106 @@ def test_a_user_subclass_hook_of_a_standard_abstract_class_never_runs_at_load():
         load_aux(HoldsSizes.__pytreekit_spec__.nodes, data)
     assert calls == []
     assert isinstance(frozenset(), collections.abc.Sequence) is False and calls  # as a reference
+
+
+@pytreekit.pytree_class
+class Report:
+    total: float = 0.0
+
+
+@pytreekit.pytree_class
+class HoldsSignature:
+    w: jax.Array
+    act: typing.Callable[[jax.Array], Report] = pytreekit.field(static=True, default=jnp.tanh)
+    anything: object = pytreekit.field(static=True, default=None)
+
+
+@pytest.mark.parametrize(
+    ("field", "named"),
+    [
+        ("act", "jax:Array"),  # a parameter type of the declared Callable
+        ("act", f"{__name__}:Report"),  # its result type
+        ("anything", f"{__name__}:Report"),  # a pytree class, where object is declared
+        ("anything", "builtins:object"),
+    ],
+)
+def test_a_class_a_field_declares_only_in_a_signature_or_as_object_is_not_loaded(field, named):
+    """The classes of a ``Callable``'s signature are no value the field holds, and ``object``
+    admits no class: loading either as the callable would let the artifact choose what runs."""
+    values = [["r", "jax.numpy:tanh"], None]
+    values[["act", "anything"].index(field)] = ["k", named]
+    data = _aux(HoldsSignature, ["w", "act", "anything"], [False, True, True], values)
+    with pytest.raises(StaticDataError, match="not on the list of references"):
+        load_aux(HoldsSignature.__pytreekit_spec__.nodes, data)
+
+
+UserId = typing.NewType("UserId", int)
+Bounded = typing.TypeVar("Bounded", bound=int)
+Either = typing.TypeVar("Either", int, str)
+
+
+@pytreekit.pytree_class
+class HoldsWrapped:
+    w: jax.Array
+    final: typing.Final[int] = pytreekit.field(static=True, default=1)
+    user: UserId = pytreekit.field(static=True, default=UserId(1))
+    bounded: Bounded = pytreekit.field(static=True, default=1)  # type: ignore[valid-type]
+    either: Either = pytreekit.field(static=True, default=1)  # type: ignore[valid-type]
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "field"),
+    [(0, "x", "final"), (1, ["t", 1, 2], "user"), (2, 1.5, "bounded"), (3, None, "either")],
+)
+def test_a_wrapping_form_declares_the_type_it_wraps(index, value, field):
+    """``Final[int]``, a ``NewType`` of ``int``, a ``TypeVar`` bound to ``int`` or constrained
+    to ``int`` and ``str`` admit what they declare, not any value."""
+    values: list[object] = [1, 2, 3, "s"]
+    nodes = HoldsWrapped.__pytreekit_spec__.nodes
+    names = ["w", "final", "user", "bounded", "either"]
+    assert load_aux(nodes, _aux(HoldsWrapped, names, [False, *[True] * 4], values)) is not None
+    values[index] = value
+    with pytest.raises(StaticDataError, match=f"static field {field} is declared"):
+        load_aux(nodes, _aux(HoldsWrapped, names, [False, *[True] * 4], values))
+
+
+@pytreekit.pytree_class
+class HalfKnown:
+    w: jax.Array
+    helper: OnlyForTypeCheckers | None = pytreekit.field(static=True, default=None)  # type: ignore[name-defined]  # noqa: F821
+    mode: typing.Literal["train", "eval"] = pytreekit.field(static=True, default="train")
+    n: int = pytreekit.field(static=True, default=0)
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [([None, "rm -rf", 0], "mode"), ([None, "eval", "3"], "n")],
+)
+def test_one_annotation_that_cannot_be_evaluated_leaves_the_others_checked(values, field):
+    """A name imported for type checkers only (never at run time) leaves its own field to the
+    safe references; every other field is still checked against its declared type."""
+    nodes = HalfKnown.__pytreekit_spec__.nodes
+    names = ["w", "helper", "mode", "n"]
+    assert load_aux(nodes, _aux(HalfKnown, names, [False, True, True, True], [None, "eval", 3]))
+    with pytest.raises(StaticDataError, match=f"static field {field} is declared"):
+        load_aux(nodes, _aux(HalfKnown, names, [False, True, True, True], values))
+    assert "helper" not in declared_types(HalfKnown)
+
+
+Sizes = (
+    typing.TypeAliasType("Sizes", tuple[int, ...])  # type: ignore[attr-defined,unused-ignore]
+    if sys.version_info >= (3, 12)
+    else tuple[int, ...]
+)
+
+
+@pytreekit.pytree_class
+class HoldsAlias:
+    w: jax.Array
+    sizes: Sizes = pytreekit.field(static=True, default=())  # type: ignore[valid-type]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="type aliases (TypeAliasType) came in 3.12")
+def test_a_type_alias_declares_its_value():
+    hint = declared_types(HoldsAlias)["sizes"][0]
+    assert hint is Sizes and admits_value(hint, (1, 2)) and not admits_value(hint, (1, "x"))

@@ -34,7 +34,15 @@ import numpy as np
 
 from .. import _markers as markers
 from .._classes import StandIn, restored
-from .._compat import DATACLASS_PARAMS, dataclass_frozen, enum_members, is_field
+from .._compat import (
+    ABSTRACT_BUFFER,
+    DATACLASS_PARAMS,
+    TYPE_ALIAS,
+    class_annotations,
+    dataclass_frozen,
+    enum_members,
+    is_field,
+)
 from .._messages import looks_like_array, type_name
 from .._names import (
     MISSING,
@@ -1281,33 +1289,83 @@ _declared = TypeCache()
 
 def declared_types(cls: type) -> dict[str, tuple[Any, tuple[type, ...]]]:
     """The declared type of each annotated field of ``cls`` and the classes it names (a type
-    that cannot be evaluated is left out: its field is checked against the safe references only)."""
+    that cannot be evaluated is left out: its field is checked against the safe references only;
+    the others still are checked, and the class is asked again next time)."""
     known: dict[str, tuple[Any, tuple[type, ...]]] | None = _declared.get(cls)
     if known is None:
-        try:
-            hints = typing.get_type_hints(cls)
-        except Exception:  # a name not defined where the class is: no declared types
-            hints = {}
+        hints, complete = _type_hints(cls)
         known = {
             name: (hint, tuple({id(k): k for k in _named_classes(hint, 0)}.values()))
             for name, hint in hints.items()
             if typing.get_origin(hint) is not typing.ClassVar
         }
-        _declared.set(cls, known)
+        if complete:  # a name imported later may make the rest evaluable
+            _declared.set(cls, known)
     return known
 
 
+def _type_hints(cls: type) -> tuple[dict[str, Any], bool]:
+    """``typing.get_type_hints(cls)``, or where one annotation cannot be evaluated (a name
+    imported for type checkers only), every other one evaluated on its own; and whether all were."""
+    try:
+        return typing.get_type_hints(cls), True
+    except Exception:
+        pass
+    hints: dict[str, Any] = {}
+    for klass in reversed(mro(cls)):
+        namespace = own_dict(klass)
+        module = sys.modules.get(namespace.get("__module__", ""))
+        scope = module_dict(module) if module is not None else {}
+        for name, annotation in class_annotations(klass).items():
+            one = type("_", (), {"__annotations__": {name: annotation}})
+            try:
+                hints[name] = typing.get_type_hints(one, scope, dict(namespace))[name]
+            except Exception:
+                hints.pop(name, None)  # a base's evaluable one is not what this class declares
+    return hints, False
+
+
 def _named_classes(hint: Any, depth: int) -> Iterable[type]:
-    if depth > 20:
+    """The classes a declared type admits as values: not those of a ``Callable``'s signature
+    (its parameters and result are no value the field holds), nor ``object`` (which would admit
+    every class)."""
+    hint = _unwrapped(hint)
+    if depth > 20 or hint is object or hint is type:
         return
     if is_class(hint) and _origin(hint) is None:
         yield hint
-    if typing.get_origin(hint) is typing.Literal:
+    origin = typing.get_origin(hint)
+    if origin is typing.Literal:
         # Literal[Mode.A] names Mode as surely as an annotation Mode does
         yield from (type(arg) for arg in typing.get_args(hint) if isinstance(arg, enum.Enum))
         return
+    if origin is collections.abc.Callable:
+        return
     for arg in typing.get_args(hint) if not isinstance(hint, list) else hint:
         yield from _named_classes(arg, depth + 1)
+
+
+def _unwrapped(hint: Any) -> Any:
+    """The type a wrapping form declares: ``Final[int]`` and ``NewType("Id", int)`` declare
+    ``int``, a ``TypeVar`` its bound or constraints (``Any`` without), a type alias its value."""
+    for _ in range(20):
+        kind = type(hint)
+        if kind is typing.NewType:
+            hint = hint.__supertype__
+        elif kind is typing.TypeVar:
+            if hint.__bound__ is not None:
+                hint = hint.__bound__
+            elif hint.__constraints__:
+                hint = typing.Union[hint.__constraints__]  # noqa: UP007 - a tuple, at run time
+            else:
+                return Any
+        elif TYPE_ALIAS is not None and kind is TYPE_ALIAS:
+            hint = hint.__value__
+        elif not _derives(kind, type) and typing.get_origin(hint) is typing.Final:
+            hint = typing.get_args(hint)[0] if typing.get_args(hint) else Any
+        else:
+            return hint
+    return Any
 
 
 def type_name_of(hint: Any) -> str:
@@ -1320,6 +1378,7 @@ def type_name_of(hint: Any) -> str:
 def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
     """Whether ``value`` (built from static data) is of the declared type ``hint``, decided
     without running any of the value's code; a type this cannot tell admits every value."""
+    hint = _unwrapped(hint)
     if depth > 20 or hint is Any or hint is object:
         return True
     if hint is None or hint is type(None):
@@ -1462,6 +1521,7 @@ _HOOKED: tuple[tuple[type, tuple[str, ...]], ...] = (
     (collections.abc.Sized, ("__len__",)),
     (collections.abc.Container, ("__contains__",)),
     (collections.abc.Collection, ("__len__", "__iter__", "__contains__")),
+    *(((ABSTRACT_BUFFER, ("__buffer__",)),) if ABSTRACT_BUFFER is not None else ()),
 )
 
 
