@@ -82,6 +82,44 @@ def test_an_implementation_of_an_abstract_custom_method_keeps_the_rule(make_base
         Base(jnp.array(1.0))
 
 
+def _give_rule(method, factor: float) -> None:
+    """Give ``method`` (an abstract custom method) a rule multiplying the tangent by ``factor``."""
+    if hasattr(method, "defjvp"):
+        method.defjvp(lambda primals, tangents: (primals[0].f(primals[1]), factor * tangents[1]))
+    else:
+        method.defvjp(lambda self, x: (self.f(x), None), lambda residuals, g: (None, factor * g))
+
+
+@pytest.mark.parametrize("decorator", [custom_jvp_method, custom_vjp_method])
+def test_an_implementation_uses_the_abstract_method_s_rule_as_it_is_when_called(decorator):
+    """The rule given after the subclass is defined (as the docs write rules, after the class
+    body), and given again later, is the one an existing implementation uses: as for a
+    subclass defined after it."""
+
+    @pytree_class
+    class Base(abc.ABC):
+        scale: jax.Array
+
+        @decorator
+        @abc.abstractmethod
+        def f(self, x): ...
+
+    class Early(Base):
+        def f(self, x):
+            return self.scale * x**2
+
+    _give_rule(Base.f, 7.0)
+
+    class Late(Base):
+        def f(self, x):
+            return self.scale * x**2
+
+    models = [Early(jnp.array(2.0)), Late(jnp.array(2.0))]
+    assert [jax.grad(lambda x, m=m: m.f(x))(3.0) for m in models] == [7.0, 7.0]
+    _give_rule(Base.f, 5.0)
+    assert [jax.grad(lambda x, m=m: m.f(x))(3.0) for m in models] == [5.0, 5.0]
+
+
 @pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
 def test_a_plain_override_of_a_concrete_custom_method_is_plain_and_says_so(make_base):
     Base = make_base(abstract=False)

@@ -32,9 +32,6 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
             f"bwd rules."
         )
 
-    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
-        pass  # the method itself returns its gradient function: there is no rule to copy
-
     def _bwd_rule(self) -> str:
         return "its vjp_fn"
 

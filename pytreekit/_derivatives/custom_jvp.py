@@ -45,14 +45,14 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
     def _jax_custom(self) -> Any:
         return jax.custom_jvp
 
-    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
-        if self.rule is not None:
-            other.defjvp(self.rule)
+    def has_rules(self) -> bool:
+        return self.rule is not None
 
     def _jvp(
         self, arguments_split: Split, primals: tuple[Any, ...], tangents: tuple[Any, ...]
     ) -> tuple[Any, Any]:
-        if self.rule is None:
+        ruled = self.ruled()
+        if ruled is None or ruled.rule is None:
             raise TypeError(
                 f"{self.name} is a custom_jvp_method without a JVP rule, and something asked "
                 f"for its derivative. Define one with @{self.name}.defjvp."
@@ -67,8 +67,9 @@ class CustomJVPMethod(CustomMethod[S, P, R]):
         tangent_arguments = arguments_split.rebuild_sparse(tangent_at)
         if self.nondiff_self:
             tangent_arguments = (None, *tangent_arguments[1:])
-        result = self.rule(arguments_split.rebuild(primals[0]), tangent_arguments)
-        rule_name = getattr(self.rule, "__qualname__", repr(self.rule))
+        rule = ruled.rule
+        result = rule(arguments_split.rebuild(primals[0]), tangent_arguments)
+        rule_name = getattr(rule, "__qualname__", repr(rule))
         got = non_pair(result)
         if got is not None:
             raise TypeError(

@@ -49,21 +49,22 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     def _jax_custom(self) -> Any:
         return jax.custom_vjp
 
-    def _copy_rules(self, other: Any) -> None:  # other: a new method of the same kind
-        if self.fwd is not None and self.bwd is not None:
-            other.defvjp(self.fwd, self.bwd)
+    def has_rules(self) -> bool:
+        return self.fwd is not None
 
     def _fwd(self, arguments_split: Split, dynamic: list[Any]) -> tuple[Any, tuple[Any, ...]]:
-        if self.fwd is None:  # defvjp sets fwd and bwd together
+        ruled = self.ruled()
+        if ruled is None or ruled.fwd is None:  # defvjp sets fwd and bwd together
             raise TypeError(
                 f"{self.name} is a custom_vjp_method without rules, and something asked for its "
                 f"derivative. Define them with {self.name}.defvjp(fwd, bwd)."
             )
-        result = self.fwd(*arguments_split.rebuild(dynamic))
+        fwd = ruled.fwd
+        result = fwd(*arguments_split.rebuild(dynamic))
         got = non_pair(result)
         if got is not None:
             raise TypeError(
-                f"{self.name}: the fwd rule {getattr(self.fwd, '__qualname__', self.fwd)} must "
+                f"{self.name}: the fwd rule {getattr(fwd, '__qualname__', fwd)} must "
                 f"return a pair (out, residuals), but it returned {got}."
             )
         out, residuals = result
@@ -76,11 +77,16 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     ) -> tuple[list[Any]]:
         # JAX calls bwd only after fwd, which checked that the rules exist and set the residuals.
         residuals = cast(Split, arguments_split.residuals).rebuild(saved)
-        cotangents = cast(Callable[[Any, Any], Any], self.bwd)(residuals, cotangent_out)
+        cotangents = cast(Callable[[Any, Any], Any], self._bwd_function())(residuals, cotangent_out)
         return (list(self._dynamic_cotangents(arguments_split, cotangents)),)
 
+    def _bwd_function(self) -> Callable[[Any, Any], Any] | None:
+        ruled = self.ruled()
+        return None if ruled is None else ruled.bwd
+
     def _bwd_rule(self) -> str:  # as messages name it
-        return f"the bwd rule {getattr(self.bwd, '__qualname__', repr(self.bwd))}"
+        bwd = self._bwd_function()
+        return f"the bwd rule {getattr(bwd, '__qualname__', repr(bwd))}"
 
     def _dynamic_cotangents(self, arguments_split: Split, cotangents: Any) -> tuple[Any, ...]:
         """The user's per-argument cotangents as JAX wants them: one per array leaf."""

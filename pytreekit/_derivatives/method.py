@@ -72,6 +72,9 @@ class CustomMethod(Generic[S, P, R]):
         )
         # Any: JAX's ParamSpec typing cannot express its opaque first argument (the Split).
         self._custom: Any = self._jax_custom()(named_after(fn, self._primal), nondiff_argnums=(0,))
+        # An implementation of an abstract custom method: the method whose rules it uses, as they
+        # are when called (a rule may be given, or given again, after the subclass is defined).
+        self.base: Any = None
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = f"{owner.__qualname__}.{name}"
@@ -96,16 +99,26 @@ class CustomMethod(Generic[S, P, R]):
         return result
 
     def with_primal(self, fn: Callable[Concatenate[S, P], R]) -> Self:
-        """This method's rules around ``fn``: an implementation of an abstract custom method."""
+        """This method's rules, as they are when called, around ``fn``: an implementation of an
+        abstract custom method."""
         kept = type(self)(fn, nondiff_self=self.nondiff_self)
-        self._copy_rules(kept)
+        kept.base = self
         return kept
+
+    def ruled(self) -> Self | None:
+        """The method whose rules apply: this one, else the abstract one it implements."""
+        method: Any = self
+        while method is not None and not method.has_rules():
+            method = method.base
+        found: Self | None = method
+        return found
+
+    def has_rules(self) -> bool:
+        """Whether rules were given to this method itself."""
+        raise NotImplementedError
 
     def _jax_custom(self) -> Any:  # jax.custom_jvp or jax.custom_vjp
         raise NotImplementedError
-
-    def _copy_rules(self, other: Any) -> None:
-        """Give ``other``, a new method of the same kind, this one's rules."""
 
     def _primal(self, arguments_split: Split, dynamic: list[Any]) -> Any:
         """The undecorated computation, on rebuilt arguments (what JAX's custom_* wraps)."""
