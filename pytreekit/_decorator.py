@@ -331,7 +331,19 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
             raise
         publish(spec.table)
         setattr(cls, markers.SPEC, spec)  # the commit point
+        _bring_subclasses(cls, spec)
         return cls
+
+
+def _bring_subclasses(cls: type, spec: ClassSpec) -> None:
+    """The subclasses made before this decoration (a library's, or set up with the options
+    ``cls`` had then) set up as one defined now is, with ``cls``'s options as they are now; one
+    decorated explicitly keeps its own decoration."""
+    subclasses: list[type] = cls.__subclasses__()
+    for sub in subclasses:
+        existing = own_spec(sub)
+        if existing is None or existing.automatic:
+            _decorate(sub, spec.options, automatic=True)
 
 
 def _merged(options: Options, parent: ClassSpec | None, existing: ClassSpec | None) -> Options:

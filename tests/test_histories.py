@@ -3,13 +3,15 @@
 instance is compared with a twin registered by hand (tests/history_twins.py), in jax and optree.
 """
 
+import copy
+import functools
 import sys
 import textwrap
 import threading
 
 import jax
 import pytest
-from conftest import ROOT, TESTS, run_fresh
+from conftest import ROOT, TESTS, require, run_fresh
 from history_twins import assert_twins, define, register_twin
 
 import pytreekit
@@ -239,3 +241,145 @@ def test_an_instance_of_an_unproven_init_is_checked_as_any_other():
     with pytest.raises(TypeError, match=r"Helped.*'b'.*unhashable|Helped\.b.*hashable"):
         Helped(1.0, "unhashable")
     assert len(jax.tree_util.tree_leaves(Helped(1.0, "plain"))) == 2
+
+
+# -- what a class's subclasses and descriptors are: the same whichever was made first -----------
+
+
+def _subclass_history(sub_first: bool, annotated: bool, frozen: bool):
+    """A subclass made before or after its parent is decorated again with other options."""
+    if annotated:
+
+        class Parent:
+            a: float
+            n: int = 2
+            m: int = 3
+
+    else:
+
+        class Parent:  # type: ignore[no-redef]
+            def __init__(self, a, n=2, m=3):
+                self.a, self.n, self.m = a, n, m
+
+    pytree_class(static=("n",))(Parent)
+    if sub_first:
+
+        class Sub(Parent):
+            pass
+
+    pytree_class(static=("n", "m"), frozen=frozen)(Parent)
+    if not sub_first:
+
+        class Sub(Parent):  # type: ignore[no-redef]
+            pass
+
+    return Sub
+
+
+@pytest.mark.parametrize("annotated", [False, True], ids=["own-init", "annotated"])
+@pytest.mark.parametrize("frozen", [False, True], ids=["mutable", "frozen"])
+def test_a_subclass_follows_its_parent_decorated_again_whenever_it_was_made(annotated, frozen):
+    """A subclass set up with its parent's options gets the options the parent has now: its
+    tree, and whether it can be built, do not depend on whether it was made before."""
+    trees = []
+    for sub_first in (True, False):
+        sub = _subclass_history(sub_first, annotated, frozen)
+        obj = sub(1.0)
+        leaves, treedef = jax.tree_util.tree_flatten(obj)
+        static = [f.name for f in pytreekit.fields(obj) if f.static]
+        trees.append((leaves, static))
+        assert jax.tree_util.tree_unflatten(treedef, leaves) == obj
+        if frozen:
+            with pytest.raises(AttributeError):
+                obj.a = 2.0
+    assert trees[0] == trees[1] == ([1.0], ["n", "m"])
+
+
+def test_decorating_a_class_that_has_subclasses_makes_them_pytree_classes_as_later_ones():
+    """A library's class decorated where it is used, after its subclasses were made: they are
+    pytree classes as a subclass made now is (before, repr, ==, copy and pickle of their
+    instances failed inside pytreekit)."""
+
+    class Base:
+        def __init__(self, a):
+            self.a = a
+
+    class Early(Base):
+        pass
+
+    pytree_class(Base)
+
+    class Late(Base):
+        pass
+
+    for cls in (Early, Late):
+        obj = cls(1.0)
+        assert pytreekit.is_pytree_class(cls)
+        assert jax.tree_util.tree_leaves(obj) == [1.0]
+        assert repr(obj) == f"{cls.__qualname__}(a=1.0)" and obj == cls(1.0)
+        assert copy.copy(obj) == obj and copy.deepcopy(obj) == obj
+
+
+@pytest.mark.parametrize("backend", ["optree", "torch"])
+def test_register_backend_reaches_the_subclasses_made_before(backend):
+    require(backend)
+
+    @pytree_class
+    class Base:
+        def __init__(self, a):
+            self.a = a
+
+    class Early(Base):
+        pass
+
+    pytreekit.register_backend(Base, backend)
+
+    class Late(Base):
+        pass
+
+    leaves = _leaves_in(backend)
+    assert leaves(Early(1.0)) == leaves(Late(1.0)) == [1.0]
+
+
+def _leaves_in(backend: str):
+    if backend == "optree":
+        import optree
+
+        return lambda tree: optree.tree_leaves(tree, namespace="pytreekit")
+    from torch.utils import _pytree
+
+    return _pytree.tree_leaves
+
+
+def _with_norm(cls):
+    """A class decorator of the user's, stacked above @pytree_class: adds a cached property."""
+    cls.norm = functools.cached_property(lambda self: float(self.w) ** 2)
+    cls.norm.__set_name__(cls, "norm")
+    return cls
+
+
+@pytest.mark.parametrize("annotated", [False, True], ids=["own-init", "annotated"])
+def test_a_cached_property_added_above_the_decorator_is_never_a_field(annotated):
+    """Whichever order the decorators are stacked in, a cached property is never a field and a
+    copy JAX makes computes it again from its own fields."""
+    results = []
+    for outer_first in (True, False):
+        if annotated:
+
+            class M:
+                w: float
+
+                def __post_init__(self):
+                    assert self.norm >= 0
+
+        else:
+
+            class M:  # type: ignore[no-redef]
+                def __init__(self, w):
+                    self.w = w
+                    assert self.norm >= 0
+
+        cls = _with_norm(pytree_class(M)) if outer_first else pytree_class(_with_norm(M))
+        doubled = jax.tree_util.tree_map(lambda x: 2 * x, cls(2.0))
+        results.append(([f.name for f in pytreekit.fields(cls(2.0))], doubled.norm))
+    assert results == [(["w"], 16.0), (["w"], 16.0)]

@@ -138,8 +138,8 @@ def register_backend(cls: type, backend: str, /) -> None:
     """Register a pytree class with one more registry (``"jax"``, ``"optree"``, ``"torch"``).
 
     For classes decorated elsewhere without the backend you need (a library's classes). The
-    class must already be a pytree class; subclasses defined afterwards inherit the backend.
-    Registering a backend the class already has does nothing.
+    class must already be a pytree class; its pytree subclasses, those defined before too, get
+    the backend as well. Registering a backend the class already has does nothing.
 
     Args:
         cls: A class decorated with ``@pytree_class`` (not an instance).
@@ -160,15 +160,23 @@ def register_backend(cls: type, backend: str, /) -> None:
     >>> optree.tree_leaves(ThirdPartyModel([1.0, 2.0]), namespace="pytreekit")
     [1.0, 2.0]
     """
-    spec = spec_of(cls, "register_backend()")
+    spec_of(cls, "register_backend()")  # a TypeError first for what is no pytree class
     if not isinstance(cls, type):
         raise TypeError(
             f"register_backend() takes a class, got an instance of {type(cls).__qualname__}"
         )
     with decoration_lock:
-        spec = spec_of(cls, "register_backend()")
-        if backend in spec.backends:
-            return
+        _add_backend(cls, backend)
+
+
+def _add_backend(cls: type, backend: str) -> None:
+    """Register ``cls`` and its pytree subclasses, those made before too, with ``backend``."""
+    spec = spec_of(cls, "register_backend()")
+    if backend not in spec.backends:
         _add_key_factory(spec, backend)
         register_all(cls, spec.nodes, [backend])
         setattr(cls, markers.SPEC, dataclasses.replace(spec, backends=(*spec.backends, backend)))
+    subclasses: list[type] = cls.__subclasses__()
+    for sub in subclasses:
+        if own_spec(sub) is not None:
+            _add_backend(sub, backend)

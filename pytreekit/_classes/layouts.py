@@ -197,15 +197,19 @@ class Storage(NamedTuple):
             private_prefixes=tuple(
                 f"_{k.__name__.lstrip('_')}__" for k in klass.__mro__ if k is not object
             ),
-            # A cached_property, a property, any descriptor but a callable (a function or
-            # staticmethod at class level is a default an instance may override).
-            descriptors=frozenset(
-                name
-                for k in klass.__mro__[:-1]
-                for name, value in vars(k).items()
-                if hasattr(type(value), "__get__") and not callable(value) and name not in slots
-            ),
+            descriptors=descriptor_names(klass, slots),
         )
+
+
+def descriptor_names(klass: type, slots: tuple[str, ...]) -> frozenset[str]:
+    """The names bound to a cached_property, a property, any descriptor but a callable (a
+    function or staticmethod at class level is a default an instance may override)."""
+    return frozenset(
+        name
+        for k in klass.__mro__[:-1]
+        for name, value in vars(k).items()
+        if hasattr(type(value), "__get__") and not callable(value) and name not in slots
+    )
 
 
 class LayoutTable:
@@ -316,6 +320,12 @@ class LayoutTable:
             return
         with self.lock:
             if not self.used:
+                # A class decorator above @pytree_class, or a mixin's, may have added a
+                # cached_property since decoration: the class as first used decides.
+                storage = self.storage
+                self.storage = storage._replace(
+                    descriptors=descriptor_names(self.cls, storage.slots)
+                )
                 self.used = True
                 self.on_change()
 
@@ -382,12 +392,12 @@ class FixedLayouts(LayoutTable):
         assert layout is not None
         instance_dict = getattr(obj, "__dict__", None)
         if instance_dict:
-            storage = self.storage
-            extras = [
-                n for n in instance_dict if n not in layout.names and n not in storage.descriptors
-            ]
+            extras = self._extras(instance_dict, layout)
             # Each descriptor field may store its value under a name that is not a field's.
-            if len(extras) > len(storage.descriptor_fields):
+            if len(extras) > len(self.storage.descriptor_fields) and not self.used:
+                self.first_use()  # a cached_property added since decoration is no extra
+                extras = self._extras(instance_dict, layout)
+            if len(extras) > len(self.storage.descriptor_fields):
                 extra = extras[-1]
                 raise TypeError(
                     f"{self.cls.__qualname__}.{where} set attribute {extra!r}, which is not a "
@@ -395,6 +405,10 @@ class FixedLayouts(LayoutTable):
                     f"(`{extra}: <type>`, with `= pytreekit.field(static=True)` if it is not an "
                     f"array), or do not store it on the instance."
                 )
+
+    def _extras(self, instance_dict: dict[str, Any], layout: Layout) -> list[str]:
+        descriptors = self.storage.descriptors
+        return [n for n in instance_dict if n not in layout.names and n not in descriptors]
 
     def after_post_init(self, obj: object) -> None:
         """What the generated ``__init__`` runs once ``__post_init__`` returned, where the count
