@@ -44,6 +44,7 @@ from pytreekit._artifacts.static_data import (
     LoadedNaN,
     StaticDataError,
     UnencodableError,
+    _added,
     _hash_safe_types,
     _learned_encoders,
     admits_value,
@@ -124,6 +125,29 @@ def _id(value: object) -> str:
 def test_leaf_numeric_functions_and_types_are_safe_and_round_trip(value):
     assert is_safe_reference(value)
     assert loads(dumps(value)) is value
+
+
+@pytest.mark.parametrize(
+    ("func", "keyword"),
+    [(np.nan_to_num, "copy"), (np.median, "overwrite_input"), (np.add, "out"), (jnp.tanh, "out")],
+)
+def test_a_partial_telling_a_default_function_to_write_into_its_arguments_is_refused(func, keyword):
+    """``partial(F.relu, inplace=True)``, ``partial(np.nan_to_num, copy=False)``: the default
+    list holds functions that only compute; with these keywords they write into what the model
+    hands them. Refused at write and at load; allowed once the user adds the function."""
+    value = functools.partial(func, **{keyword: False})
+    with pytest.raises(UnencodableError, match=f"with {keyword}= may write into"):
+        dumps(value)
+    plain = dumps(functools.partial(func))
+    edited = plain.replace(b",{}]", b',{"' + keyword.encode() + b'":false}]')
+    assert edited != plain
+    with pytest.raises(StaticDataError, match=f"with {keyword}= may write into"):
+        loads(edited)
+    pytreekit.add_safe_references([func])
+    try:
+        assert loads(dumps(value)) == value
+    finally:
+        _added.pop(id(func))
 
 
 @pytest.mark.parametrize("value", UNSAFE, ids=_id)

@@ -860,6 +860,8 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
             parts.append(_encode(item, depth))
         except _Refused as refused:
             raise refused.at(part) from None
+        if part == ".keywords" and (why := _mutating(value.func, value.keywords)) is not None:
+            raise _Refused(value, why)
         if part != ".func" and not _is_plain(item, depth):
             raise _Refused(
                 value,
@@ -868,6 +870,25 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
                 "what turns max(..., key=...) into an exec. Make the function a field of its own",
             )
     return ",".join(parts) + "]"
+
+
+# Keywords with which a function of the default list writes into what it is given (torch's
+# ``F.relu(x, inplace=True)``, NumPy's ``nan_to_num(x, copy=False)``, ``out=``): the list holds
+# functions that compute on their arguments and nothing else.
+_MUTATING_KEYWORDS = frozenset({"inplace", "out", "copy", "overwrite_input"})
+
+
+def _mutating(func: Any, keywords: dict[str, Any]) -> str | None:
+    """Why a partial of ``func`` with ``keywords`` is refused: a default-list function told to
+    write into its arguments (``None``: it is not)."""
+    named = sorted(_MUTATING_KEYWORDS.intersection(keywords))
+    if not named or _identity(func) not in _default or _identity(func) in _added:
+        return None
+    return (
+        f"a functools.partial of a function on the default list with {named[0]}= may write into "
+        f"the arrays it is given, and the default list holds functions that only compute: add "
+        f"the function with pytreekit.add_safe_references if you mean it"
+    )
 
 
 def _encode_member(value: enum.Enum, depth: int) -> str:
@@ -1990,6 +2011,8 @@ def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad("'fp' takes a callable, a tuple and a dict of keywords")
     if not all(type(key) is str for key in keywords):
         raise _Bad("the keywords of a functools.partial are strings")
+    if (why := _mutating(func, keywords)) is not None:
+        raise _Bad(why)
     return LoadedPartial(func, *args, **keywords)
 
 
