@@ -9,6 +9,7 @@ import abc
 import asyncio
 import collections.abc
 import contextvars
+import dataclasses
 import enum
 import functools
 import gc
@@ -36,6 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytreekit
+from pytreekit import _markers as markers
 from pytreekit._artifacts.export import dump_aux, load_aux
 from pytreekit._artifacts.static_data import (
     MAGIC,
@@ -58,7 +60,7 @@ from pytreekit._artifacts.static_data import (
 )
 from pytreekit._compat import export_registries as _export_registries
 from pytreekit._messages import type_name
-from pytreekit._names import public_name
+from pytreekit._names import MISSING, public_name
 
 
 def _raw(tree: object) -> bytes:
@@ -1136,3 +1138,78 @@ class HoldsAlias:
 def test_a_type_alias_declares_its_value():
     hint = declared_types(HoldsAlias)["sizes"][0]
     assert hint is Sizes and admits_value(hint, (1, 2)) and not admits_value(hint, (1, "x"))
+
+
+@pytreekit.pytree_class(frozen=True)
+class Opt:
+    lr: typing.Any = pytreekit.field(static=True)
+    momentum: float = pytreekit.field(static=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    name: str
+    extra: typing.Any = None
+    ignored: typing.Any = dataclasses.field(default=None, compare=False)
+
+
+@pytreekit.pytree_class
+class HoldsNested:
+    w: jax.Array
+    opt: Opt = pytreekit.field(static=True, default=Opt(0.1, 0.9))
+    cfg: Cfg = pytreekit.field(static=True, default=Cfg("adam"))
+
+
+def _opt(names: list[str], state: dict[str, object]) -> list[object]:
+    layout = ["t", ["t", *names], ["t", *[True] * len(names)]]
+    return ["p", f"{__name__}:Opt", {markers.FIELDS: layout, **state}]
+
+
+def _cfg(**state: object) -> list[object]:
+    return ["dc", f"{__name__}:Cfg", {"extra": None, "ignored": None, **state}]
+
+
+@pytest.mark.parametrize(
+    ("opt", "cfg", "refused"),
+    [
+        (_opt(["lr", "momentum"], {"lr": 0.1, "momentum": 0.9}), _cfg(name="a"), None),
+        (_opt(["lr", "momentum"], {"lr": 0.1}), _cfg(name="a"), "'momentum' without a value"),
+        (_opt(["lr"], {"lr": 0.1}), _cfg(name="a"), "Opt has the fields"),
+        (_opt(["momentum", "lr"], {"lr": 0.1, "momentum": 0.9}), _cfg(name="a"), "has the fields"),
+        (_opt(["lr", "momentum"], {"lr": 0.1, "momentum": 0.9}), _cfg(), "'name'"),
+        (
+            _opt(["lr", "momentum"], {"lr": 0.1, "momentum": 0.9}),
+            _cfg(name="a", extra=MISSING),
+            "'extra'",
+        ),
+        (
+            _opt(["lr", "momentum"], {"lr": 0.1, "momentum": 0.9}),
+            _cfg(name="a", extra=["l", 1]),
+            "not hashable",
+        ),
+        (
+            _opt(["lr", "momentum"], {"lr": ["l", 1], "momentum": 0.9}),
+            _cfg(name="a"),
+            "not hashable",
+        ),
+        # a field its __hash__ leaves out may hold anything, as the class itself allows
+        (
+            _opt(["lr", "momentum"], {"lr": 0.1, "momentum": 0.9}),
+            _cfg(name="a", ignored=["l", 1]),
+            None,
+        ),
+    ],
+)
+def test_a_nested_instance_holds_every_field_its_class_has_and_hashes(opt, cfg, refused):
+    """A frozen dataclass or annotated pytree class inside a static value is given every field
+    its instances hold, in the declared order, and is refused where its hash would fail (a list
+    in a hashed field): never a loaded value that first use finds without a field or unhashable."""
+    nodes = HoldsNested.__pytreekit_spec__.nodes
+    cfg = [*cfg[:2], {k: v for k, v in cfg[2].items() if v is not MISSING}]
+    data = _aux(HoldsNested, ["w", "opt", "cfg"], [False, True, True], [opt, cfg])
+    if refused is None:
+        loaded = nodes.unflatten(load_aux(nodes, data), [jnp.ones(2)])
+        assert hash(loaded.opt) == hash(Opt(0.1, 0.9)) and hash(loaded.cfg) == hash(Cfg("a"))
+    else:
+        with pytest.raises(StaticDataError, match=refused):
+            load_aux(nodes, data)

@@ -744,7 +744,19 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     ),
     (
         "pytree-layout-names-objects",
-        _raw(["p", BLOCK, {STATE_LAYOUT: ["t", ["t", ["dc", FROZEN, {}]], ["t", True]]}]),
+        _raw(
+            [
+                "p",
+                BLOCK,
+                {
+                    STATE_LAYOUT: [
+                        "t",
+                        ["t", ["dc", FROZEN, {"size": 1, "activation": None}]],
+                        ["t", True],
+                    ]
+                },
+            ]
+        ),
         "a codec_fixtures.Frozen is not a field name",
     ),
     (
@@ -755,7 +767,12 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     ("partial-not-callable", _raw(["fp", 1, ["t"], {}]), "takes a callable"),
     ("partial-keyword-not-text", _raw(["fp", ["r", "jax.nn:gelu"], ["t"], ["d", 1, 2]]), "str"),
     ("no-codec", _raw(["x", "codec_fixtures:Recorder", 1]), "no codec is registered"),
-    ("unsafe-key", _raw(["d", ["dc", FROZEN, {"size": 1}], 1]), "Frozen cannot be a dict key"),
+    (
+        "unsafe-key",
+        _raw(["d", ["dc", FROZEN, {"size": 1, "activation": None}], 1]),
+        "Frozen cannot be a dict key",
+    ),
+    ("dataclass-field-missing", _raw(["dc", FROZEN, {"size": 1}]), "the data does not give"),
     ("unsafe-element", _raw(["s", ["n", "codec_fixtures:Pair", 1, 2]]), "Pair cannot be"),
     ("unsafe-enum-key", _raw(["d", ["e", "codec_fixtures:Loud", "A"], 1]), "Loud cannot be"),
     ("too-deep", _raw(_tagged_nested(MAX_DEPTH + 1)), f"deeper than {MAX_DEPTH}"),

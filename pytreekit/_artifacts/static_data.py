@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import collections.abc
+import contextlib
 import contextvars
 import dataclasses
 import enum
@@ -1247,7 +1248,44 @@ def hashable(value: Any, depth: int = 0) -> bool:
         return False
     if issubclass(kind, tuple):
         return all(hashable(item, depth + 1) for item in _items(value))
-    return lookup(kind, "__hash__") is not None
+    hash_method = lookup(kind, "__hash__")
+    if hash_method is None:
+        return False
+    hashed = None if hash_method is _OBJECT_HASH else _hashed(value, kind)
+    return hashed is None or all(hashable(item, depth + 1) for item in hashed)
+
+
+_OBJECT_HASH = vars(object)["__hash__"]
+_FIELD_SLOTS = dataclasses.Field.__dict__  # a Field's slots, read without a subclass's code
+
+
+def _hashed(value: Any, kind: type) -> list[Any] | None:
+    """The stored values the ``__hash__`` of a dataclass or pytree class hashes, for an instance
+    loading built (``None``: another kind of value, whose hash is its class's)."""
+    fields = lookup(kind, "__dataclass_fields__")
+    if fields is MISSING and markers.SPEC not in own_dict(kind):
+        return None
+    stored: dict[str, Any] = {}
+    instance_dict = lookup(kind, "__dict__")
+    if type(instance_dict) is types.GetSetDescriptorType:
+        stored.update(instance_dict.__get__(value, kind))
+    for klass in mro(kind):
+        for name, slot in own_dict(klass).items():
+            if type(slot) is types.MemberDescriptorType and name not in stored:
+                with contextlib.suppress(AttributeError):  # an unset slot
+                    stored[name] = slot.__get__(value, kind)
+    if type(fields) is not dict:  # a pytree class without annotations hashes every field
+        return [item for name, item in stored.items() if name != markers.LAYOUT]
+    return [
+        stored[name]
+        for name, field in fields.items()
+        if name in stored and issubclass(type(field), dataclasses.Field) and _hashes(field)
+    ]
+
+
+def _hashes(field: dataclasses.Field[Any]) -> bool:
+    hashed = _FIELD_SLOTS["hash"].__get__(field)
+    return bool(_FIELD_SLOTS["compare"].__get__(field) if hashed is None else hashed)
 
 
 def plain_tuple(node: Any, any_items: bool = False) -> tuple[Any, ...] | None:
@@ -1942,12 +1980,31 @@ def _dataclass_names(cls: type) -> frozenset[str] | None:
     )
 
 
+def _built_by_init(cls: type) -> list[str]:
+    """The fields every instance of a dataclass holds: those ``__init__`` takes or makes with a
+    default factory (an ``init=False`` field with a plain default is read from the class)."""
+    found = lookup(cls, "__dataclass_fields__")
+    return [
+        name
+        for name, field in found.items()
+        if issubclass(type(field), dataclasses.Field)
+        and is_field(field)
+        and (
+            _FIELD_SLOTS["init"].__get__(field)
+            or _FIELD_SLOTS["default_factory"].__get__(field) is not dataclasses.MISSING
+        )
+    ]
+
+
 def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
     cls, state = _fields_of(node, depth, reader)
     names = _dataclass_names(cls)
     if names is None or not dataclass_frozen(cls):
         raise _Bad(f"{cls.__qualname__} is not a frozen dataclass")
     _check_state_names(cls, state, names)
+    missing = [name for name in _built_by_init(cls) if name not in state]
+    if missing:
+        raise _Bad(f"{cls.__qualname__} has the field {missing[0]!r}, which the data does not give")
     instance_dict = lookup(cls, "__dict__")
     obj: Any = object.__new__(cls)
     for name, value in state.items():
@@ -1973,7 +2030,7 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     obj: Any = object.__new__(cls)
     # The fields in the layout's order; the layout itself is the class's as declared now, noted
     # once the whole load has passed (``learn``): the data's static flags change nothing.
-    setstate(obj, {name: state[name] for name in names if name in state})
+    setstate(obj, {name: state[name] for name in names})
     reader.built.append((obj, names))
     return obj
 
@@ -1988,8 +2045,15 @@ def _check_layout(cls: type, state: dict[str, Any]) -> tuple[str, ...]:
     _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
     if len(set(names)) != len(names):
         raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
-    if not {key for key in state if key != markers.FIELDS} <= set(names):
+    declared = own_dict(cls)[markers.SPEC].table.declared_for(names)[0]
+    if declared != names:  # an annotated class: the fields it declares, in their order
+        raise _Bad(f"{cls.__qualname__} has the fields {declared}, and the data names {names}")
+    given = {key for key in state if key != markers.FIELDS}
+    if not given <= set(names):
         raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
+    if len(given) != len(names):
+        missing = next(name for name in names if name not in given)
+        raise _Bad(f"the layout of {cls.__qualname__} names the field {missing!r} without a value")
     return names
 
 
