@@ -1213,3 +1213,50 @@ def test_a_nested_instance_holds_every_field_its_class_has_and_hashes(opt, cfg, 
     else:
         with pytest.raises(StaticDataError, match=refused):
             load_aux(nodes, data)
+
+
+@pytreekit.pytree_class(static=("act",), frozen=True)
+class Unit:
+    def __init__(self, act=jnp.tanh):
+        self.act = act
+
+
+@pytreekit.pytree_class
+class HoldsUnits:
+    w: jax.Array
+    units: tuple[Unit, ...] = pytreekit.field(static=True, default=())
+
+
+def _unit(names: list[str]) -> list[object]:
+    layout = ["t", ["t", *names], ["t", *[name == "act" for name in names]]]
+    state = {name: ["r", "jax.numpy:tanh"] if name == "act" else 1 for name in names}
+    return ["p", f"{__name__}:Unit", {markers.FIELDS: layout, **state}]
+
+
+@pytest.mark.parametrize(
+    ("names", "refused"),
+    [(["act", "class"], "class"), (["acts"], "acts"), (["act", "_Unit__x"], "_Unit__x")],
+)
+def test_a_nested_layout_the_field_rule_refuses_is_a_static_data_error(names, refused):
+    """A pytree value inside a static field is asked the field rule as a layout at the top is
+    (a keyword, a misspelt static name, a name-mangled private): a ``StaticDataError`` naming
+    the field, before anything is learnt (a bare ``TypeError`` escaped once its layouts were
+    recorded)."""
+    nodes = HoldsUnits.__pytreekit_spec__.nodes
+    data = _aux(HoldsUnits, ["w", "units"], [False, True], [["t", _unit(names)]])
+    with pytest.raises(StaticDataError, match=f"names the field '{refused}' of Unit"):
+        load_aux(nodes, data)
+    assert _learned_layouts.get(Unit) is None
+
+
+def test_the_primary_layout_of_a_nested_instance_is_read_beyond_the_cap():
+    """The layout every instance has is nothing to learn: a class that learnt its cap of other
+    layouts still reads instances of its own."""
+    nodes = HoldsUnits.__pytreekit_spec__.nodes
+    Unit()  # the primary layout: (act,)
+    for index in range(MAX_LEARNED_LAYOUTS):
+        data = _aux(HoldsUnits, ["w", "units"], [False, True], [["t", _unit(["act", f"x{index}"])]])
+        load_aux(nodes, data)
+    data = _aux(HoldsUnits, ["w", "units"], [False, True], [["t", _unit(["act"])]])
+    loaded = nodes.unflatten(load_aux(nodes, data), [jnp.ones(1)])
+    assert loaded.units == (Unit(),) and len(_learned_layouts.get(Unit)) == MAX_LEARNED_LAYOUTS

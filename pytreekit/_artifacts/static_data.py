@@ -1170,7 +1170,8 @@ def learn(
     recorded."""
     named: dict[int, tuple[type, set[tuple[str, ...]]]] = {}  # by id: a class's hash is code
     for cls, names in [*layouts, *((type(obj), names) for obj, names in built)]:
-        named.setdefault(id(cls), (cls, set()))[1].add(names)
+        if not _is_primary(own_dict(cls)[markers.SPEC].table, names):
+            named.setdefault(id(cls), (cls, set()))[1].add(names)
     with _learned_lock:
         for cls, new in named.values():
             added: list[tuple[str, ...]] = []
@@ -2024,7 +2025,14 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     if markers.SPEC not in own_dict(cls) or not _ours(setstate):
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
     names = _check_layout(cls, state)
-    why = no_room(cls, names)
+    table = own_dict(cls)[markers.SPEC].table
+    refused = table.refused_name(names)  # the field rule, as for a layout at the top
+    if refused is not None:
+        raise _Bad(
+            f"it names the field {refused!r:.60} of {cls.__qualname__}, which no instance of the "
+            f"class can hold"
+        )
+    why = None if _is_primary(table, names) else no_room(cls, names)
     if why is not None:
         raise _Bad(why)
     obj: Any = object.__new__(cls)
@@ -2033,6 +2041,12 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     setstate(obj, {name: state[name] for name in names})
     reader.built.append((obj, names))
     return obj
+
+
+def _is_primary(table: Any, names: tuple[str, ...]) -> bool:
+    """Whether ``names`` are the fields of the class's primary layout: nothing to learn."""
+    primary = table.primary
+    return primary is not None and primary.names == names
 
 
 def _check_layout(cls: type, state: dict[str, Any]) -> tuple[str, ...]:

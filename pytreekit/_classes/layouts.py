@@ -268,15 +268,33 @@ class LayoutTable:
 
     def check_names(self, names: tuple[str, ...]) -> None:
         """The field rule's refusal of names: ``TypeError`` naming the class unless every name can
-        be a field (interning a layout asks it, and so does loading an artifact)."""
+        be a field (interning a layout asks it)."""
+        refusal = self._refusal(names)
+        if refusal is not None:
+            raise TypeError(refusal[1])
+
+    def refused_name(self, names: tuple[str, ...]) -> str | None:
+        """The first of ``names`` no instance of the class can hold as a field, by the field rule
+        (``None``: they can): what an artifact's layout is asked before the table learns it."""
+        refusal = self._refusal(names)
+        return self._unkept(names) if refusal is None else refusal[0]
+
+    def _unkept(self, names: tuple[str, ...]) -> str | None:
+        """The first name that is none of the class's one layout's fields."""
+        known = self.primary.name_set if self.primary is not None else frozenset()
+        return next((name for name in names if name not in known), None)
+
+    def _refusal(self, names: tuple[str, ...]) -> tuple[str, str] | None:
+        """The name the field rule refuses, and why."""
         for name in names:
             if not name.isidentifier() or keyword.iskeyword(name):
-                raise TypeError(
+                return name, (
                     f"{self.cls.__qualname__}: attribute {name!r} is not a Python identifier (or "
                     f"is a keyword), so it cannot be a pytree field (key paths and generated code "
                     f"name fields as attributes). Store it under an identifier, or inside a dict "
                     f"field."
                 )
+        return None
 
     def declared(self) -> Layout | None:
         """The layout whose aux data is its static values alone, if the class has one."""
@@ -476,18 +494,27 @@ class LearnedLayouts(LayoutTable):
             self.varied = self.marked = earlier.varied  # generic code until the first use
             setattr(self.cls, markers.LAYOUT, self.primary)
 
-    def check_names(self, names: tuple[str, ...]) -> None:
-        super().check_names(names)
+    def _refusal(self, names: tuple[str, ...]) -> tuple[str, str] | None:
+        refusal = super()._refusal(names)
+        if refusal is not None:
+            return refusal
         # A static name this instance does not set is fine (only some instances may set it),
         # unless it looks like a misspelling of one it does set.
         for static_name in sorted(self.static_names.difference(names)):
             close = close_match(static_name, names, ACCUSE)
             if close:
-                raise TypeError(
+                return close, (
                     f"{self.cls.__qualname__}: static={static_name!r} names no attribute that "
                     f"__init__ set, but {close!r} is one. Check the spelling in "
                     f"@pytree_class(static=...)."
                 )
+        return None
+
+    def _unkept(self, names: tuple[str, ...]) -> str | None:
+        """The first name the rule does not keep of an instance holding exactly ``names`` (a
+        dunder, a name-mangled private, a descriptor's)."""
+        kept = frozenset(self.attribute_names(_Holding(names, self.storage.has_dict)))
+        return next((name for name in names if name not in kept), None)
 
     def fields_of(self, class_or_instance: object) -> tuple[Field, ...]:
         if isinstance(class_or_instance, type):
@@ -606,6 +633,19 @@ class LearnedLayouts(LayoutTable):
                 if len(self._raw) < _RAW_CACHE_SIZE:
                     self._raw[raw] = layout
         self.note(obj, layout)
+
+
+class _Holding:
+    """An instance-like namespace holding ``names``, for the field rule to read."""
+
+    def __init__(self, names: tuple[str, ...], has_dict: bool) -> None:
+        self.__dict__.update(dict.fromkeys(names) if has_dict else {})
+        self._slots = frozenset(names)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.__dict__["_slots"]:
+            return None
+        raise AttributeError(name)
 
 
 def table_for(
