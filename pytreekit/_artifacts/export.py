@@ -465,16 +465,25 @@ def _counted(nodes: NodeFunctions, from_children: Callable[..., Any]) -> Callabl
 
     def rebuilt(aux: Any, children: Any) -> Any:
         children = tuple(children)
-        layout = nodes.carrying(aux)[0]
-        if len(children) != len(layout.child_names):
-            raise StaticDataError(
-                f"jax.export cannot read the serialized treedef of {nodes.cls.__qualname__}: its "
-                f"node has {len(children)} children where its fields {layout.names} hold "
-                f"{len(layout.child_names)} leaves; the artifact has been edited."
-            )
+        leaves_of(nodes, aux, len(children), "jax.export")
         return from_children(aux, children)
 
     return rebuilt
+
+
+def leaves_of(nodes: NodeFunctions, aux: Any, count: int, what: str) -> int:
+    """How many leaves the layout ``aux`` names holds: a ``StaticDataError`` naming the class if
+    its node was given ``count`` children instead (an edited artifact: a child dropped, or a
+    missing one a bare error from deep inside)."""
+    layout = nodes.carrying(aux)[0]
+    leaves = len(layout.child_names)
+    if count != leaves:
+        raise StaticDataError(
+            f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: its node "
+            f"has {count} children where its fields {layout.names} hold {leaves} leaves; the "
+            f"artifact has been edited."
+        )
+    return leaves
 
 
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
