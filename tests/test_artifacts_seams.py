@@ -14,6 +14,7 @@ treespec is.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -98,3 +99,33 @@ def test_a_torch_node_built_by_hand_is_checked_after_first_use_too():
         assert type(rebuilt) is type(instance)
         assert [float(x) for x in torch_pytree.tree_leaves(rebuilt)] == [0.0, 1.0]
         assert rebuilt.scale == instance.scale
+
+
+# -- 14: what loading resolves, the audit lists ---------------------------------------------------
+
+
+def test_a_torch_context_of_static_data_as_base64_is_refused(tmp_path):
+    torch = require("torch")
+    tree = _treespec(sf.Linear(torch.ones(2), act=torch.tanh))
+    context = tree[1]["context"]  # type: ignore[index]
+    assert context.startswith("PTK1")
+    tree[1]["context"] = base64.b64encode(context.encode()).decode()  # type: ignore[index]
+    (tmp_path / "base64.json").write_text(json.dumps(tree))
+    lines = _fresh(
+        """
+        import sys
+        import torch.utils._pytree as torch_pytree
+        import seam_fixtures
+
+        try:
+            torch_pytree.treespec_loads(open(f"{sys.argv[1]}/base64.json").read())
+        except Exception as error:
+            print(type(error).__name__, error)
+        """,
+        tmp_path,
+    )
+    assert lines == [
+        "StaticDataError torch treespec_loads cannot read the serialized treedef of Linear: its "
+        "context is base64 of static data, where pytreekit writes only pickle (static data is "
+        "text starting 'PTK1'); the treespec has been edited."
+    ]

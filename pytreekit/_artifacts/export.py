@@ -551,6 +551,20 @@ def torch_dumpable(nodes: NodeFunctions) -> tuple[Any, Any]:
             data = base64.b64decode(dumpable, validate=True)
         except (binascii.Error, ValueError):
             data = dumpable.encode("utf-8")
+        else:
+            if not is_pickle(data):  # static data is text: as base64, it hides from the audit
+                raise StaticDataError(
+                    f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: "
+                    f"its context is base64 of {_start(data)}, where pytreekit writes only "
+                    f"pickle (static data is text starting {MAGIC_TEXT!r}); the treespec has "
+                    f"been edited."
+                )
         return load_aux(nodes, data, what)
 
     return to_dumpable_context, from_dumpable_context
+
+
+def _start(data: bytes) -> str:
+    if data.startswith(MAGIC):
+        return "static data"
+    return f"data starting {data[:8]!r}"
