@@ -21,7 +21,10 @@ import pytest
 import seam_fixtures as sf
 from conftest import ROOT, TESTS, require, run_fresh
 
+import pytreekit
+import pytreekit._artifacts.export as export_module
 from pytreekit._artifacts import StaticDataError
+from pytreekit._compat import json_scanner
 
 
 def _fresh(script: str, *args: object) -> list[str]:
@@ -99,6 +102,56 @@ def test_a_torch_node_built_by_hand_is_checked_after_first_use_too():
         assert type(rebuilt) is type(instance)
         assert [float(x) for x in torch_pytree.tree_leaves(rebuilt)] == [0.0, 1.0]
         assert rebuilt.scale == instance.scale
+
+
+# -- 13: the audit reads each JSON string once ---------------------------------------------------
+
+
+def _characters_read(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many characters the audit's JSON scanner reads for ``text``, in all its calls."""
+    real = json_scanner()
+    read = [0]
+
+    def counting(string: str, index: int) -> tuple[object, int]:
+        try:
+            value, end = real(string, index)
+        except json.JSONDecodeError as error:  # a string without end names where it starts
+            read[0] += len(string) - index if error.pos <= index else error.pos - index
+            raise
+        except StopIteration:
+            read[0] += 1
+            raise
+        except (ValueError, RecursionError):
+            read[0] += len(string) - index
+            raise
+        read[0] += end - index
+        return value, end
+
+    monkeypatch.setattr(export_module, "json_scanner", lambda: counting)
+    pytreekit.artifact_references(text.encode("latin-1"))
+    pytreekit.artifact_references(text)
+    return read[0]
+
+
+@pytest.mark.parametrize(
+    ("head", "unit", "tail"),
+    [
+        ('"', r"PTK1\"", '"'),  # the attacker's: each magic after an escaped quote
+        ('"', r"PTK1\"", ""),  # no closing quote: each string read to the end
+        ('"', r"PTK1\\\"", '"'),  # an escaped backslash before each escaped quote
+        ('["', r"PTK1[1,\"PTK1\",", '"]'),  # magics inside the strings inside the string
+        ('"', r"PTK1\"", '\u0001"'),  # a control character at the end: each string stops there
+    ],
+)
+def test_the_audit_reads_each_json_string_of_a_text_once(monkeypatch, head, unit, tail):
+    small = head + unit * 2_000 + tail
+    large = head + unit * 16_000 + tail
+    small_read = _characters_read(small, monkeypatch)
+    large_read = _characters_read(large, monkeypatch)
+    # Linear: 8 times the text, about 8 times the reading (quadratic: 64 times); each character
+    # read a few times at most (raw, as a string, in the string's text).
+    assert large_read < 12 * small_read
+    assert large_read < 2 * 8 * len(large)
 
 
 # -- 14: what loading resolves, the audit lists ---------------------------------------------------

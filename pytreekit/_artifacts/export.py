@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 import sys
 import warnings
 from collections.abc import Callable, Iterable
@@ -393,18 +394,43 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
     # The scanner itself: where no value starts it stops at once, where raw_decode would build
     # an error counting the lines before it (each magic in a long text, quadratic).
     scan = json_scanner()
-    trees = []
+    trees: list[Any] = []
+    _raw_trees(text, scan, trees)
+    return trees
+
+
+Scan = Callable[[str, int], tuple[Any, int]]
+
+
+def _raw_trees(text: str, scan: Scan, trees: list[Any]) -> None:
+    """The tree following each magic in ``text`` (what jax.export's aux data holds), and in each
+    JSON string starting with one (a treespec's context, quoted once)."""
+    skip = 0  # the end of the last JSON string read here: a quote before it is inside it
     start = text.find(MAGIC_TEXT)
     while start >= 0:
         with contextlib.suppress(ValueError, StopIteration, RecursionError):
-            if start > 0 and text[start - 1] == '"':  # inside JSON text: a string to unquote
-                inner, _ = scan(text, start - 1)
-                if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
-                    trees.append(scan(inner, len(MAGIC_TEXT))[0])
-            else:
-                trees.append(scan(text, start + len(MAGIC_TEXT))[0])
+            trees.append(scan(text, start + len(MAGIC_TEXT))[0])
+        if start > skip and text[start - 1] == '"':
+            skip = _quoted_tree(text, start - 1, scan, trees)
         start = text.find(MAGIC_TEXT, start + 1)
-    return trees
+
+
+def _quoted_tree(text: str, quote: int, scan: Scan, trees: list[Any]) -> int:
+    """The tree in the JSON string starting at ``quote``; where the string ends. A magic after a
+    quote before that end is inside the string, and the string read from there would be the rest
+    of this one: reading it again made the audit quadratic in the text's size."""
+    try:
+        inner, end = scan(text, quote)
+    except json.JSONDecodeError as error:
+        # Where reading stopped (at the end of the text if no quote closes it: the error names
+        # the start); read from an escaped quote before that, a string stops there too.
+        return len(text) if error.pos <= quote else error.pos
+    except (ValueError, StopIteration, RecursionError):
+        return quote + 1
+    with contextlib.suppress(ValueError, StopIteration, RecursionError):
+        if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
+            trees.append(scan(inner, len(MAGIC_TEXT))[0])
+    return end
 
 
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
