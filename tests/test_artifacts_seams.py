@@ -15,7 +15,9 @@ treespec is.
 from __future__ import annotations
 
 import base64
+import io
 import json
+import zipfile
 
 import pytest
 import seam_fixtures as sf
@@ -181,4 +183,94 @@ def test_a_torch_context_of_static_data_as_base64_is_refused(tmp_path):
         "StaticDataError torch treespec_loads cannot read the serialized treedef of Linear: its "
         "context is base64 of static data, where pytreekit writes only pickle (static data is "
         "text starting 'PTK1'); the treespec has been edited."
+    ]
+
+
+def test_the_audit_lists_what_a_torch_context_with_an_escaped_magic_names(tmp_path):
+    torch = require("torch")
+    text = json.dumps(_treespec(sf.Linear(torch.ones(2), act=torch.tanh)))
+    assert text.count("PTK1") == 1
+    (tmp_path / "escaped.json").write_text(text.replace("PTK1", "\\u0050TK1"))
+    lines = _fresh(
+        """
+        import sys
+        import torch
+        import torch.utils._pytree as torch_pytree
+        import pytreekit
+        import seam_fixtures
+
+        text = open(f"{sys.argv[1]}/escaped.json").read()
+        print(sorted(reference.name for reference in pytreekit.artifact_references(text)))
+        linear = torch_pytree.tree_unflatten([torch.ones(2)], torch_pytree.treespec_loads(text))
+        print(linear.mode, linear.act.__name__)
+        """,
+        tmp_path,
+    )
+    assert lines == ["['seam_fixtures:Mode', 'torch:tanh']", "Mode.EVAL tanh"]
+
+
+def _pt2(deflated: bool) -> bytes:
+    torch = require("torch")
+
+    class Net(torch.nn.Module):
+        def forward(self, linear: sf.Linear, x: torch.Tensor) -> torch.Tensor:
+            return linear.act(x * linear.weight)  # type: ignore[no-any-return]
+
+    linear = sf.Linear(torch.ones(2), mode=sf.Mode.TRAIN, act=torch.tanh)
+    program = torch.export.export(Net(), (linear, torch.ones(2)))
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    if not deflated:
+        return buffer.getvalue()
+    source, out = zipfile.ZipFile(buffer), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for member in source.infolist():
+            archive.writestr(member.filename, source.read(member), zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("deflated", [False, True], ids=["as-saved", "deflated"])
+def test_the_audit_of_a_pt2_lists_what_loading_resolves(tmp_path, deflated):
+    data = _pt2(deflated)
+    assert (b"PTK1" in data) is not deflated  # deflated, no search of the bytes finds it
+    (tmp_path / "model.pt2").write_bytes(data)
+    lines = _fresh(
+        """
+        import logging, sys
+        import torch
+        import pytreekit
+        import seam_fixtures
+
+        logging.disable(logging.WARNING)
+        data = open(f"{sys.argv[1]}/model.pt2", "rb").read()
+        print(sorted(r.name for r in pytreekit.artifact_references(data)))
+        with torch.serialization.safe_globals([seam_fixtures.Linear, seam_fixtures.Mode]):
+            loaded = torch.export.load(f"{sys.argv[1]}/model.pt2")
+        context = loaded.call_spec.in_spec.child(0).child(0).context
+        print(context[0], context[1].__name__)
+        """,
+        tmp_path,
+    )
+    assert lines == ["['seam_fixtures:Mode', 'torch:tanh']", "Mode.TRAIN tanh"]
+
+
+def test_the_audit_of_a_zip_it_cannot_read_is_an_error():
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("archive/models/model.json", '{"a": "PTK1[\\"r\\",\\"os:system\\"]"}')
+    data = bytearray(out.getvalue())
+    crc_at = data.index(b"PK\x01\x02") + 16  # the member's CRC in the central directory
+    data[crc_at : crc_at + 4] = b"\x00\x00\x00\x00"
+    with pytest.raises(ValueError, match=r"cannot read 'archive/models/model\.json' in the zip"):
+        pytreekit.artifact_references(bytes(data))
+
+
+def test_the_audit_reads_a_treespec_in_a_json_string_and_keeps_the_jax_search():
+    quoted = json.dumps({"in_spec": json.dumps([1, {"context": 'PTK1["r","os:system"]'}])})
+    assert 'PTK1[\\\\\\"r' in quoted  # quoted twice, as a .pt2 holds a treespec
+    refused = pytreekit.ArtifactReference("os:system", "refused")
+    assert pytreekit.artifact_references(quoted) == [refused]
+    raw = b"\x00\x04\x00\x00PTK1" + b'["r","jax.numpy:tanh"]' + b"\x00\xff"
+    assert pytreekit.artifact_references(raw) == [
+        pytreekit.ArtifactReference("jax.numpy:tanh", "safe")
     ]

@@ -15,9 +15,11 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import io
 import json
 import sys
 import warnings
+import zipfile
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
@@ -360,12 +362,18 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
     loading it (nothing is imported, resolved names are not called).
 
     Args:
-        artifact: What ``Exported.serialize()`` wrote, the bytes of a ``torch.export.save`` file,
-            or the text ``treespec_dumps`` wrote.
+        artifact: What ``Exported.serialize()`` wrote, the bytes of a ``torch.export.save`` file
+            (a zip archive: its ``.json`` members are read as torch reads the program and its
+            treespecs, compressed or not), or the text ``treespec_dumps`` wrote (read as JSON,
+            as ``treespec_loads`` reads it, and searched as it is).
 
     Returns:
         One ``ArtifactReference(name, status)`` per name; allow the ``"refused"`` ones you trust
         with ``add_safe_references`` before loading.
+
+    Raises:
+        ValueError: ``artifact`` is a zip archive holding a ``.json`` member that cannot be read
+            (a bad checksum, say), which torch's own reader might read.
 
     >>> import pytreekit
     >>> pytreekit.artifact_references(b"PTK1" + b'["r","os:system"]')
@@ -381,11 +389,14 @@ _OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 
 def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
-    """Every static-data tree in ``artifact``: raw (jax.export), or in JSON text (torch, .pt2)."""
+    """Every static-data tree in ``artifact``: raw (jax.export), in JSON text as torch reads it
+    (a treespec), in the JSON members of a zip archive (a .pt2)."""
+    data: bytes | str
     if isinstance(artifact, (bytes, bytearray)):
-        text = bytes(artifact).decode("latin-1")
+        data = bytes(artifact)
+        text = data.decode("latin-1")
     elif isinstance(artifact, str):
-        text = artifact
+        data = text = artifact
     else:
         raise TypeError(
             f"artifact_references() takes the bytes of an artifact or a treespec's text, got "
@@ -396,10 +407,16 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
     scan = json_scanner()
     trees: list[Any] = []
     _raw_trees(text, scan, trees)
+    _json_trees(data, scan, trees)
+    if isinstance(data, bytes):
+        _archive_trees(data, scan, trees)
     return trees
 
 
 Scan = Callable[[str, int], tuple[Any, int]]
+# How many times JSON text may be quoted as a string in the JSON the audit reads: a .pt2 holds
+# a treespec as a string in its program.
+_QUOTED = 4
 
 
 def _raw_trees(text: str, scan: Scan, trees: list[Any]) -> None:
@@ -431,6 +448,51 @@ def _quoted_tree(text: str, quote: int, scan: Scan, trees: list[Any]) -> int:
         if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
             trees.append(scan(inner, len(MAGIC_TEXT))[0])
     return end
+
+
+def _json_trees(data: bytes | str, scan: Scan, trees: list[Any]) -> None:
+    """The trees in JSON ``data`` read as torch reads a treespec (or a .pt2 its program): every
+    string starting with the magic, in JSON strings holding JSON (quoted up to ``_QUOTED``
+    times), escapes such as ``\\u0050`` undone."""
+    try:
+        root = json.loads(data)
+    except (ValueError, RecursionError):  # not JSON (UnicodeDecodeError is a ValueError)
+        return
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        node, level = stack.pop()
+        kind = type(node)
+        if kind is dict or kind is list:
+            parts = node.values() if kind is dict else node
+            stack.extend((part, level) for part in reversed(list(parts)))
+        elif kind is str and node.startswith(MAGIC_TEXT):
+            with contextlib.suppress(ValueError, StopIteration, RecursionError):
+                trees.append(scan(node, len(MAGIC_TEXT))[0])
+        elif kind is str and level < _QUOTED and node.lstrip(" \t\n\r")[:1] in ("[", "{"):
+            with contextlib.suppress(ValueError, RecursionError):
+                stack.append((json.loads(node), level + 1))
+
+
+def _archive_trees(data: bytes, scan: Scan, trees: list[Any]) -> None:
+    """The trees in the JSON members of a zip archive (a .pt2: ``torch.export.load`` reads the
+    program, its treespecs inside, from ``models/<name>.json``), compressed or not."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):  # no zip archive
+        return
+    for member in archive.infolist():
+        if not member.filename.endswith(".json"):
+            continue
+        try:
+            content = archive.read(member)
+        except Exception as error:  # a bad CRC, a compression zipfile does not know, ...
+            raise ValueError(
+                f"artifact_references() cannot read {member.filename!r} in the zip archive "
+                f"given ({type(error).__name__}: {error!s:.200}), which torch's reader may read: "
+                f"do not load the archive."
+            ) from None
+        _raw_trees(content.decode("latin-1"), scan, trees)
+        _json_trees(content, scan, trees)
 
 
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
