@@ -26,6 +26,7 @@ from conftest import ROOT, TESTS, require, run_fresh
 import pytreekit
 import pytreekit._artifacts.export as export_module
 from pytreekit._artifacts import StaticDataError
+from pytreekit._artifacts.export import load_aux
 from pytreekit._compat import json_scanner
 
 
@@ -274,3 +275,29 @@ def test_the_audit_reads_a_treespec_in_a_json_string_and_keeps_the_jax_search():
     assert pytreekit.artifact_references(raw) == [
         pytreekit.ArtifactReference("jax.numpy:tanh", "safe")
     ]
+
+
+# -- a field name the class's field rule refuses is named, with the rule's reason ----------------
+
+
+@pytest.mark.parametrize(
+    ("names", "static", "culprit", "rule"),
+    [
+        (("a", "class"), (False, False), "class", "is not a Python identifier (or is a keyword)"),
+        (("a", "b", "scal"), (False, False, True), "scal", "static='scale' names no attribute"),
+    ],
+)
+def test_a_layout_the_field_rule_refuses_is_refused_naming_the_field_and_why(
+    names, static, culprit, rule
+):
+    values = ["t"] + [1.0] * sum(static)
+    tree = ["t", 4, "seam_fixtures:Learned", ["t", *names], ["t", *static], values]
+    nodes = sf.Learned.__pytreekit_spec__.nodes  # type: ignore[attr-defined]
+    with pytest.raises(StaticDataError) as refused:
+        load_aux(nodes, b"PTK1" + json.dumps(tree).encode())
+    message = str(refused.value)
+    assert message.startswith(
+        f"jax.export cannot read the serialized treedef of Learned: it names the field "
+        f"{culprit!r}, which no instance of the class can hold: "
+    )
+    assert rule in message  # the field rule's own reason (the first name was named, no reason)

@@ -293,6 +293,15 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
     declared: frozenset[str] = getattr(table, "static_names", frozenset())
     refused = _hiding(table, names, known.union(declared))
     if refused is None:
+        try:  # the field rule's own refusals, as interning asks: they say what is wrong
+            table.check_names(names)
+        except TypeError as error:
+            reason = str(error).removeprefix(f"{table.cls.__qualname__}: ")
+            named = next((repr(name) for name in names if repr(name) in reason), None)
+            which = "fields" if named is None else f"the field {named:.60}, which"
+            raise StaticDataError(
+                f"it names {which} no instance of the class can hold: {reason}"
+            ) from None
         refused = _not_kept(table, names, known)
     if refused is not None:
         raise StaticDataError(
@@ -323,7 +332,6 @@ def _not_kept(table: Any, names: tuple[str, ...], known: frozenset[str]) -> str 
     if attribute_names is None:  # an annotated class: its one layout's names only
         return next((n for n in names if n not in known), None)
     try:
-        table.check_names(names)  # the field rule's refusals, as interning asks
         kept = frozenset(attribute_names(_Probe(names, table.storage.has_dict)))
     except TypeError:
         kept = frozenset()
