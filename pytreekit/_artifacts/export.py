@@ -15,8 +15,11 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import io
+import json
 import sys
 import warnings
+import zipfile
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
@@ -290,6 +293,15 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
     declared: frozenset[str] = getattr(table, "static_names", frozenset())
     refused = _hiding(table, names, known.union(declared))
     if refused is None:
+        try:  # the field rule's own refusals, as interning asks: they say what is wrong
+            table.check_names(names)
+        except TypeError as error:
+            reason = str(error).removeprefix(f"{table.cls.__qualname__}: ")
+            named = next((repr(name) for name in names if repr(name) in reason), None)
+            which = "fields" if named is None else f"the field {named:.60}, which"
+            raise StaticDataError(
+                f"it names {which} no instance of the class can hold: {reason}"
+            ) from None
         refused = _not_kept(table, names, known)
     if refused is not None:
         raise StaticDataError(
@@ -320,7 +332,6 @@ def _not_kept(table: Any, names: tuple[str, ...], known: frozenset[str]) -> str 
     if attribute_names is None:  # an annotated class: its one layout's names only
         return next((n for n in names if n not in known), None)
     try:
-        table.check_names(names)  # the field rule's refusals, as interning asks
         kept = frozenset(attribute_names(_Probe(names, table.storage.has_dict)))
     except TypeError:
         kept = frozenset()
@@ -359,12 +370,18 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
     loading it (nothing is imported, resolved names are not called).
 
     Args:
-        artifact: What ``Exported.serialize()`` wrote, the bytes of a ``torch.export.save`` file,
-            or the text ``treespec_dumps`` wrote.
+        artifact: What ``Exported.serialize()`` wrote, the bytes of a ``torch.export.save`` file
+            (a zip archive: its ``.json`` members are read as torch reads the program and its
+            treespecs, compressed or not), or the text ``treespec_dumps`` wrote (read as JSON,
+            as ``treespec_loads`` reads it, and searched as it is).
 
     Returns:
         One ``ArtifactReference(name, status)`` per name; allow the ``"refused"`` ones you trust
         with ``add_safe_references`` before loading.
+
+    Raises:
+        ValueError: ``artifact`` is a zip archive holding a ``.json`` member that cannot be read
+            (a bad checksum, say), which torch's own reader might read.
 
     >>> import pytreekit
     >>> pytreekit.artifact_references(b"PTK1" + b'["r","os:system"]')
@@ -380,11 +397,14 @@ _OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 
 def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
-    """Every static-data tree in ``artifact``: raw (jax.export), or in JSON text (torch, .pt2)."""
+    """Every static-data tree in ``artifact``: raw (jax.export), in JSON text as torch reads it
+    (a treespec), in the JSON members of a zip archive (a .pt2)."""
+    data: bytes | str
     if isinstance(artifact, (bytes, bytearray)):
-        text = bytes(artifact).decode("latin-1")
+        data = bytes(artifact)
+        text = data.decode("latin-1")
     elif isinstance(artifact, str):
-        text = artifact
+        data = text = artifact
     else:
         raise TypeError(
             f"artifact_references() takes the bytes of an artifact or a treespec's text, got "
@@ -393,18 +413,94 @@ def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
     # The scanner itself: where no value starts it stops at once, where raw_decode would build
     # an error counting the lines before it (each magic in a long text, quadratic).
     scan = json_scanner()
-    trees = []
+    trees: list[Any] = []
+    _raw_trees(text, scan, trees)
+    _json_trees(data, scan, trees)
+    if isinstance(data, bytes):
+        _archive_trees(data, scan, trees)
+    return trees
+
+
+Scan = Callable[[str, int], tuple[Any, int]]
+# How many times JSON text may be quoted as a string in the JSON the audit reads: a .pt2 holds
+# a treespec as a string in its program.
+_QUOTED = 4
+
+
+def _raw_trees(text: str, scan: Scan, trees: list[Any]) -> None:
+    """The tree following each magic in ``text`` (what jax.export's aux data holds), and in each
+    JSON string starting with one (a treespec's context, quoted once)."""
+    skip = 0  # the end of the last JSON string read here: a quote before it is inside it
     start = text.find(MAGIC_TEXT)
     while start >= 0:
         with contextlib.suppress(ValueError, StopIteration, RecursionError):
-            if start > 0 and text[start - 1] == '"':  # inside JSON text: a string to unquote
-                inner, _ = scan(text, start - 1)
-                if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
-                    trees.append(scan(inner, len(MAGIC_TEXT))[0])
-            else:
-                trees.append(scan(text, start + len(MAGIC_TEXT))[0])
+            trees.append(scan(text, start + len(MAGIC_TEXT))[0])
+        if start > skip and text[start - 1] == '"':
+            skip = _quoted_tree(text, start - 1, scan, trees)
         start = text.find(MAGIC_TEXT, start + 1)
-    return trees
+
+
+def _quoted_tree(text: str, quote: int, scan: Scan, trees: list[Any]) -> int:
+    """The tree in the JSON string starting at ``quote``; where the string ends. A magic after a
+    quote before that end is inside the string, and the string read from there would be the rest
+    of this one: reading it again made the audit quadratic in the text's size."""
+    try:
+        inner, end = scan(text, quote)
+    except json.JSONDecodeError as error:
+        # Where reading stopped (at the end of the text if no quote closes it: the error names
+        # the start); read from an escaped quote before that, a string stops there too.
+        return len(text) if error.pos <= quote else error.pos
+    except (ValueError, StopIteration, RecursionError):
+        return quote + 1
+    with contextlib.suppress(ValueError, StopIteration, RecursionError):
+        if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
+            trees.append(scan(inner, len(MAGIC_TEXT))[0])
+    return end
+
+
+def _json_trees(data: bytes | str, scan: Scan, trees: list[Any]) -> None:
+    """The trees in JSON ``data`` read as torch reads a treespec (or a .pt2 its program): every
+    string starting with the magic, in JSON strings holding JSON (quoted up to ``_QUOTED``
+    times), escapes such as ``\\u0050`` undone."""
+    try:
+        root = json.loads(data)
+    except (ValueError, RecursionError):  # not JSON (UnicodeDecodeError is a ValueError)
+        return
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        node, level = stack.pop()
+        kind = type(node)
+        if kind is dict or kind is list:
+            parts = node.values() if kind is dict else node
+            stack.extend((part, level) for part in reversed(list(parts)))
+        elif kind is str and node.startswith(MAGIC_TEXT):
+            with contextlib.suppress(ValueError, StopIteration, RecursionError):
+                trees.append(scan(node, len(MAGIC_TEXT))[0])
+        elif kind is str and level < _QUOTED and node.lstrip(" \t\n\r")[:1] in ("[", "{"):
+            with contextlib.suppress(ValueError, RecursionError):
+                stack.append((json.loads(node), level + 1))
+
+
+def _archive_trees(data: bytes, scan: Scan, trees: list[Any]) -> None:
+    """The trees in the JSON members of a zip archive (a .pt2: ``torch.export.load`` reads the
+    program, its treespecs inside, from ``models/<name>.json``), compressed or not."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):  # no zip archive
+        return
+    for member in archive.infolist():
+        if not member.filename.endswith(".json"):
+            continue
+        try:
+            content = archive.read(member)
+        except Exception as error:  # a bad CRC, a compression zipfile does not know, ...
+            raise ValueError(
+                f"artifact_references() cannot read {member.filename!r} in the zip archive "
+                f"given ({type(error).__name__}: {error!s:.200}), which torch's reader may read: "
+                f"do not load the archive."
+            ) from None
+        _raw_trees(content.decode("latin-1"), scan, trees)
+        _json_trees(content, scan, trees)
 
 
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
@@ -465,16 +561,25 @@ def _counted(nodes: NodeFunctions, from_children: Callable[..., Any]) -> Callabl
 
     def rebuilt(aux: Any, children: Any) -> Any:
         children = tuple(children)
-        layout = nodes.carrying(aux)[0]
-        if len(children) != len(layout.child_names):
-            raise StaticDataError(
-                f"jax.export cannot read the serialized treedef of {nodes.cls.__qualname__}: its "
-                f"node has {len(children)} children where its fields {layout.names} hold "
-                f"{len(layout.child_names)} leaves; the artifact has been edited."
-            )
+        leaves_of(nodes, aux, len(children), "jax.export")
         return from_children(aux, children)
 
     return rebuilt
+
+
+def leaves_of(nodes: NodeFunctions, aux: Any, count: int, what: str) -> int:
+    """How many leaves the layout ``aux`` names holds: a ``StaticDataError`` naming the class if
+    its node was given ``count`` children instead (an edited artifact: a child dropped, or a
+    missing one a bare error from deep inside)."""
+    layout = nodes.carrying(aux)[0]
+    leaves = len(layout.child_names)
+    if count != leaves:
+        raise StaticDataError(
+            f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: its node "
+            f"has {count} children where its fields {layout.names} hold {leaves} leaves; the "
+            f"artifact has been edited."
+        )
+    return leaves
 
 
 def register_jax_export(cls: type, nodes: NodeFunctions) -> None:
@@ -542,6 +647,20 @@ def torch_dumpable(nodes: NodeFunctions) -> tuple[Any, Any]:
             data = base64.b64decode(dumpable, validate=True)
         except (binascii.Error, ValueError):
             data = dumpable.encode("utf-8")
+        else:
+            if not is_pickle(data):  # static data is text: as base64, it hides from the audit
+                raise StaticDataError(
+                    f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: "
+                    f"its context is base64 of {_start(data)}, where pytreekit writes only "
+                    f"pickle (static data is text starting {MAGIC_TEXT!r}); the treespec has "
+                    f"been edited."
+                )
         return load_aux(nodes, data, what)
 
     return to_dumpable_context, from_dumpable_context
+
+
+def _start(data: bytes) -> str:
+    if data.startswith(MAGIC):
+        return "static data"
+    return f"data starting {data[:8]!r}"

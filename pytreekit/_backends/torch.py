@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .._artifacts import torch_dumpable
-from .._classes import NodeFunctions
+from .._artifacts import leaves_of, torch_dumpable
+from .._classes import Layout, NodeFunctions
 from .._compat import torch_pytree, unregister_from_torch
 
 KEY = torch_pytree().GetAttrKey
@@ -14,10 +14,27 @@ KEY = torch_pytree().GetAttrKey
 
 def register(cls: type, nodes: NodeFunctions) -> None:
     unflatten = nodes.unflatten
+    # The leaves of the layout whose aux data is the static values alone (constant for as long as
+    # the class lives), once an unflatten has asked; -1 before.
+    plain = -1
 
     def unflatten_values_first(values: Iterable[Any], context: Any) -> Any:
-        # torch passes (children, context); jax and optree pass (aux, children).
-        return unflatten(context, list(values))
+        # torch passes (children, context), the children a list; jax and optree (aux, children).
+        # A treespec read from text gives its node as many children as the text lists: as many
+        # as the layout has leaves, or one is dropped (or a missing one a bare StopIteration).
+        # Checked here, for one length test per node, as treespec_loads never shows the
+        # children to the context's reader.
+        nonlocal plain
+        children: list[Any] = values if type(values) is list else list(values)
+        try:
+            head = context[0]
+        except Exception:  # not aux data of the class: unflatten says so
+            return unflatten(context, children)
+        if len(children) != (len(head.child_names) if head.__class__ is Layout else plain):
+            leaves = leaves_of(nodes, context, len(children), "torch tree_unflatten")
+            if head.__class__ is not Layout:
+                plain = leaves
+        return unflatten(context, children)
 
     to_dumpable, from_dumpable = torch_dumpable(nodes)
     torch_pytree().register_pytree_node(
