@@ -298,6 +298,6 @@ def test_a_layout_the_field_rule_refuses_is_refused_naming_the_field_and_why(
     message = str(refused.value)
     assert message.startswith(
         f"jax.export cannot read the serialized treedef of Learned: it names the field "
-        f"{culprit!r}, which no instance of the class can hold: "
+        f"{culprit!r} of Learned, which no instance of the class can hold: "
     )
     assert rule in message  # the field rule's own reason (the first name was named, no reason)

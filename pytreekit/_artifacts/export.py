@@ -44,6 +44,7 @@ from .static_data import (
     is_pickle,
     is_safe_reference,
     learn,
+    no_field,
     no_room,
     parse,
     plain_tuple,
@@ -281,10 +282,9 @@ def _check_value(name: str, value: Any, declared: Any) -> None:
 
 def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
     """Refuse names no instance of the class could hold as fields, and layouts beyond the cap,
-    before the class's table learns them. The table says which names its rule keeps (asked of an
-    instance-like namespace holding the names); an artifact may besides never name what the class
-    holds already (a method, a property) unless it is a declared field or a slot: the stored value
-    would hide it."""
+    before the class's table learns them: the table's field rule says which (``refusal``); an
+    artifact may besides never name what the class holds already (a method, a property) unless
+    it is a declared field or a slot: the stored value would hide it."""
     table = nodes.table
     primary = table.primary
     known = primary.name_set if primary is not None else frozenset()
@@ -292,21 +292,14 @@ def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
         return
     declared: frozenset[str] = getattr(table, "static_names", frozenset())
     refused = _hiding(table, names, known.union(declared))
-    if refused is None:
-        try:  # the field rule's own refusals, as interning asks: they say what is wrong
-            table.check_names(names)
-        except TypeError as error:
-            reason = str(error).removeprefix(f"{table.cls.__qualname__}: ")
-            named = next((repr(name) for name in names if repr(name) in reason), None)
-            which = "fields" if named is None else f"the field {named:.60}, which"
-            raise StaticDataError(
-                f"it names {which} no instance of the class can hold: {reason}"
-            ) from None
-        refused = _not_kept(table, names, known)
     if refused is not None:
         raise StaticDataError(
-            f"it names the field {refused!r:.60}, which no instance of the class can hold."
+            f"it names the field {refused!r:.60}, which no instance of the class can hold: the "
+            f"class holds a method or other attribute under that name, which it would hide."
         )
+    refusal = table.refusal(names)
+    if refusal is not None:
+        raise StaticDataError(f"{no_field(table.cls, *refusal)}.")
     why = no_room(table.cls, names)
     if why is not None:
         raise StaticDataError(f"{why}.")
@@ -324,31 +317,6 @@ def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str |
         ),
         None,
     )
-
-
-def _not_kept(table: Any, names: tuple[str, ...], known: frozenset[str]) -> str | None:
-    """The first name the table's field rule does not keep."""
-    attribute_names = getattr(table, "attribute_names", None)
-    if attribute_names is None:  # an annotated class: its one layout's names only
-        return next((n for n in names if n not in known), None)
-    try:
-        kept = frozenset(attribute_names(_Probe(names, table.storage.has_dict)))
-    except TypeError:
-        kept = frozenset()
-    return next((n for n in names if n not in kept), None)
-
-
-class _Probe:
-    """An instance-like namespace holding ``names``, for the table's field rule to read."""
-
-    def __init__(self, names: tuple[str, ...], has_dict: bool) -> None:
-        self.__dict__.update(dict.fromkeys(names) if has_dict else {})
-        self._slots = frozenset(names)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in self.__dict__["_slots"]:
-            return None
-        raise AttributeError(name)
 
 
 # -- auditing -----------------------------------------------------------------------------------

@@ -2026,12 +2026,9 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
     names = _check_layout(cls, state)
     table = own_dict(cls)[markers.SPEC].table
-    refused = table.refused_name(names)  # the field rule, as for a layout at the top
-    if refused is not None:
-        raise _Bad(
-            f"it names the field {refused!r:.60} of {cls.__qualname__}, which no instance of the "
-            f"class can hold"
-        )
+    refusal = table.refusal(names)  # the field rule, as for a layout at the top
+    if refusal is not None:
+        raise _Bad(no_field(cls, *refusal))
     why = None if _is_primary(table, names) else no_room(cls, names)
     if why is not None:
         raise _Bad(why)
@@ -2041,6 +2038,15 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     setstate(obj, {name: state[name] for name in names})
     reader.built.append((obj, names))
     return obj
+
+
+def no_field(cls: type, name: str, reason: str) -> str:
+    """The refusal of a layout naming ``name``, which the field rule refuses for ``reason``."""
+    reason = reason.removeprefix(f"{cls.__qualname__}: ")
+    return (
+        f"it names the field {name!r:.60} of {cls.__qualname__}, which no instance of the class "
+        f"can hold: {reason}"
+    )
 
 
 def _is_primary(table: Any, names: tuple[str, ...]) -> bool:

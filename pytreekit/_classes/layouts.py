@@ -273,16 +273,17 @@ class LayoutTable:
         if refusal is not None:
             raise TypeError(refusal[1])
 
-    def refused_name(self, names: tuple[str, ...]) -> str | None:
-        """The first of ``names`` no instance of the class can hold as a field, by the field rule
-        (``None``: they can): what an artifact's layout is asked before the table learns it."""
-        refusal = self._refusal(names)
-        return self._unkept(names) if refusal is None else refusal[0]
+    def refusal(self, names: tuple[str, ...]) -> tuple[str, str] | None:
+        """The first of ``names`` no instance of the class can hold as a field, by the field rule,
+        and why (``None``: they can): what an artifact's layout is asked before the table learns
+        it."""
+        return self._refusal(names) or self._unkept(names)
 
-    def _unkept(self, names: tuple[str, ...]) -> str | None:
+    def _unkept(self, names: tuple[str, ...]) -> tuple[str, str] | None:
         """The first name that is none of the class's one layout's fields."""
         known = self.primary.name_set if self.primary is not None else frozenset()
-        return next((name for name in names if name not in known), None)
+        name = next((name for name in names if name not in known), None)
+        return None if name is None else (name, "the class declares no such field")
 
     def _refusal(self, names: tuple[str, ...]) -> tuple[str, str] | None:
         """The name the field rule refuses, and why."""
@@ -510,11 +511,12 @@ class LearnedLayouts(LayoutTable):
                 )
         return None
 
-    def _unkept(self, names: tuple[str, ...]) -> str | None:
-        """The first name the rule does not keep of an instance holding exactly ``names`` (a
-        dunder, a name-mangled private, a descriptor's)."""
+    def _unkept(self, names: tuple[str, ...]) -> tuple[str, str] | None:
+        """The first name the rule does not keep of an instance holding exactly ``names``."""
         kept = frozenset(self.attribute_names(_Holding(names, self.storage.has_dict)))
-        return next((name for name in names if name not in kept), None)
+        name = next((name for name in names if name not in kept), None)
+        why = "the field rule keeps no dunder, name-mangled private or descriptor's name"
+        return None if name is None else (name, why)
 
     def fields_of(self, class_or_instance: object) -> tuple[Field, ...]:
         if isinstance(class_or_instance, type):
