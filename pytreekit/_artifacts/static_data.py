@@ -1266,15 +1266,7 @@ def _hashed(value: Any, kind: type) -> list[Any] | None:
     fields = lookup(kind, "__dataclass_fields__")
     if fields is MISSING and markers.SPEC not in own_dict(kind):
         return None
-    stored: dict[str, Any] = {}
-    instance_dict = lookup(kind, "__dict__")
-    if type(instance_dict) is types.GetSetDescriptorType:
-        stored.update(instance_dict.__get__(value, kind))
-    for klass in mro(kind):
-        for name, slot in own_dict(klass).items():
-            if type(slot) is types.MemberDescriptorType and name not in stored:
-                with contextlib.suppress(AttributeError):  # an unset slot
-                    stored[name] = slot.__get__(value, kind)
+    stored = _stored(value, kind)
     if type(fields) is not dict:  # a pytree class without annotations hashes every field
         return [item for name, item in stored.items() if name != markers.LAYOUT]
     return [
@@ -1282,6 +1274,21 @@ def _hashed(value: Any, kind: type) -> list[Any] | None:
         for name, field in fields.items()
         if name in stored and issubclass(type(field), dataclasses.Field) and _hashes(field)
     ]
+
+
+def _stored(value: Any, kind: type) -> dict[str, Any]:
+    """What an instance loading built holds in its ``__dict__`` and slots, read by the C
+    descriptors that stored it."""
+    stored: dict[str, Any] = {}
+    instance_dict = lookup(kind, "__dict__")
+    if type(instance_dict) is types.GetSetDescriptorType:
+        stored.update(instance_dict.__get__(value, kind))
+    slots = (item for klass in mro(kind) for item in own_dict(klass).items())
+    for name, slot in slots:
+        if type(slot) is types.MemberDescriptorType and name not in stored:
+            with contextlib.suppress(AttributeError):  # an unset slot
+                stored[name] = slot.__get__(value, kind)
+    return stored
 
 
 def _hashes(field: dataclasses.Field[Any]) -> bool:
@@ -1591,9 +1598,13 @@ def _instance_of(value: Any, cls: type) -> bool:
         wide is cls and any(kind is narrow for narrow in narrower) for wide, narrower in _WIDER
     ):
         return True
-    if any(
-        _derives(abstract, cls) for base in mro(kind) for k, abstract in _REGISTERED if base is k
-    ):
+    return _virtual(kind, cls)
+
+
+def _virtual(kind: type, cls: type) -> bool:
+    """Whether ``kind`` is a standard abstract class's by the tables above."""
+    registered = (abstract for base in mro(kind) for k, abstract in _REGISTERED if base is k)
+    if any(_derives(abstract, cls) for abstract in registered):
         return True
     methods = next((names for abstract, names in _HOOKED if abstract is cls), ())
     return bool(methods) and all(_defines(kind, name) for name in methods)
