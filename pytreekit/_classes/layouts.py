@@ -204,11 +204,12 @@ class Storage(NamedTuple):
 def descriptor_names(klass: type, slots: tuple[str, ...]) -> frozenset[str]:
     """The names bound to a cached_property, a property, any descriptor but a callable (a
     function or staticmethod at class level is a default an instance may override)."""
-    # Each namespace copied in one step: another thread may be decorating the class again.
+    # Each namespace copied in one step (dict.copy clones the table; iterating could let a
+    # collection run and switch threads): another thread may be decorating the class again.
     return frozenset(
         name
         for k in klass.__mro__[:-1]
-        for name, value in tuple(vars(k).items())
+        for name, value in vars(k).copy().items()
         if hasattr(type(value), "__get__") and not callable(value) and name not in slots
     )
 
