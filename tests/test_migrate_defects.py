@@ -507,3 +507,75 @@ def test_an_import_only_the_deleted_code_used_still_goes(tmp_path: Path) -> None
     codemod(tmp_path, "src.py", "user.py")
     assert "import jax" not in (tmp_path / "src.py").read_text()
     load(tmp_path / "user.py")
+
+
+# -- 10. lines are counted as Python counts them (a form feed or U+2028 is not a line break) ----
+
+# a page break or a line separator in the text, above the registrations
+BREAKS = {
+    "form_feed": "\x0c",
+    "vertical_tab": "\x0b",
+    "next_line": "\x85",
+    "line_separator": "\u2028",
+    "paragraph_separator": "\u2029",
+}
+SUPPRESSED_AGAIN = (
+    "import contextlib\n\nwith contextlib.suppress(ValueError):\n"
+    "    register_pytree_node_class(A)\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(BREAKS))
+def test_a_second_registration_below_a_page_break_is_counted(name: str, tmp_path: Path) -> None:
+    # enough breaks that the second registration's statement would be read from A's body
+    head = f'"""Models.{BREAKS[name] * 20}See the paper."""\n'
+    source = head + CLASS_A + "\n\n" + SUPPRESSED_AGAIN + "\nDONE = True\n"
+    write(tmp_path, {"mod.py": source})
+    before = (tmp_path / "mod.py").read_bytes()
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", "mod.py")
+    assert (tmp_path / "mod.py").read_bytes() == before
+    codes = sorted(entry["code"] for entry in result.report["registrations"])
+    assert codes == ["PTK102", "PTK110"]
+    load(tmp_path / "mod.py")
+
+
+@pytest.mark.parametrize("name", sorted(BREAKS))
+def test_noqa_is_read_from_its_own_line_below_a_page_break(name: str, tmp_path: Path) -> None:
+    head = f'"""Models.{BREAKS[name]}See the paper."""\n'
+    source = head + CLASS_A.replace("class A:", "class A:  # noqa: PTK")
+    write(tmp_path, {"mod.py": source})
+    before = (tmp_path / "mod.py").read_bytes()
+    result = codemod(tmp_path, "--report", "json", "mod.py")
+    assert (tmp_path / "mod.py").read_bytes() == before
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] != "rewritten"
+
+
+def test_every_registration_below_a_page_break_is_found(tmp_path: Path) -> None:
+    second = CLASS_A.split("\n\n\n", 1)[1].replace("A", "B")
+    page = "\n" + "\x0c" * 30 + "\n"  # one line to Python, 31 to str.splitlines
+    write(tmp_path, {"mod.py": CLASS_A + page + second + page + second.replace("B", "C")})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    assert sorted(entry["class"] for entry in result.report["registrations"]) == ["A", "B", "C"]
+
+
+def test_a_cr_only_file_keeps_the_import_a_left_class_uses(tmp_path: Path) -> None:
+    # B's registration is left (its flatten is not plain), so its decorator stays, and so must
+    # the import the decorator names
+    left = CLASS_A.split("\n\n\n", 1)[1].replace("A", "B").replace("(self.x,)", "(self.x + 1,)")
+    source = CLASS_A.lstrip("\n") + "\n\n" + left
+    (tmp_path / "mod.py").write_bytes(source.replace("\n", "\r").encode())
+    result = codemod(tmp_path, "--report", "json", "mod.py")
+    verdicts = sorted(entry["verdict"] for entry in result.report["registrations"])
+    assert verdicts == ["left", "rewritten"]
+    written = (tmp_path / "mod.py").read_bytes()
+    assert b"\n" not in written
+    assert b"from jax.tree_util import register_pytree_node_class\r" in written
+    load(tmp_path / "mod.py")
+
+
+def test_a_module_of_comments_only_is_no_failure(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": "# tree_util.register_pytree_node(A, f, g)\n"})
+    result = codemod(tmp_path, "--check", "mod.py")
+    assert result.code == 0, result.out + result.err
+    assert "0 failures" in result.out + result.err

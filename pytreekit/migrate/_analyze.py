@@ -37,6 +37,7 @@ from ._scan import (
     api_of,
     code,
     existing_comments,
+    physical_lines,
     suite_statements,
 )
 from ._values import (
@@ -141,7 +142,7 @@ _NOQA = re.compile(r"#\s*noqa\s*:\s*(PTK\d{0,3}(?:\s*,\s*PTK\d{0,3})*)", re.IGNO
 def suppressions(registration: Registration) -> tuple[str, ...]:
     """The codes a ``# noqa: PTKnnn`` comment on the registration's lines names (``PTK`` alone:
     every code, and the rewrite too)."""
-    lines = registration.module.source.splitlines()
+    lines = physical_lines(registration.module.source)
     found: list[str] = []
     for number in {registration.line, registration.class_line}:
         if 0 < number <= len(lines):

@@ -251,18 +251,31 @@ class Module:
                 line - len(s.leading_lines) for line, s in zip(starts, body, strict=True)
             ]
         else:
-            line = 1 + sum(self.tree.code_for_node(e).count("\n") for e in self.tree.header)
+            code = self.tree.code_for_node
+            line = 1 + sum(len(physical_lines(code(e))) for e in self.tree.header)
             for statement in body:
                 self._lines.append(line)
-                line += self.tree.code_for_node(statement).count("\n")
+                line += len(physical_lines(code(statement)))
         return self._lines
 
     def statement_texts(self) -> list[str]:
         """The source of each top-level statement, its leading lines included."""
-        lines = self.source.splitlines(keepends=True)
         starts = self.statement_lines()
+        if not starts:  # only comments and blank lines
+            return []
+        lines = physical_lines(self.source)
         ends = [*starts[1:], len(lines) + 1]
         return ["".join(lines[a - 1 : b - 1]) for a, b in zip(starts, ends, strict=True)]
+
+
+def physical_lines(text: str) -> list[str]:
+    """``text``'s lines, their ends kept, split where Python's tokenizer splits them (``\n``,
+    ``\r\n``, ``\r``): ``str.splitlines`` also splits at a form feed, ``\v``, U+2028 and
+    others, and its line numbers then no longer match ``ast``'s or LibCST's."""
+    return _PHYSICAL_LINE.findall(text)
+
+
+_PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 @dataclass(eq=False, repr=False)
@@ -577,7 +590,8 @@ def _kind(mode: int) -> str:
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
 # An import statement inside a block (a function, an if): the whole tree is walked for imports.
-_NESTED_IMPORT = re.compile(r"^[ \t]+(import|from)[ \t]", re.MULTILINE)
+# ``^`` alone would miss the lines of a file whose lines end with ``\r`` only.
+_NESTED_IMPORT = re.compile(r"(?:^|(?<=\r))[ \t\f]+(import|from)[ \t]", re.MULTILINE)
 # LibCST's codemod runner and ruff skip generated files the same way.
 _GENERATED = re.compile(r"@generated\b")
 
@@ -666,7 +680,7 @@ def _without_comments(text: str) -> str:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text
-    lines = text.splitlines(keepends=True)
+    lines = physical_lines(text)
     for token in reversed(tokens):
         if token.type == tokenize.COMMENT:
             row, column = token.start
