@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jax
 import pytest
 from conftest import require
 
@@ -579,3 +580,79 @@ def test_a_module_of_comments_only_is_no_failure(tmp_path: Path) -> None:
     result = codemod(tmp_path, "--check", "mod.py")
     assert result.code == 0, result.out + result.err
     assert "0 failures" in result.out + result.err
+
+
+# -- 11. a registration the codemod cannot tie to a class keeps every class it may register -----
+
+HIDDEN_SECOND = {
+    "loop": "for cls in (A,):\n    jax.tree_util.register_pytree_node_class(cls)\n",
+    "alias": "register = jax.tree_util.register_pytree_node_class\nregister(A)\n",
+    "map": "CLASSES = [A]\nlist(map(jax.tree_util.register_pytree_node_class, CLASSES))\n",
+    "getattr": 'getattr(jax.tree_util, "register_pytree_node_class")(A)\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN_SECOND))
+def test_a_second_registration_not_tied_to_the_class_leaves_it(name: str, tmp_path: Path) -> None:
+    second = "import contextlib\n\nwith contextlib.suppress(ValueError):\n" + "".join(
+        f"    {line}\n" for line in HIDDEN_SECOND[name].splitlines()
+    )
+    write(tmp_path, {"mod.py": "import jax\n" + CLASS_A + "\n\n" + second})
+    load(tmp_path / "mod.py")
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", "mod.py")
+    [first, *_] = result.report["registrations"]
+    assert (first["class"], first["verdict"], first["code"]) == ("A", "left", "PTK110")
+    load(tmp_path / "mod.py")
+
+
+def test_a_registration_elsewhere_naming_no_class_of_the_module_leaves_it_alone(
+    tmp_path: Path,
+) -> None:
+    other = "import jax\n\nfor cls in ():\n    jax.tree_util.register_pytree_node_class(cls)\n"
+    write(tmp_path, {"mod.py": CLASS_A, "other.py": other})
+    result = codemod(tmp_path, "--report", "json", "mod.py", "other.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "rewritten", "cls": "left"}
+
+
+ALIASED = """
+import jax
+
+_pytree_base = jax.tree_util.register_pytree_node_class
+
+
+@_pytree_base
+class B:
+    def __init__(self, y):
+        self.y = y
+
+    def tree_flatten(self):
+        return (self.y,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+
+def test_a_registration_through_an_alias_by_assignment_is_reported(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": ALIASED})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [entry] = result.report["registrations"]
+    assert (entry["class"], entry["verdict"], entry["code"]) == ("B", "left", "PTK102")
+    assert "bound by an assignment" in entry["reason"]
+    assert "_pytree_base" in entry["reason"]
+    assert result.code == 1
+
+
+def test_unsafe_keeps_a_base_whose_subclass_is_registered_through_an_alias(
+    tmp_path: Path,
+) -> None:
+    sub = "\n\nregister = jax.tree_util.register_pytree_node_class\n\n\n@register\nclass Sub(A):\n"
+    sub += "    pass\n"
+    write(tmp_path, {"mod.py": "import jax\n" + CLASS_A + sub})
+    result = codemod(tmp_path, "--unsafe", "--report", "json", "mod.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "left", "Sub": "left"}
+    module = load(tmp_path / "mod.py")
+    assert jax.tree_util.tree_leaves(module.Sub(2.0)) == [2.0]

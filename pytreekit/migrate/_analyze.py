@@ -950,6 +950,8 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             if info is not None:
                 counts[info] = counts.get(info, 0) + 1
         self.counts = counts
+        # a helper's registration (``def register(cls)``) is followed to its classes
+        self.unknown = [r for r in project.registrations if r.named is None and not r.helper]
         self.path_reader = _path_reader(project)
 
     def outcome(self, registration: Registration) -> Outcome:
@@ -1130,6 +1132,8 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         )
 
     def _place(self, registration: Registration) -> ClassInfo:
+        if registration.form == "value":
+            raise _used_as_value(registration)
         if registration.place.startswith("under"):
             raise Refusal("PTK102", f"the registration is {registration.place}", registration.node)
         if registration.unresolved:
@@ -1176,13 +1180,59 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             raise Refusal("PTK103", _not_found(self.project, registration), registration.node)
         if "*" in registration.args:
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
-        if self.counts[info] > 1:
-            raise Refusal(
-                "PTK110",
-                f"{registration.target_text} is registered {self.counts[info]} times in the "
-                f"scanned files",
-            )
+        _registered_once(info, registration, self.counts[info], self.unknown)
         return info
+
+
+def _used_as_value(registration: Registration) -> Refusal:
+    return Refusal(
+        "PTK102",
+        f"{registration.api} is used here other than by a call or a decorator "
+        f"({code(registration.anchor or registration.node)}): the codemod cannot tell which "
+        f"classes it registers",
+        registration.node,
+    )
+
+
+def _registered_once(
+    info: ClassInfo, registration: Registration, count: int, unknown: list[Registration]
+) -> None:
+    """Refuse (PTK110) a class registered more than once, or that a registration the codemod
+    cannot tie to a class may register again."""
+    if count > 1:
+        raise Refusal(
+            "PTK110",
+            f"{registration.target_text} is registered {count} times in the scanned files",
+        )
+    other = _unknown_registration(info, unknown)
+    if other is not None:
+        raise Refusal(
+            "PTK110",
+            f"{registration.target_text} may be registered again at "
+            f"{other.module.display}:{other.line} ({code(other.anchor or other.node)}), a "
+            f"registration the codemod cannot tie to a class, in a module that names "
+            f"{info.name}",
+        )
+
+
+def _unknown_registration(info: ClassInfo, unknown: list[Registration]) -> Registration | None:
+    """Of ``unknown``, the registrations whose class the codemod cannot name (``for c in (A,):
+    api(c)``, ``map(api, CLASSES)``), one in a module that names ``info`` outside its class
+    statement and its own registrations: it may register ``info`` a second time."""
+    for registration in unknown:
+        module = registration.module
+        if info.name not in module.words():
+            continue
+        if module is not info.module:
+            return registration
+        own = {r.anchor for r in module.registrations if r.named == info.qualname}
+        assert module.tree is not None
+        for statement, text in zip(module.tree.body, module.statement_texts(), strict=True):
+            if statement is info.node or statement in own:
+                continue
+            if re.search(rf"\b{re.escape(info.name)}\b", text):
+                return registration
+    return None
 
 
 def _registrar(registration: Registration) -> str:

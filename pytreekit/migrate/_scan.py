@@ -70,7 +70,7 @@ class Registration:
 
     module: Module
     api: str  # one of APIS
-    form: str  # "decorator" or "call"
+    form: str  # "decorator", "call", or "value" (the API used otherwise: ``map(api, ...)``)
     node: cst.CSTNode  # the Decorator, or the Call
     # Where a comment goes: the decorated ClassDef, or the statement holding the call.
     anchor: cst.ClassDef | cst.SimpleStatementLine | None
@@ -161,6 +161,9 @@ class Module:
     # ``try``/``if``, or a def or assignment of the same name): local name -> why
     conditional: dict[str, str] = field(default_factory=dict)
     star_imports: list[str] = field(default_factory=list)  # from X import *: the X
+    # a registration API bound by a module-level assignment (``register = jtu.register_...``):
+    # local name -> (the API, the assignment as written)
+    api_aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
@@ -650,9 +653,11 @@ def _index(module: Module) -> None:
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
     if module.candidate:
         _rebound(module)
+        _api_aliases(module)
         # Only the top-level statements whose code names a registration API (or an alias of
         # one) are walked: most of a module's nodes are in others.
         aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
+        aliases += list(module.api_aliases)
         names = re.compile("|".join(["register_pytree_", *(rf"\b{a}\b" for a in aliases)]))
         visitor = _Registrations(module)
         for statement, text in zip(module.tree.body, module.statement_texts(), strict=True):
@@ -789,6 +794,25 @@ def _rebound(module: Module) -> None:
         module.conditional.setdefault(name, "also bound by a def or an assignment of this module")
 
 
+def _api_aliases(module: Module) -> None:
+    """Names a module-level assignment binds to a registration API (``_base =
+    jax.tree_util.register_pytree_node_class``): a registration through one is found and
+    reported, never rewritten (the name may be bound again anywhere)."""
+    assert module.tree is not None
+    for statement in module.tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Assign):
+                continue
+            api = api_of(module, small.value)
+            if api is None:
+                continue
+            for target in small.targets:
+                if isinstance(target.target, cst.Name):
+                    module.api_aliases[target.target.value] = (api, _code(small))
+
+
 def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Attribute):
         return f"{_dotted(node.value)}.{node.attr.value}"
@@ -813,7 +837,10 @@ def _last_name(node: cst.BaseExpression) -> str:
 
 def _lookalike(module: Module, node: cst.BaseExpression) -> str | None:
     """An API's name the imports do not tie to JAX (``from jax.tree_util import *``, or a
-    re-export ``from models import register_pytree_node_class``): reported, never rewritten."""
+    re-export ``from models import register_pytree_node_class``), or a name an assignment binds
+    to an API: reported, never rewritten."""
+    if isinstance(node, cst.Name) and node.value in module.api_aliases:
+        return module.api_aliases[node.value][0]
     name = _last_name(node)
     return name if name in APIS else None
 
@@ -825,6 +852,11 @@ def _unresolved(module: Module, registration: cst.CSTNode) -> str:
         node = node.func
     if not isinstance(node, cst.BaseExpression) or api_of(module, node) is not None:
         return ""
+    if isinstance(node, cst.Name) and node.value in module.api_aliases:
+        return (
+            f"reached through '{node.value}', bound by an assignment the codemod does not "
+            f"follow ({module.api_aliases[node.value][1]})"
+        )
     qualified = module.qualify(node)
     owner = qualified.rpartition(".")[0] if qualified is not None else ""
     if owner == module.name:
@@ -850,9 +882,13 @@ class _Registrations(cst.CSTVisitor):
         self.statement: cst.SimpleStatementLine | None = None
         self.decorators: set[cst.Decorator] = set()
         self.function = ""  # the module-level function being visited
+        # the API expressions read as registrations (called, or decorating): any other use of
+        # the API (passed to ``map``, put in a tuple) registers classes no one can name
+        self.read: set[cst.CSTNode] = set()
 
     # The enclosing blocks, innermost last.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.read.add(node.name)
         self.scopes.append(f"inside function '{node.name.value}'")
         if len(self.scopes) == 1:
             self.function = node.name.value
@@ -861,12 +897,14 @@ class _Registrations(cst.CSTVisitor):
         self.scopes.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.read.add(node.name)
         for decorator in node.decorators:
             expression = decorator.decorator
             api = api_of(self.module, expression) or _lookalike(self.module, expression)
             if api is None:
                 continue
             self.decorators.add(decorator)
+            self.read.add(expression)
             target = f"{self.module.name}.{node.name.value}" if not self.scopes else None
             self._add(api, "decorator", decorator, node, target, node.name.value, {})
             self.module.registrations[-1].named = target
@@ -882,6 +920,8 @@ class _Registrations(cst.CSTVisitor):
         self.statement = None
 
     def _compound(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.For):
+            self.read.add(node.target)
         kind = type(node).__name__.lower().replace("star", "")
         self.scopes.append(f"under a '{kind}' statement")
 
@@ -902,7 +942,9 @@ class _Registrations(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         api = api_of(self.module, node.func) or _lookalike(self.module, node.func)
         if api is None:
+            self._getattr(node)
             return
+        self.read.add(node.func)
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
         names = _PARAMETERS[api]
@@ -919,6 +961,70 @@ class _Registrations(cst.CSTVisitor):
             target = None
         self._add(api, "call", node, self.statement, target, target_text, values)
         self.module.registrations[-1].named = named
+
+    # A name bound (``def register_pytree_node_class(cls)`` as a fallback) is no use of the API.
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_Global(self, node: cst.Global) -> bool:
+        return False
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+        return False
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.read.add(node.name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.read.add(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.read.add(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.read.add(node.target)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        # the module-level alias assignments are followed (``_api_aliases``); their targets
+        # and values are no use of the API
+        return bool(self.scopes) or not any(
+            isinstance(t.target, cst.Name) and t.target.value in self.module.api_aliases
+            for t in node.targets
+        )
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node in self.read:
+            return False
+        if api_of(self.module, node) is not None:
+            self._value(node)
+            return False
+        node.value.visit(self)  # ``obj.register_pytree_node`` is not the imported name
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node in self.read:
+            return
+        api = api_of(self.module, node)
+        if api is not None or node.value in self.module.api_aliases:
+            self._value(node)
+
+    def _getattr(self, node: cst.Call) -> None:
+        """``getattr(jax.tree_util, "register_pytree_node_class")``: a use of the API too."""
+        if self.module.qualify(node.func) != "builtins.getattr" or len(node.args) < 2:
+            return
+        name = node.args[1].value
+        if isinstance(name, cst.SimpleString) and name.evaluated_value in APIS:
+            self._add(str(name.evaluated_value), "value", node, self.statement, None, "?", {})
+
+    def _value(self, node: cst.Name | cst.Attribute) -> None:
+        """A use of the API the codemod cannot read (``map(register_pytree_node_class, ...)``,
+        ``for f in (register_pytree_node_class,)``): reported, and no class is safe from it."""
+        api = api_of(self.module, node) or _lookalike(self.module, node)
+        assert api is not None
+        self._add(api, "value", node, self.statement, None, "?", {})
 
     def _add(
         self,
