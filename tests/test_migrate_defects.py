@@ -656,3 +656,45 @@ def test_unsafe_keeps_a_base_whose_subclass_is_registered_through_an_alias(
     assert verdicts == {"A": "left", "Sub": "left"}
     module = load(tmp_path / "mod.py")
     assert jax.tree_util.tree_leaves(module.Sub(2.0)) == [2.0]
+
+
+# -- 12. a function another module reaches through its module object is kept --------------------
+
+OPS = """
+import jax.tree_util as jtu
+
+
+class Dense:
+    def __init__(self, array):
+        self.array = array
+
+
+def dense_flatten(dense):
+    return (dense.array,), None
+
+
+def dense_unflatten(aux_data, children):
+    return Dense(children[0])
+
+
+jtu.register_pytree_node(Dense, dense_flatten, dense_unflatten)
+"""
+THROUGH_MODULE = {
+    "from_package": "from pkg import ops\n\nDENSE = ops.dense_unflatten(None, (1,))\n",
+    "aliased": "import pkg.ops as ops\n\nDENSE = ops.dense_unflatten(None, (1,))\n",
+    "dotted": "import pkg.ops\n\nDENSE = pkg.ops.dense_unflatten(None, (1,))\n",
+    "relative": "from . import ops\n\nDENSE = ops.dense_unflatten(None, (1,))\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(THROUGH_MODULE))
+def test_a_function_used_through_its_module_object_is_kept(name: str, tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/user.py": THROUGH_MODULE[name]})
+    result = codemod(tmp_path, "--report", "json", "pkg")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten"
+    assert "def dense_unflatten" in (tmp_path / "pkg" / "ops.py").read_text()
+    code = "import pkg.user; assert pkg.user.DENSE.array == 1"
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)

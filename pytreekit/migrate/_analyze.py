@@ -629,12 +629,22 @@ class _Description:
         if uses > 2:
             return True
         return any(
-            name in module.names and module.names[name] == f"{function.module.name}.{name}"
+            _reaches(module, function.module.name, name)
             for module in self.project.modules
             if module is not function.module
             and name in module.words()
             and self.project.parse(module) is not None
         )
+
+
+def _reaches(module: Module, owner: str, name: str) -> bool:
+    """Whether ``module``, which names ``name``, may use ``owner.name``: it imports the name, or
+    the module or a package above it (``ops.name``, ``pkg.ops.name``, ``getattr(ops, "name")``),
+    or all of it (``from ops import *``)."""
+    if module.names.get(name) == f"{owner}.{name}":
+        return True
+    bound = {*module.names.values(), *module.star_imports}
+    return any(owner == qualified or owner.startswith(f"{qualified}.") for qualified in bound)
 
 
 class _ClassReading:
