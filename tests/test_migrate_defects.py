@@ -698,3 +698,52 @@ def test_a_function_used_through_its_module_object_is_kept(name: str, tmp_path: 
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
+
+
+# -- 13. an unhashable static value is seen in a tuple, and in cls(...) / type(self)(...) -------
+
+SENSORS = """
+from jax.tree_util import register_pytree_node_class
+
+
+@register_pytree_node_class
+class Sensors:
+    def __init__(self, positions, dt):
+        self.positions = positions
+        self.dt = dt
+
+    def tree_flatten(self):
+        return (self.dt,), (self.positions,)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        (positions,) = aux
+        return cls(positions, *children)
+"""
+BUILDS = {
+    "tuple": "\n\nNONE = Sensors(positions=([], []), dt=1.0)\n",
+    "nested_tuple": "\n\nNONE = Sensors(((1, [2]),), 1.0)\n",
+    "cls": "\n    @classmethod\n    def empty(cls):\n        return cls(positions=[], dt=1.0)\n",
+    "type_self": (
+        "\n    def moved(self):\n        return type(self)([p for p in self.positions], self.dt)\n"
+    ),
+    "dunder_class": (
+        "\n    def copy(self):\n        return self.__class__(list(self.positions), self.dt)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDS))
+def test_an_unhashable_static_value_is_refused(name: str, tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": SENSORS + BUILDS[name]})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK114"), entry["reason"]
+    assert entry["reason"].startswith("static positions gets ")
+
+
+def test_a_hashable_tuple_static_value_is_still_rewritten(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": SENSORS + "\n\nSOME = Sensors(positions=((1, 2), ()), dt=1.0)\n"})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten"

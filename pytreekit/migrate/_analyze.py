@@ -20,7 +20,7 @@ attributes. Everything else gets a code (``_codes``) and a reason naming the cul
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -412,6 +412,21 @@ class _InitProof:
     def _unhashable_arguments(
         self, info: ClassInfo, params: dict[str, str], fields: Fields
     ) -> None:
+        for module, call in self._constructions(info):
+            bound = fields.bind_syntax(call)
+            for attribute, param in params.items():
+                argument = bound.get(param)
+                if argument is not None and _unhashable(argument):
+                    raise Refusal(
+                        "PTK114",
+                        f"static {attribute} gets {code(argument)} in {module.name} "
+                        f"({code(call)}), which is unhashable",
+                    )
+
+    def _constructions(self, info: ClassInfo) -> Iterator[tuple[Module, cst.Call]]:
+        """The calls that build ``info`` in the scanned files: ``Name(...)`` wherever it is
+        reached, and ``cls(...)``, ``type(self)(...)``, ``self.__class__(...)`` in its body."""
+        yield from ((info.module, call) for call in _calls(info.node) if _builds_own(call))
         for module in self.project.modules:
             # cheap looks first: the name, then a call of it whose arguments could hold a list,
             # a dict or a set (what _unhashable finds); only then is the module parsed
@@ -423,17 +438,8 @@ class _InitProof:
             if tree is None:
                 continue
             for call in _calls(tree):
-                if module.qualify(call.func) != info.qualname:
-                    continue
-                bound = fields.bind_syntax(call)
-                for attribute, param in params.items():
-                    argument = bound.get(param)
-                    if argument is not None and _unhashable(argument):
-                        raise Refusal(
-                            "PTK114",
-                            f"static {attribute} gets {code(argument)} in {module.name} "
-                            f"({code(call)}), which is unhashable",
-                        )
+                if module.qualify(call.func) == info.qualname:
+                    yield module, call
 
 
 class _Description:
@@ -1423,15 +1429,33 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
     return False
 
 
+def _builds_own(call: cst.Call) -> bool:
+    """``cls(...)``, ``type(self)(...)`` or ``self.__class__(...)``: in a class's body, a call
+    that builds the class (or a subclass, which shares its fields)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "cls"
+    if isinstance(func, cst.Attribute):
+        return func.attr.value == "__class__"
+    return (
+        isinstance(func, cst.Call)
+        and isinstance(func.func, cst.Name)
+        and func.func.value == "type"
+        and len(func.args) == 1
+    )
+
+
 def _unhashable(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
         return True
+    if isinstance(node, cst.Tuple):  # ``([], [])``: a tuple hashes its items
+        return any(_unhashable(element.value) for element in node.elements)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
         return node.func.value in ("list", "dict", "set")
     return False
 
 
-def _calls(tree: cst.Module) -> list[cst.Call]:
+def _calls(tree: cst.CSTNode) -> list[cst.Call]:
     found: list[cst.Call] = []
 
     class Calls(cst.CSTVisitor):
