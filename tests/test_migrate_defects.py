@@ -747,3 +747,44 @@ def test_a_hashable_tuple_static_value_is_still_rewritten(tmp_path: Path) -> Non
     result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
     [entry] = result.report["registrations"]
     assert entry["verdict"] == "rewritten"
+
+
+# -- 14. optree's and torch's registrations are not JAX's: passed over -----------------------------
+
+FOREIGN = """
+import optree
+import torch.utils._pytree as pytree
+from optree import register_pytree_node_class
+
+
+@register_pytree_node_class(namespace="ops")
+class Op:
+    def __init__(self, x):
+        self.x = x
+
+    def tree_flatten(self):
+        return (self.x,), None, None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+
+class Other:
+    def __init__(self, y):
+        self.y = y
+
+
+pytree.register_pytree_node(Other, lambda o: ([o.y], None), lambda c, a: Other(*c))
+optree.register_pytree_node(Other, lambda o: ((o.y,), None), lambda a, c: Other(*c), namespace="o")
+"""
+
+
+def test_optree_and_torch_registrations_are_passed_over(tmp_path: Path) -> None:
+    write(tmp_path, {"ops.py": FOREIGN})
+    before = (tmp_path / "ops.py").read_bytes()
+    result = codemod(tmp_path, "--check", "--report", "json", "ops.py")
+    assert result.code == 0
+    assert result.report["registrations"] == []
+    codemod(tmp_path, "ops.py")
+    assert (tmp_path / "ops.py").read_bytes() == before

@@ -842,7 +842,16 @@ def _lookalike(module: Module, node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Name) and node.value in module.api_aliases:
         return module.api_aliases[node.value][0]
     name = _last_name(node)
-    return name if name in APIS else None
+    if name not in APIS:
+        return None
+    qualified = module.qualify(node)
+    if qualified is not None and qualified.partition(".")[0] in _OTHER_REGISTRIES:
+        return None  # optree's or torch's registry: not JAX's, and nothing to rewrite
+    return name
+
+
+# Packages whose registration functions share JAX's names but fill registries of their own.
+_OTHER_REGISTRIES = frozenset({"optree", "torch"})
 
 
 def _unresolved(module: Module, registration: cst.CSTNode) -> str:
