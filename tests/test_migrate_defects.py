@@ -788,3 +788,92 @@ def test_optree_and_torch_registrations_are_passed_over(tmp_path: Path) -> None:
     assert result.report["registrations"] == []
     codemod(tmp_path, "ops.py")
     assert (tmp_path / "ops.py").read_bytes() == before
+
+
+# -- 15. a base reached through a module-level alias (ABC = abc.ABC) is followed -----------------
+
+ADD = """
+import abc
+
+import jax
+
+ABC = abc.ABC
+
+
+class AddBase(ABC):
+    @abc.abstractmethod
+    def add(self, a, b):
+        ...
+
+
+@jax.tree_util.register_pytree_node_class
+class AddModular(AddBase):
+    def __init__(self, moduli):
+        self.moduli = moduli
+
+    def add(self, a, b):
+        return (a + b) % self.moduli
+
+    def tree_flatten(self):
+        return (self.moduli,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+
+def test_a_base_through_an_alias_of_an_import_is_followed(tmp_path: Path) -> None:
+    write(tmp_path, {"add.py": ADD})
+    result = codemod(tmp_path, "--report", "json", "add.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry["reason"]
+    module = load(tmp_path / "add.py")
+    assert jax.tree_util.tree_leaves(module.AddModular(7)) == [7]
+    assert module.AddModular(7).add(5, 4) == 2
+
+
+def test_an_alias_bound_twice_is_not_followed(tmp_path: Path) -> None:
+    write(tmp_path, {"add.py": ADD.replace("ABC = abc.ABC\n", "ABC = abc.ABC\nABC = object\n")})
+    result = codemod(tmp_path, "--check", "--report", "json", "add.py")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK115")
+
+
+def test_a_base_through_an_alias_in_another_module_is_followed(tmp_path: Path) -> None:
+    misc = "class Finalizable:\n    def __init__(self):\n        self.done = False\n"
+    user = (
+        "import jax\nfrom pkg import utils\n\n\n@jax.tree_util.register_pytree_node_class\n"
+        "class Loss(utils.Finalizable):\n    def __init__(self, w):\n        self.w = w\n\n"
+        "    def tree_flatten(self):\n        return (self.w,), None\n\n    @classmethod\n"
+        "    def tree_unflatten(cls, aux, children):\n        return cls(*children)\n"
+    )
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/misc.py": misc,
+        "pkg/utils/__init__.py": "from pkg import misc\n\nFinalizable = misc.Finalizable\n",
+        "pkg/loss.py": user,
+    }
+    write(tmp_path, files)
+    result = codemod(tmp_path, "--check", "--report", "json", "pkg")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry["reason"]
+    codemod(tmp_path, "pkg")
+    code = "import jax, pkg.loss; assert jax.tree_util.tree_leaves(pkg.loss.Loss(3)) == [3]"
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
+
+
+def test_a_base_in_a_module_not_compiling_is_named_as_such(tmp_path: Path) -> None:
+    base = "type Alias = int\n\n\nclass Base:\n    pass\n"
+    user = CLASS_A.replace("class A:", "class A(Base):").replace(
+        "from jax.tree_util", "from base import Base\nfrom jax.tree_util"
+    )
+    write(tmp_path, {"base.py": base, "mod.py": user})
+    if sys.version_info >= (3, 12):
+        pytest.skip("the type statement compiles on this Python")
+    result = codemod(tmp_path, "--check", "--report", "json", "base.py", "mod.py")
+    [entry] = result.report["registrations"]
+    assert entry["code"] == "PTK115"
+    assert "base Base of A is in base.py, which the codemod could not read" in entry["reason"]

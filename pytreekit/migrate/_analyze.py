@@ -717,8 +717,8 @@ class _ClassReading:
                     continue
                 raise Refusal(
                     "PTK115",
-                    f"base {written} of {ancestor.name} is not in the scanned files (its "
-                    f"__init__ cannot be followed)",
+                    f"base {written} of {ancestor.name} is {_where_base(self.project, qualified)} "
+                    f"(its __init__ cannot be followed)",
                     next(
                         (b.value for b in ancestor.node.bases if code(b.value, 1_000) == written),
                         None,
@@ -1198,6 +1198,14 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
         _registered_once(info, registration, self.counts[info], self.unknown)
         return info
+
+
+def _where_base(project: Project, qualified: str | None) -> str:
+    """Why a base is not followed: where it is, if a scanned module that was not read holds it."""
+    holder = project.module_named((qualified or "").rpartition(".")[0])
+    if holder is not None and project.parse(holder) is None and holder.error is not None:
+        return f"in {holder.display}, which the codemod could not read ({holder.error})"
+    return "not in the scanned files"
 
 
 def _used_as_value(registration: Registration) -> Refusal:

@@ -503,7 +503,7 @@ class _Interpreter:
             return self._enter(frame, found, args, bases[0])
         else:
             return None
-        neutral = [q for q, _ in frame.owner.bases if q not in self.project.classes]
+        neutral = _unscanned_bases(self.project, frame.owner)
         if len(bases) > 1 or (bases and neutral and any(q not in NEUTRAL_BASES for q in neutral)):
             raise Refusal(
                 "PTK108",
@@ -731,3 +731,8 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
 
     node.visit(Finder())
     return names
+
+
+def _unscanned_bases(project: Project, info: ClassInfo) -> list[str | None]:
+    """The bases of ``info`` that are no scanned class (through an alias too)."""
+    return [q for q, _ in info.bases if project.lookup(info.module, q) is None]

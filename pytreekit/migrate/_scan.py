@@ -161,6 +161,8 @@ class Module:
     # ``try``/``if``, or a def or assignment of the same name): local name -> why
     conditional: dict[str, str] = field(default_factory=dict)
     star_imports: list[str] = field(default_factory=list)  # from X import *: the X
+    # a module-level ``ABC = abc.ABC``, bound once: local name -> the qualified name it binds
+    aliases: dict[str, str] = field(default_factory=dict)
     # a registration API bound by a module-level assignment (``register = jtu.register_...``):
     # local name -> (the API, the assignment as written)
     api_aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -189,6 +191,8 @@ class Module:
             base = self.names[head]
         elif head in self.classes or head in self.functions or head in self.lambdas:
             base = f"{self.name}.{head}"
+        elif head in self.aliases:
+            base = self.aliases[head]
         elif hasattr(builtins, head):
             base = f"builtins.{head}"
         else:
@@ -288,6 +292,7 @@ class Project:
     modules: list[Module]
     classes: dict[str, ClassInfo]  # qualified name -> class
     _registered: frozenset[str] | None = None
+    _by_name: dict[str, Module | None] | None = None
     # qualified names two scanned files define (two top-level ``util.py`` under different roots):
     # an import of one cannot say which file it means
     ambiguous: set[str] = field(default_factory=set)
@@ -335,7 +340,25 @@ class Project:
             return module.classes[name]
         if qualname in self.ambiguous:
             return None
-        return self.classes.get(qualname)
+        found = self.classes.get(qualname)
+        for _ in range(8):  # ``Finalizable = misc.Finalizable`` in another module, followed
+            if found is not None:
+                break
+            holder = self.module_named(owner)
+            if holder is None or self.parse(holder) is None or name not in holder.aliases:
+                break
+            qualname = holder.aliases[name]
+            owner, _, name = qualname.rpartition(".")
+            found = None if qualname in self.ambiguous else self.classes.get(qualname)
+        return found
+
+    def module_named(self, name: str) -> Module | None:
+        """The one scanned module of that dotted name (None: none, or two files)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for module in self.modules:
+                self._by_name[module.name] = None if module.name in self._by_name else module
+        return self._by_name.get(name)
 
     @property
     def registrations(self) -> list[Registration]:
@@ -490,7 +513,8 @@ def _related(project: Project) -> re.Pattern[str] | None:
     module also defines are not followed."""
     registered = {r.target for r in project.registrations if r.target is not None}
     relevant: dict[str, ClassInfo] = {}
-    for info in project.classes.values():
+    # a copy: following a base through an alias may parse (and index) another module
+    for info in list(project.classes.values()):
         chain = project.mro(info)
         if any(ancestor.qualname in registered for ancestor in chain):
             relevant.update((ancestor.qualname, ancestor) for ancestor in chain)
@@ -648,6 +672,7 @@ def _index(module: Module) -> None:
         for statement in module.tree.body:
             if isinstance(statement, cst.SimpleStatementLine):
                 statement.visit(imports)
+    _aliases(module)
     for info in module.classes.values():
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
@@ -792,6 +817,43 @@ def _rebound(module: Module) -> None:
     module.tree.visit(Bindings())
     for name in bound & set(module.names):
         module.conditional.setdefault(name, "also bound by a def or an assignment of this module")
+
+
+def _aliases(module: Module) -> None:
+    """Module-level ``ABC = abc.ABC`` or ``Finalizable = misc.Finalizable``, the name bound
+    nowhere else in the module: the name qualifies as what it is bound to (a registration API
+    so bound is not followed: ``_api_aliases`` reports its registrations)."""
+    assert module.tree is not None
+    for statement in module.tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, (cst.Name, cst.Attribute))
+            ):
+                continue
+            name = small.targets[0].target.value
+            if name in module.names or name in module.classes or name in module.functions:
+                continue
+            qualified = module.qualify(small.value)
+            if qualified is None or qualified in _API_NAMES or not _bound_once(module, name):
+                continue
+            module.aliases[name] = qualified
+
+
+def _bound_once(module: Module, name: str) -> bool:
+    """Whether the module's text binds ``name`` once (an assignment, a def, a class, an import
+    ``as``, a ``global``, a loop or ``with`` target: any of them a second time). A keyword
+    argument of that name counts too (the cheap, conservative side)."""
+    word = re.escape(name)
+    binding = re.compile(
+        rf"\b{word}\s*(?::[^=\r\n]*)?=(?!=)|\b(?:def|class|global|nonlocal|as|for)\s+{word}\b"
+        rf"|\b{word}\s*:=|\b{word}\s*[-+*/%&|^@<>]+="
+    )
+    return len(binding.findall(module.source)) == 1
 
 
 def _api_aliases(module: Module) -> None:
