@@ -877,3 +877,32 @@ def test_a_base_in_a_module_not_compiling_is_named_as_such(tmp_path: Path) -> No
     [entry] = result.report["registrations"]
     assert entry["code"] == "PTK115"
     assert "base Base of A is in base.py, which the codemod could not read" in entry["reason"]
+
+
+# -- 16. a link given on the command line is a place given, not its target -------------------------
+
+
+@pytest.mark.parametrize("kind", ["file", "directory", "inside"])
+def test_a_link_to_outside_is_not_followed_wherever_it_is(kind: str, tmp_path: Path) -> None:
+    write(tmp_path / "elsewhere", {"outside.py": CLASS_A})
+    (tmp_path / "given").mkdir()
+    if kind == "file":
+        os.symlink("../elsewhere/outside.py", tmp_path / "given" / "link.py")
+        given, shown = "given/link.py", "given/link.py"
+    elif kind == "directory":
+        os.symlink("../elsewhere", tmp_path / "given" / "link")
+        given, shown = "given/link", "given/link"
+    else:  # a directory link inside a given directory
+        os.symlink("../elsewhere", tmp_path / "given" / "link")
+        given, shown = "given", "given/link"
+    before = (tmp_path / "elsewhere" / "outside.py").read_bytes()
+    report = codemod(tmp_path, "--report", "json", given).report
+    assert (tmp_path / "elsewhere" / "outside.py").read_bytes() == before
+    [skipped] = report["skipped_files"]
+    assert skipped["file"] == shown
+    assert "outside the given paths: not" in skipped["reason"]
+    assert report["registrations"] == []
+    # given the target too, it is rewritten once, by its own path
+    report = codemod(tmp_path, "--report", "json", given, "elsewhere").report
+    assert report["skipped_files"] == []
+    assert [e["file"] for e in report["registrations"]] == ["elsewhere/outside.py"]

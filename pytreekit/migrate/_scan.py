@@ -406,8 +406,16 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
     an ``exclude`` glob matches: a file or directory name, or a path below the working
     directory, as ruff's ``--extend-exclude`` reads them), sorted."""
     found: set[Path] = set()
-    roots = [path.resolve() for path in paths]
+    # a link given is a place given, not its target's: the codemod writes through no link to a
+    # place it was not given
+    roots = [
+        path.parent.resolve() / path.name if path.is_symlink() else path.resolve() for path in paths
+    ]
     for path in paths:
+        if path.is_symlink() and path.is_dir():
+            if not _inside(path.resolve(), roots) and not excluded(path, exclude):
+                found.add(path.absolute())  # skipped by _read, named
+            continue
         if not path.is_dir():  # a file, or what _read skips (a FIFO, a socket, a device)
             if not excluded(path, exclude):
                 found.add(_known_as(path, roots))
@@ -420,6 +428,13 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
                 and name != "__pycache__"
                 and not (Path(directory, name) / "pyvenv.cfg").exists()
                 and not excluded(Path(directory, name), exclude)
+            )
+            # os.walk does not follow a directory link: one to outside is named as skipped
+            found.update(
+                Path(directory, name).absolute()
+                for name in subdirectories
+                if Path(directory, name).is_symlink()
+                and not _inside(Path(directory, name).resolve(), roots)
             )
             found.update(
                 _known_as(Path(directory, name), roots)
@@ -434,8 +449,11 @@ def _known_as(path: Path, roots: Sequence[Path]) -> Path:
     is skipped (a dangling link, a link to a device or to a file outside the given paths) by
     its own name, as it was found."""
     resolved = path.resolve()
-    inside = any(root == resolved or root in resolved.parents for root in roots)
-    return resolved if resolved.is_file() and inside else path.absolute()
+    return resolved if resolved.is_file() and _inside(resolved, roots) else path.absolute()
+
+
+def _inside(resolved: Path, roots: Sequence[Path]) -> bool:
+    return any(root == resolved or root in resolved.parents for root in roots)
 
 
 def excluded(path: Path, patterns: Sequence[str]) -> bool:
@@ -581,6 +599,12 @@ def _regular_bytes(module: Module) -> bytes | None:
     try:
         if path.is_symlink() and not path.exists():
             module.skipped = f"a dangling symbolic link (to {os.readlink(path)})"
+            return None
+        if path.is_symlink() and path.resolve().is_dir():
+            module.skipped = (
+                f"a symbolic link to the directory {path.resolve()}, outside the given paths: "
+                f"not followed (give that path to rewrite its files)"
+            )
             return None
         if path.is_symlink() and path.resolve().is_file():
             # python_files resolved every other link: the user did not give the target's place
