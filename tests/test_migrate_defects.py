@@ -906,3 +906,15 @@ def test_a_link_to_outside_is_not_followed_wherever_it_is(kind: str, tmp_path: P
     report = codemod(tmp_path, "--report", "json", given, "elsewhere").report
     assert report["skipped_files"] == []
     assert [e["file"] for e in report["registrations"]] == ["elsewhere/outside.py"]
+
+
+def test_a_registration_of_cls_in_a_class_body_spares_unrelated_classes(tmp_path: Path) -> None:
+    base = (
+        "\n\nclass Node:\n    def __init_subclass__(cls, **kwargs):\n"
+        "        super().__init_subclass__(**kwargs)\n"
+        "        register_pytree_node_class(cls)\n\n\nDEFAULT = A(1.0)\n"
+    )
+    write(tmp_path, {"mod.py": CLASS_A + base})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "rewritten", "cls": "left"}

@@ -1137,6 +1137,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         static = carried.static
         leaves = tuple(name for name in order if name not in static)
         self._check_statics(info, carried, symbolic, fields)
+        _not_registered_elsewhere(self.project, info, registration, self.unknown)
         return self._describe(
             info,
             registration,
@@ -1196,7 +1197,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             raise Refusal("PTK103", _not_found(self.project, registration), registration.node)
         if "*" in registration.args:
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
-        _registered_once(info, registration, self.counts[info], self.unknown)
+        _registered_once(registration, self.counts[info])
         return info
 
 
@@ -1206,6 +1207,9 @@ def _where_base(project: Project, qualified: str | None) -> str:
     if holder is not None and project.parse(holder) is None and holder.error is not None:
         return f"in {holder.display}, which the codemod could not read ({holder.error})"
     return "not in the scanned files"
+
+
+_OWN_CLASS = frozenset({"cls", "self.__class__", "type(self)", "klass", "subclass"})
 
 
 def _used_as_value(registration: Registration) -> Refusal:
@@ -1218,17 +1222,20 @@ def _used_as_value(registration: Registration) -> Refusal:
     )
 
 
-def _registered_once(
-    info: ClassInfo, registration: Registration, count: int, unknown: list[Registration]
-) -> None:
-    """Refuse (PTK110) a class registered more than once, or that a registration the codemod
-    cannot tie to a class may register again."""
+def _registered_once(registration: Registration, count: int) -> None:
     if count > 1:
         raise Refusal(
             "PTK110",
             f"{registration.target_text} is registered {count} times in the scanned files",
         )
-    other = _unknown_registration(info, unknown)
+
+
+def _not_registered_elsewhere(
+    project: Project, info: ClassInfo, registration: Registration, unknown: list[Registration]
+) -> None:
+    """Refuse (PTK110) a class that a registration the codemod cannot tie to a class may
+    register again (checked last: a class left for a surer reason is reported with that)."""
+    other = _unknown_registration(project, info, unknown)
     if other is not None:
         raise Refusal(
             "PTK110",
@@ -1239,12 +1246,19 @@ def _registered_once(
         )
 
 
-def _unknown_registration(info: ClassInfo, unknown: list[Registration]) -> Registration | None:
+def _unknown_registration(
+    project: Project, info: ClassInfo, unknown: list[Registration]
+) -> Registration | None:
     """Of ``unknown``, the registrations whose class the codemod cannot name (``for c in (A,):
     api(c)``, ``map(api, CLASSES)``), one in a module that names ``info`` outside its class
-    statement and its own registrations: it may register ``info`` a second time."""
+    statement and its own registrations: it may register ``info`` a second time. One of
+    ``cls`` or ``self.__class__`` in a class's body registers that class's hierarchy only."""
     for registration in unknown:
         module = registration.module
+        if registration.target_text in _OWN_CLASS and registration.within:
+            owner = project.lookup(module, registration.within)
+            if owner is not None and owner not in project.mro(info):
+                continue
         if info.name not in module.words():
             continue
         if module is not info.module:

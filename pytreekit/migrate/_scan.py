@@ -89,6 +89,7 @@ class Registration:
     named: str | None = None
     # why the API's name may not be JAX's (a star import, a re-export): "" when it resolves
     unresolved: str = ""
+    within: str = ""  # the top-level class whose body holds it (qualified), if one does
 
 
 @dataclass(eq=False, repr=False)
@@ -1142,6 +1143,8 @@ class _Registrations(cst.CSTVisitor):
             self.module, api, form, node, anchor, target, target_text, args, place
         )
         registration.unresolved = _unresolved(self.module, node)
+        if isinstance(self.top, cst.ClassDef) and form != "decorator":
+            registration.within = f"{self.module.name}.{self.top.name.value}"
         if place.startswith("inside function") and self.scopes[0].startswith("inside function"):
             registration.helper = f"{self.module.name}.{self.function}"
         assert self.top is not None
