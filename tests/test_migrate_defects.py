@@ -918,3 +918,15 @@ def test_a_registration_of_cls_in_a_class_body_spares_unrelated_classes(tmp_path
     result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
     verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
     assert verdicts == {"A": "rewritten", "cls": "left"}
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r", "\r\n"])
+def test_a_subclass_in_a_cr_only_module_is_seen(ending: str, tmp_path: Path) -> None:
+    # an unregistered subclass: pytreekit would make it a pytree too, so the base is not
+    # rewritten in the default mode, whatever the subclass module's line endings
+    write(tmp_path, {"base.py": CLASS_A})
+    sub = "from base import A\n\n\nclass Sub(A):\n    pass\n"
+    (tmp_path / "sub.py").write_bytes(sub.replace("\n", ending).encode())
+    result = codemod(tmp_path, "--check", "--report", "json", "base.py", "sub.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "unsafe", entry["reason"]

@@ -551,13 +551,14 @@ def _related(project: Project) -> re.Pattern[str] | None:
             target = expression.func if isinstance(expression, cst.Call) else expression
             decorators.add(_code(target).rpartition(".")[2])
     parts = []
+    start = _LINE_START
     if bases:
-        parts.append(rf"^[ \t]*class[ \t]+(?:{'|'.join(map(re.escape, sorted(bases)))})\b")
+        parts.append(rf"{start}class[ \t]+(?:{'|'.join(map(re.escape, sorted(bases)))})\b")
     if names:
         joined = "|".join(map(re.escape, sorted(names)))
-        parts.append(rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
+        parts.append(rf"{start}class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
     if decorators:
-        parts.append(rf"^[ \t]*def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
+        parts.append(rf"{start}def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
     return re.compile("|".join(parts), re.MULTILINE) if parts else None
 
 
@@ -641,6 +642,9 @@ def _kind(mode: int) -> str:
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+# A line's start, with MULTILINE: after a "\r" too (a file of "\r" endings), its indentation
+# with a form feed too (a page break may open a line).
+_LINE_START = r"(?:^|(?<=\r))[ \t\f]*"
 # An import statement inside a block (a function, an if): the whole tree is walked for imports.
 # ``^`` alone would miss the lines of a file whose lines end with ``\r`` only.
 _NESTED_IMPORT = re.compile(r"(?:^|(?<=\r))[ \t\f]+(import|from)[ \t]", re.MULTILINE)
