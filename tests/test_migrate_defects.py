@@ -930,3 +930,25 @@ def test_a_subclass_in_a_cr_only_module_is_seen(ending: str, tmp_path: Path) -> 
     result = codemod(tmp_path, "--check", "--report", "json", "base.py", "sub.py")
     [entry] = result.report["registrations"]
     assert entry["verdict"] == "unsafe", entry["reason"]
+
+
+def test_a_loop_registration_inside_a_function_leaves_the_classes_it_names(
+    tmp_path: Path,
+) -> None:
+    second = (
+        "\n\ndef register_all():\n    for cls in (A,):\n        register_pytree_node_class(cls)\n"
+    )
+    write(tmp_path, {"mod.py": CLASS_A + second})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [first, *_] = result.report["registrations"]
+    assert (first["class"], first["verdict"], first["code"]) == ("A", "left", "PTK110")
+
+
+def test_a_helper_given_its_class_as_a_parameter_is_followed_as_before(tmp_path: Path) -> None:
+    helper = (
+        "\n\ndef register(klass):\n    return register_pytree_node_class(klass)\n\n\nX = A(1.0)\n"
+    )
+    write(tmp_path, {"mod.py": CLASS_A + helper})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "rewritten", "klass": "left"}

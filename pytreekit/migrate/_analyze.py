@@ -967,7 +967,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
                 counts[info] = counts.get(info, 0) + 1
         self.counts = counts
         # a helper's registration (``def register(cls)``) is followed to its classes
-        self.unknown = [r for r in project.registrations if r.named is None and not r.helper]
+        self.unknown = [r for r in project.registrations if r.named is None and _unknown(r)]
         self.path_reader = _path_reader(project)
 
     def outcome(self, registration: Registration) -> Outcome:
@@ -1220,6 +1220,19 @@ def _used_as_value(registration: Registration) -> Refusal:
         f"classes it registers",
         registration.node,
     )
+
+
+def _unknown(registration: Registration) -> bool:
+    """Whether a registration naming no class is of one the codemod cannot name: not a helper's
+    (``def register(cls): api(cls)``, followed to the classes it is given)."""
+    if not registration.helper or registration.form == "value":
+        return True
+    function = registration.module.functions.get(registration.helper.rpartition(".")[2])
+    if function is None:
+        return True
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return registration.target_text not in {param.name.value for param in every}
 
 
 def _registered_once(registration: Registration, count: int) -> None:
