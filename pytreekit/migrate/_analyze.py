@@ -1224,7 +1224,10 @@ def _used_as_value(registration: Registration) -> Refusal:
 
 def _unknown(registration: Registration) -> bool:
     """Whether a registration naming no class is of one the codemod cannot name: not a helper's
-    (``def register(cls): api(cls)``, followed to the classes it is given)."""
+    (``def register(cls): api(cls)``, followed to the classes it is given), nor a decorator's
+    (it registers the class it decorates, one defined in a function)."""
+    if registration.form == "decorator":
+        return False
     if not registration.helper or registration.form == "value":
         return True
     function = registration.module.functions.get(registration.helper.rpartition(".")[2])
