@@ -1281,10 +1281,8 @@ def _unknown_registration(
             return registration
         own = {r.anchor for r in module.registrations if r.named == info.qualname}
         assert module.tree is not None
-        for statement, text in zip(module.tree.body, module.statement_texts(), strict=True):
-            if statement is info.node or statement in own:
-                continue
-            if re.search(rf"\b{re.escape(info.name)}\b", text):
+        for statement, words in zip(module.tree.body, module.statement_words(), strict=True):
+            if info.name in words and statement is not info.node and statement not in own:
                 return registration
     return None
 

@@ -174,6 +174,8 @@ class Module:
     candidate: bool = False
     _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
     _words: frozenset[str] | None = None
+    _texts: list[str] | None = None
+    _statement_words: list[frozenset[str]] | None = None
 
     @property
     def package(self) -> str:
@@ -236,6 +238,12 @@ class Module:
             self._words = frozenset(_WORD.findall(self.source))
         return self._words
 
+    def statement_words(self) -> list[frozenset[str]]:
+        """The identifier-like words of each top-level statement's text (``statement_texts``)."""
+        if self._statement_words is None:
+            self._statement_words = [frozenset(_WORD.findall(t)) for t in self.statement_texts()]
+        return self._statement_words
+
     def statement_lines(self) -> list[int]:
         """The line each top-level statement starts on, its leading blank lines and comments
         included. Python's own parser (``ast``, in C) gives the lines far faster than LibCST's
@@ -268,12 +276,12 @@ class Module:
 
     def statement_texts(self) -> list[str]:
         """The source of each top-level statement, its leading lines included."""
-        starts = self.statement_lines()
-        if not starts:  # only comments and blank lines
-            return []
-        lines = physical_lines(self.source)
-        ends = [*starts[1:], len(lines) + 1]
-        return ["".join(lines[a - 1 : b - 1]) for a, b in zip(starts, ends, strict=True)]
+        if self._texts is None:
+            starts = self.statement_lines()
+            lines = physical_lines(self.source)
+            ends = [*starts[1:], len(lines) + 1][: len(starts)]  # no statement: no text
+            self._texts = ["".join(lines[a - 1 : b - 1]) for a, b in zip(starts, ends, strict=True)]
+        return self._texts
 
 
 def physical_lines(text: str) -> list[str]:
