@@ -952,3 +952,16 @@ def test_a_helper_given_its_class_as_a_parameter_is_followed_as_before(tmp_path:
     result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
     verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
     assert verdicts == {"A": "rewritten", "klass": "left"}
+
+
+def test_a_class_inheriting_an_unread_init_is_not_said_to_have_none(tmp_path: Path) -> None:
+    base = "type Alias = int\n\n\nclass Base:\n    def __init__(self, x):\n        self.x = x\n"
+    sub = CLASS_A.replace("class A:", "class A(Base):").replace(
+        "from jax.tree_util", "from base import Base\nfrom jax.tree_util"
+    )
+    sub = sub.replace("    def __init__(self, x):\n        self.x = x\n\n", "")
+    write(tmp_path, {"base.py": base, "mod.py": sub})
+    if sys.version_info >= (3, 12):
+        pytest.skip("the type statement compiles on this Python")
+    out = codemod(tmp_path, "--check", "base.py", "mod.py").out
+    assert "A has no __init__ the codemod can read" in " ".join(out.split())

@@ -211,7 +211,9 @@ class Fields:
         if self.init is None:
             if positional or keywords:
                 raise Refusal(
-                    "PTK107", f"unflatten passes arguments, but {self.info.name} has no __init__"
+                    "PTK107",
+                    f"unflatten passes arguments, but {self.info.name} has no __init__ the "
+                    f"codemod can read (its own, or a scanned base's)",
                 )
             return InitRun()
         owner, parameters, method = self.init
