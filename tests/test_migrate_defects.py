@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jax
 import pytest
 from conftest import require
 
@@ -507,3 +508,460 @@ def test_an_import_only_the_deleted_code_used_still_goes(tmp_path: Path) -> None
     codemod(tmp_path, "src.py", "user.py")
     assert "import jax" not in (tmp_path / "src.py").read_text()
     load(tmp_path / "user.py")
+
+
+# -- 10. lines are counted as Python counts them (a form feed or U+2028 is not a line break) ----
+
+# a page break or a line separator in the text, above the registrations
+BREAKS = {
+    "form_feed": "\x0c",
+    "vertical_tab": "\x0b",
+    "next_line": "\x85",
+    "line_separator": "\u2028",
+    "paragraph_separator": "\u2029",
+}
+SUPPRESSED_AGAIN = (
+    "import contextlib\n\nwith contextlib.suppress(ValueError):\n"
+    "    register_pytree_node_class(A)\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(BREAKS))
+def test_a_second_registration_below_a_page_break_is_counted(name: str, tmp_path: Path) -> None:
+    # enough breaks that the second registration's statement would be read from A's body
+    head = f'"""Models.{BREAKS[name] * 20}See the paper."""\n'
+    source = head + CLASS_A + "\n\n" + SUPPRESSED_AGAIN + "\nDONE = True\n"
+    write(tmp_path, {"mod.py": source})
+    before = (tmp_path / "mod.py").read_bytes()
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", "mod.py")
+    assert (tmp_path / "mod.py").read_bytes() == before
+    codes = sorted(entry["code"] for entry in result.report["registrations"])
+    assert codes == ["PTK102", "PTK110"]
+    load(tmp_path / "mod.py")
+
+
+@pytest.mark.parametrize("name", sorted(BREAKS))
+def test_noqa_is_read_from_its_own_line_below_a_page_break(name: str, tmp_path: Path) -> None:
+    head = f'"""Models.{BREAKS[name]}See the paper."""\n'
+    source = head + CLASS_A.replace("class A:", "class A:  # noqa: PTK")
+    write(tmp_path, {"mod.py": source})
+    before = (tmp_path / "mod.py").read_bytes()
+    result = codemod(tmp_path, "--report", "json", "mod.py")
+    assert (tmp_path / "mod.py").read_bytes() == before
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] != "rewritten"
+
+
+def test_every_registration_below_a_page_break_is_found(tmp_path: Path) -> None:
+    second = CLASS_A.split("\n\n\n", 1)[1].replace("A", "B")
+    page = "\n" + "\x0c" * 30 + "\n"  # one line to Python, 31 to str.splitlines
+    write(tmp_path, {"mod.py": CLASS_A + page + second + page + second.replace("B", "C")})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    assert sorted(entry["class"] for entry in result.report["registrations"]) == ["A", "B", "C"]
+
+
+def test_a_cr_only_file_keeps_the_import_a_left_class_uses(tmp_path: Path) -> None:
+    # B's registration is left (its flatten is not plain), so its decorator stays, and so must
+    # the import the decorator names
+    left = CLASS_A.split("\n\n\n", 1)[1].replace("A", "B").replace("(self.x,)", "(self.x + 1,)")
+    source = CLASS_A.lstrip("\n") + "\n\n" + left
+    (tmp_path / "mod.py").write_bytes(source.replace("\n", "\r").encode())
+    result = codemod(tmp_path, "--report", "json", "mod.py")
+    verdicts = sorted(entry["verdict"] for entry in result.report["registrations"])
+    assert verdicts == ["left", "rewritten"]
+    written = (tmp_path / "mod.py").read_bytes()
+    assert b"\n" not in written
+    assert b"from jax.tree_util import register_pytree_node_class\r" in written
+    load(tmp_path / "mod.py")
+
+
+def test_a_module_of_comments_only_is_no_failure(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": "# tree_util.register_pytree_node(A, f, g)\n"})
+    result = codemod(tmp_path, "--check", "mod.py")
+    assert result.code == 0, result.out + result.err
+    assert "0 failures" in result.out + result.err
+
+
+# -- 11. a registration the codemod cannot tie to a class keeps every class it may register -----
+
+HIDDEN_SECOND = {
+    "loop": "for cls in (A,):\n    jax.tree_util.register_pytree_node_class(cls)\n",
+    "alias": "register = jax.tree_util.register_pytree_node_class\nregister(A)\n",
+    "map": "CLASSES = [A]\nlist(map(jax.tree_util.register_pytree_node_class, CLASSES))\n",
+    "getattr": 'getattr(jax.tree_util, "register_pytree_node_class")(A)\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN_SECOND))
+def test_a_second_registration_not_tied_to_the_class_leaves_it(name: str, tmp_path: Path) -> None:
+    second = "import contextlib\n\nwith contextlib.suppress(ValueError):\n" + "".join(
+        f"    {line}\n" for line in HIDDEN_SECOND[name].splitlines()
+    )
+    write(tmp_path, {"mod.py": "import jax\n" + CLASS_A + "\n\n" + second})
+    load(tmp_path / "mod.py")
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", "mod.py")
+    [first, *_] = result.report["registrations"]
+    assert (first["class"], first["verdict"], first["code"]) == ("A", "left", "PTK110")
+    load(tmp_path / "mod.py")
+
+
+def test_a_registration_elsewhere_naming_no_class_of_the_module_leaves_it_alone(
+    tmp_path: Path,
+) -> None:
+    other = "import jax\n\nfor cls in ():\n    jax.tree_util.register_pytree_node_class(cls)\n"
+    write(tmp_path, {"mod.py": CLASS_A, "other.py": other})
+    result = codemod(tmp_path, "--report", "json", "mod.py", "other.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "rewritten", "cls": "left"}
+
+
+ALIASED = """
+import jax
+
+_pytree_base = jax.tree_util.register_pytree_node_class
+
+
+@_pytree_base
+class B:
+    def __init__(self, y):
+        self.y = y
+
+    def tree_flatten(self):
+        return (self.y,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+
+def test_a_registration_through_an_alias_by_assignment_is_reported(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": ALIASED})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [entry] = result.report["registrations"]
+    assert (entry["class"], entry["verdict"], entry["code"]) == ("B", "left", "PTK102")
+    assert "bound by an assignment" in entry["reason"]
+    assert "_pytree_base" in entry["reason"]
+    assert result.code == 1
+
+
+def test_unsafe_keeps_a_base_whose_subclass_is_registered_through_an_alias(
+    tmp_path: Path,
+) -> None:
+    sub = "\n\nregister = jax.tree_util.register_pytree_node_class\n\n\n@register\nclass Sub(A):\n"
+    sub += "    pass\n"
+    write(tmp_path, {"mod.py": "import jax\n" + CLASS_A + sub})
+    result = codemod(tmp_path, "--unsafe", "--report", "json", "mod.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "left", "Sub": "left"}
+    module = load(tmp_path / "mod.py")
+    assert jax.tree_util.tree_leaves(module.Sub(2.0)) == [2.0]
+
+
+# -- 12. a function another module reaches through its module object is kept --------------------
+
+OPS = """
+import jax.tree_util as jtu
+
+
+class Dense:
+    def __init__(self, array):
+        self.array = array
+
+
+def dense_flatten(dense):
+    return (dense.array,), None
+
+
+def dense_unflatten(aux_data, children):
+    return Dense(children[0])
+
+
+jtu.register_pytree_node(Dense, dense_flatten, dense_unflatten)
+"""
+THROUGH_MODULE = {
+    "from_package": "from pkg import ops\n\nDENSE = ops.dense_unflatten(None, (1,))\n",
+    "aliased": "import pkg.ops as ops\n\nDENSE = ops.dense_unflatten(None, (1,))\n",
+    "dotted": "import pkg.ops\n\nDENSE = pkg.ops.dense_unflatten(None, (1,))\n",
+    "relative": "from . import ops\n\nDENSE = ops.dense_unflatten(None, (1,))\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(THROUGH_MODULE))
+def test_a_function_used_through_its_module_object_is_kept(name: str, tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": OPS, "pkg/user.py": THROUGH_MODULE[name]})
+    result = codemod(tmp_path, "--report", "json", "pkg")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten"
+    assert "def dense_unflatten" in (tmp_path / "pkg" / "ops.py").read_text()
+    code = "import pkg.user; assert pkg.user.DENSE.array == 1"
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
+
+
+# -- 13. an unhashable static value is seen in a tuple, and in cls(...) / type(self)(...) -------
+
+SENSORS = """
+from jax.tree_util import register_pytree_node_class
+
+
+@register_pytree_node_class
+class Sensors:
+    def __init__(self, positions, dt):
+        self.positions = positions
+        self.dt = dt
+
+    def tree_flatten(self):
+        return (self.dt,), (self.positions,)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        (positions,) = aux
+        return cls(positions, *children)
+"""
+BUILDS = {
+    "tuple": "\n\nNONE = Sensors(positions=([], []), dt=1.0)\n",
+    "nested_tuple": "\n\nNONE = Sensors(((1, [2]),), 1.0)\n",
+    "cls": "\n    @classmethod\n    def empty(cls):\n        return cls(positions=[], dt=1.0)\n",
+    "type_self": (
+        "\n    def moved(self):\n        return type(self)([p for p in self.positions], self.dt)\n"
+    ),
+    "dunder_class": (
+        "\n    def copy(self):\n        return self.__class__(list(self.positions), self.dt)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDS))
+def test_an_unhashable_static_value_is_refused(name: str, tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": SENSORS + BUILDS[name]})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK114"), entry["reason"]
+    assert entry["reason"].startswith("static positions gets ")
+
+
+def test_a_hashable_tuple_static_value_is_still_rewritten(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": SENSORS + "\n\nSOME = Sensors(positions=((1, 2), ()), dt=1.0)\n"})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten"
+
+
+# -- 14. optree's and torch's registrations are not JAX's: passed over -----------------------------
+
+FOREIGN = """
+import optree
+import torch.utils._pytree as pytree
+from optree import register_pytree_node_class
+
+
+@register_pytree_node_class(namespace="ops")
+class Op:
+    def __init__(self, x):
+        self.x = x
+
+    def tree_flatten(self):
+        return (self.x,), None, None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+
+class Other:
+    def __init__(self, y):
+        self.y = y
+
+
+pytree.register_pytree_node(Other, lambda o: ([o.y], None), lambda c, a: Other(*c))
+optree.register_pytree_node(Other, lambda o: ((o.y,), None), lambda a, c: Other(*c), namespace="o")
+"""
+
+
+def test_optree_and_torch_registrations_are_passed_over(tmp_path: Path) -> None:
+    write(tmp_path, {"ops.py": FOREIGN})
+    before = (tmp_path / "ops.py").read_bytes()
+    result = codemod(tmp_path, "--check", "--report", "json", "ops.py")
+    assert result.code == 0
+    assert result.report["registrations"] == []
+    codemod(tmp_path, "ops.py")
+    assert (tmp_path / "ops.py").read_bytes() == before
+
+
+# -- 15. a base reached through a module-level alias (ABC = abc.ABC) is followed -----------------
+
+ADD = """
+import abc
+
+import jax
+
+ABC = abc.ABC
+
+
+class AddBase(ABC):
+    @abc.abstractmethod
+    def add(self, a, b):
+        ...
+
+
+@jax.tree_util.register_pytree_node_class
+class AddModular(AddBase):
+    def __init__(self, moduli):
+        self.moduli = moduli
+
+    def add(self, a, b):
+        return (a + b) % self.moduli
+
+    def tree_flatten(self):
+        return (self.moduli,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+
+def test_a_base_through_an_alias_of_an_import_is_followed(tmp_path: Path) -> None:
+    write(tmp_path, {"add.py": ADD})
+    result = codemod(tmp_path, "--report", "json", "add.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry["reason"]
+    module = load(tmp_path / "add.py")
+    assert jax.tree_util.tree_leaves(module.AddModular(7)) == [7]
+    assert module.AddModular(7).add(5, 4) == 2
+
+
+def test_an_alias_bound_twice_is_not_followed(tmp_path: Path) -> None:
+    write(tmp_path, {"add.py": ADD.replace("ABC = abc.ABC\n", "ABC = abc.ABC\nABC = object\n")})
+    result = codemod(tmp_path, "--check", "--report", "json", "add.py")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK115")
+
+
+def test_a_base_through_an_alias_in_another_module_is_followed(tmp_path: Path) -> None:
+    misc = "class Finalizable:\n    def __init__(self):\n        self.done = False\n"
+    user = (
+        "import jax\nfrom pkg import utils\n\n\n@jax.tree_util.register_pytree_node_class\n"
+        "class Loss(utils.Finalizable):\n    def __init__(self, w):\n        self.w = w\n\n"
+        "    def tree_flatten(self):\n        return (self.w,), None\n\n    @classmethod\n"
+        "    def tree_unflatten(cls, aux, children):\n        return cls(*children)\n"
+    )
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/misc.py": misc,
+        "pkg/utils/__init__.py": "from pkg import misc\n\nFinalizable = misc.Finalizable\n",
+        "pkg/loss.py": user,
+    }
+    write(tmp_path, files)
+    result = codemod(tmp_path, "--check", "--report", "json", "pkg")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry["reason"]
+    codemod(tmp_path, "pkg")
+    code = "import jax, pkg.loss; assert jax.tree_util.tree_leaves(pkg.loss.Loss(3)) == [3]"
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
+
+
+def test_a_base_in_a_module_not_compiling_is_named_as_such(tmp_path: Path) -> None:
+    base = "type Alias = int\n\n\nclass Base:\n    pass\n"
+    user = CLASS_A.replace("class A:", "class A(Base):").replace(
+        "from jax.tree_util", "from base import Base\nfrom jax.tree_util"
+    )
+    write(tmp_path, {"base.py": base, "mod.py": user})
+    if sys.version_info >= (3, 12):
+        pytest.skip("the type statement compiles on this Python")
+    result = codemod(tmp_path, "--check", "--report", "json", "base.py", "mod.py")
+    [entry] = result.report["registrations"]
+    assert entry["code"] == "PTK115"
+    assert "base Base of A is in base.py, which the codemod could not read" in entry["reason"]
+
+
+# -- 16. a link given on the command line is a place given, not its target -------------------------
+
+
+@pytest.mark.parametrize("kind", ["file", "directory", "inside"])
+def test_a_link_to_outside_is_not_followed_wherever_it_is(kind: str, tmp_path: Path) -> None:
+    write(tmp_path / "elsewhere", {"outside.py": CLASS_A})
+    (tmp_path / "given").mkdir()
+    if kind == "file":
+        os.symlink("../elsewhere/outside.py", tmp_path / "given" / "link.py")
+        given, shown = "given/link.py", "given/link.py"
+    elif kind == "directory":
+        os.symlink("../elsewhere", tmp_path / "given" / "link")
+        given, shown = "given/link", "given/link"
+    else:  # a directory link inside a given directory
+        os.symlink("../elsewhere", tmp_path / "given" / "link")
+        given, shown = "given", "given/link"
+    before = (tmp_path / "elsewhere" / "outside.py").read_bytes()
+    report = codemod(tmp_path, "--report", "json", given).report
+    assert (tmp_path / "elsewhere" / "outside.py").read_bytes() == before
+    [skipped] = report["skipped_files"]
+    assert skipped["file"] == shown
+    assert "outside the given paths: not" in skipped["reason"]
+    assert report["registrations"] == []
+    # given the target too, it is rewritten once, by its own path
+    report = codemod(tmp_path, "--report", "json", given, "elsewhere").report
+    assert report["skipped_files"] == []
+    assert [e["file"] for e in report["registrations"]] == ["elsewhere/outside.py"]
+
+
+def test_a_registration_of_cls_in_a_class_body_spares_unrelated_classes(tmp_path: Path) -> None:
+    base = (
+        "\n\nclass Node:\n    def __init_subclass__(cls, **kwargs):\n"
+        "        super().__init_subclass__(**kwargs)\n"
+        "        register_pytree_node_class(cls)\n\n\nDEFAULT = A(1.0)\n"
+    )
+    write(tmp_path, {"mod.py": CLASS_A + base})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "rewritten", "cls": "left"}
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r", "\r\n"])
+def test_a_subclass_in_a_cr_only_module_is_seen(ending: str, tmp_path: Path) -> None:
+    # an unregistered subclass: pytreekit would make it a pytree too, so the base is not
+    # rewritten in the default mode, whatever the subclass module's line endings
+    write(tmp_path, {"base.py": CLASS_A})
+    sub = "from base import A\n\n\nclass Sub(A):\n    pass\n"
+    (tmp_path / "sub.py").write_bytes(sub.replace("\n", ending).encode())
+    result = codemod(tmp_path, "--check", "--report", "json", "base.py", "sub.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "unsafe", entry["reason"]
+
+
+def test_a_loop_registration_inside_a_function_leaves_the_classes_it_names(
+    tmp_path: Path,
+) -> None:
+    second = (
+        "\n\ndef register_all():\n    for cls in (A,):\n        register_pytree_node_class(cls)\n"
+    )
+    write(tmp_path, {"mod.py": CLASS_A + second})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    [first, *_] = result.report["registrations"]
+    assert (first["class"], first["verdict"], first["code"]) == ("A", "left", "PTK110")
+
+
+def test_a_helper_given_its_class_as_a_parameter_is_followed_as_before(tmp_path: Path) -> None:
+    helper = (
+        "\n\ndef register(klass):\n    return register_pytree_node_class(klass)\n\n\nX = A(1.0)\n"
+    )
+    write(tmp_path, {"mod.py": CLASS_A + helper})
+    result = codemod(tmp_path, "--check", "--report", "json", "mod.py")
+    verdicts = {entry["class"]: entry["verdict"] for entry in result.report["registrations"]}
+    assert verdicts == {"A": "rewritten", "klass": "left"}
+
+
+def test_a_class_inheriting_an_unread_init_is_not_said_to_have_none(tmp_path: Path) -> None:
+    base = "type Alias = int\n\n\nclass Base:\n    def __init__(self, x):\n        self.x = x\n"
+    sub = CLASS_A.replace("class A:", "class A(Base):").replace(
+        "from jax.tree_util", "from base import Base\nfrom jax.tree_util"
+    )
+    sub = sub.replace("    def __init__(self, x):\n        self.x = x\n\n", "")
+    write(tmp_path, {"base.py": base, "mod.py": sub})
+    if sys.version_info >= (3, 12):
+        pytest.skip("the type statement compiles on this Python")
+    out = codemod(tmp_path, "--check", "base.py", "mod.py").out
+    assert "A has no __init__ the codemod can read" in " ".join(out.split())

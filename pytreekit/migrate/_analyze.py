@@ -20,7 +20,7 @@ attributes. Everything else gets a code (``_codes``) and a reason naming the cul
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -37,6 +37,7 @@ from ._scan import (
     api_of,
     code,
     existing_comments,
+    physical_lines,
     suite_statements,
 )
 from ._values import (
@@ -141,7 +142,7 @@ _NOQA = re.compile(r"#\s*noqa\s*:\s*(PTK\d{0,3}(?:\s*,\s*PTK\d{0,3})*)", re.IGNO
 def suppressions(registration: Registration) -> tuple[str, ...]:
     """The codes a ``# noqa: PTKnnn`` comment on the registration's lines names (``PTK`` alone:
     every code, and the rewrite too)."""
-    lines = registration.module.source.splitlines()
+    lines = physical_lines(registration.module.source)
     found: list[str] = []
     for number in {registration.line, registration.class_line}:
         if 0 < number <= len(lines):
@@ -411,6 +412,21 @@ class _InitProof:
     def _unhashable_arguments(
         self, info: ClassInfo, params: dict[str, str], fields: Fields
     ) -> None:
+        for module, call in self._constructions(info):
+            bound = fields.bind_syntax(call)
+            for attribute, param in params.items():
+                argument = bound.get(param)
+                if argument is not None and _unhashable(argument):
+                    raise Refusal(
+                        "PTK114",
+                        f"static {attribute} gets {code(argument)} in {module.name} "
+                        f"({code(call)}), which is unhashable",
+                    )
+
+    def _constructions(self, info: ClassInfo) -> Iterator[tuple[Module, cst.Call]]:
+        """The calls that build ``info`` in the scanned files: ``Name(...)`` wherever it is
+        reached, and ``cls(...)``, ``type(self)(...)``, ``self.__class__(...)`` in its body."""
+        yield from ((info.module, call) for call in _calls(info.node) if _builds_own(call))
         for module in self.project.modules:
             # cheap looks first: the name, then a call of it whose arguments could hold a list,
             # a dict or a set (what _unhashable finds); only then is the module parsed
@@ -422,17 +438,8 @@ class _InitProof:
             if tree is None:
                 continue
             for call in _calls(tree):
-                if module.qualify(call.func) != info.qualname:
-                    continue
-                bound = fields.bind_syntax(call)
-                for attribute, param in params.items():
-                    argument = bound.get(param)
-                    if argument is not None and _unhashable(argument):
-                        raise Refusal(
-                            "PTK114",
-                            f"static {attribute} gets {code(argument)} in {module.name} "
-                            f"({code(call)}), which is unhashable",
-                        )
+                if module.qualify(call.func) == info.qualname:
+                    yield module, call
 
 
 class _Description:
@@ -628,12 +635,22 @@ class _Description:
         if uses > 2:
             return True
         return any(
-            name in module.names and module.names[name] == f"{function.module.name}.{name}"
+            _reaches(module, function.module.name, name)
             for module in self.project.modules
             if module is not function.module
             and name in module.words()
             and self.project.parse(module) is not None
         )
+
+
+def _reaches(module: Module, owner: str, name: str) -> bool:
+    """Whether ``module``, which names ``name``, may use ``owner.name``: it imports the name, or
+    the module or a package above it (``ops.name``, ``pkg.ops.name``, ``getattr(ops, "name")``),
+    or all of it (``from ops import *``)."""
+    if module.names.get(name) == f"{owner}.{name}":
+        return True
+    bound = {*module.names.values(), *module.star_imports}
+    return any(owner == qualified or owner.startswith(f"{qualified}.") for qualified in bound)
 
 
 class _ClassReading:
@@ -700,8 +717,8 @@ class _ClassReading:
                     continue
                 raise Refusal(
                     "PTK115",
-                    f"base {written} of {ancestor.name} is not in the scanned files (its "
-                    f"__init__ cannot be followed)",
+                    f"base {written} of {ancestor.name} is {_where_base(self.project, qualified)} "
+                    f"(its __init__ cannot be followed)",
                     next(
                         (b.value for b in ancestor.node.bases if code(b.value, 1_000) == written),
                         None,
@@ -949,6 +966,8 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             if info is not None:
                 counts[info] = counts.get(info, 0) + 1
         self.counts = counts
+        # a helper's registration (``def register(cls)``) is followed to its classes
+        self.unknown = [r for r in project.registrations if r.named is None and _unknown(r)]
         self.path_reader = _path_reader(project)
 
     def outcome(self, registration: Registration) -> Outcome:
@@ -1118,6 +1137,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         static = carried.static
         leaves = tuple(name for name in order if name not in static)
         self._check_statics(info, carried, symbolic, fields)
+        _not_registered_elsewhere(self.project, info, registration, self.unknown)
         return self._describe(
             info,
             registration,
@@ -1129,6 +1149,8 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         )
 
     def _place(self, registration: Registration) -> ClassInfo:
+        if registration.form == "value":
+            raise _used_as_value(registration)
         if registration.place.startswith("under"):
             raise Refusal("PTK102", f"the registration is {registration.place}", registration.node)
         if registration.unresolved:
@@ -1175,13 +1197,94 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             raise Refusal("PTK103", _not_found(self.project, registration), registration.node)
         if "*" in registration.args:
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
-        if self.counts[info] > 1:
-            raise Refusal(
-                "PTK110",
-                f"{registration.target_text} is registered {self.counts[info]} times in the "
-                f"scanned files",
-            )
+        _registered_once(registration, self.counts[info])
         return info
+
+
+def _where_base(project: Project, qualified: str | None) -> str:
+    """Why a base is not followed: where it is, if a scanned module that was not read holds it."""
+    holder = project.module_named((qualified or "").rpartition(".")[0])
+    if holder is not None and project.parse(holder) is None and holder.error is not None:
+        return f"in {holder.display}, which the codemod could not read ({holder.error})"
+    return "not in the scanned files"
+
+
+_OWN_CLASS = frozenset({"cls", "self.__class__", "type(self)", "klass", "subclass"})
+
+
+def _used_as_value(registration: Registration) -> Refusal:
+    return Refusal(
+        "PTK102",
+        f"{registration.api} is used here other than by a call or a decorator "
+        f"({code(registration.anchor or registration.node)}): the codemod cannot tell which "
+        f"classes it registers",
+        registration.node,
+    )
+
+
+def _unknown(registration: Registration) -> bool:
+    """Whether a registration naming no class is of one the codemod cannot name: not a helper's
+    (``def register(cls): api(cls)``, followed to the classes it is given), nor a decorator's
+    (it registers the class it decorates, one defined in a function)."""
+    if registration.form == "decorator":
+        return False
+    if not registration.helper or registration.form == "value":
+        return True
+    function = registration.module.functions.get(registration.helper.rpartition(".")[2])
+    if function is None:
+        return True
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return registration.target_text not in {param.name.value for param in every}
+
+
+def _registered_once(registration: Registration, count: int) -> None:
+    if count > 1:
+        raise Refusal(
+            "PTK110",
+            f"{registration.target_text} is registered {count} times in the scanned files",
+        )
+
+
+def _not_registered_elsewhere(
+    project: Project, info: ClassInfo, registration: Registration, unknown: list[Registration]
+) -> None:
+    """Refuse (PTK110) a class that a registration the codemod cannot tie to a class may
+    register again (checked last: a class left for a surer reason is reported with that)."""
+    other = _unknown_registration(project, info, unknown)
+    if other is not None:
+        raise Refusal(
+            "PTK110",
+            f"{registration.target_text} may be registered again at "
+            f"{other.module.display}:{other.line} ({code(other.anchor or other.node)}), a "
+            f"registration the codemod cannot tie to a class, in a module that names "
+            f"{info.name}",
+        )
+
+
+def _unknown_registration(
+    project: Project, info: ClassInfo, unknown: list[Registration]
+) -> Registration | None:
+    """Of ``unknown``, the registrations whose class the codemod cannot name (``for c in (A,):
+    api(c)``, ``map(api, CLASSES)``), one in a module that names ``info`` outside its class
+    statement and its own registrations: it may register ``info`` a second time. One of
+    ``cls`` or ``self.__class__`` in a class's body registers that class's hierarchy only."""
+    for registration in unknown:
+        module = registration.module
+        if registration.target_text in _OWN_CLASS and registration.within:
+            owner = project.lookup(module, registration.within)
+            if owner is not None and owner not in project.mro(info):
+                continue
+        if info.name not in module.words():
+            continue
+        if module is not info.module:
+            return registration
+        own = {r.anchor for r in module.registrations if r.named == info.qualname}
+        assert module.tree is not None
+        for statement, words in zip(module.tree.body, module.statement_words(), strict=True):
+            if info.name in words and statement is not info.node and statement not in own:
+                return registration
+    return None
 
 
 def _registrar(registration: Registration) -> str:
@@ -1362,15 +1465,33 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
     return False
 
 
+def _builds_own(call: cst.Call) -> bool:
+    """``cls(...)``, ``type(self)(...)`` or ``self.__class__(...)``: in a class's body, a call
+    that builds the class (or a subclass, which shares its fields)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "cls"
+    if isinstance(func, cst.Attribute):
+        return func.attr.value == "__class__"
+    return (
+        isinstance(func, cst.Call)
+        and isinstance(func.func, cst.Name)
+        and func.func.value == "type"
+        and len(func.args) == 1
+    )
+
+
 def _unhashable(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
         return True
+    if isinstance(node, cst.Tuple):  # ``([], [])``: a tuple hashes its items
+        return any(_unhashable(element.value) for element in node.elements)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
         return node.func.value in ("list", "dict", "set")
     return False
 
 
-def _calls(tree: cst.Module) -> list[cst.Call]:
+def _calls(tree: cst.CSTNode) -> list[cst.Call]:
     found: list[cst.Call] = []
 
     class Calls(cst.CSTVisitor):

@@ -53,7 +53,8 @@ def unused_names(code: str, candidates: set[str]) -> set[str]:
     return {name for name in candidates if not re.search(rf"\b{re.escape(name)}\b", text)}
 
 
-_IMPORT_LINE = re.compile(r"^(import|from)[ \t][^\n]*$", re.MULTILINE)
+# A line ends at ``\n``, ``\r\n`` or ``\r`` (a file of ``\r`` endings is not one long line).
+_IMPORT_LINE = re.compile(r"(?:^|(?<=\r))(import|from)[ \t][^\r\n]*", re.MULTILINE)
 
 
 def remove_unused(module: cst.Module, unused: set[str]) -> cst.Module:

@@ -211,7 +211,9 @@ class Fields:
         if self.init is None:
             if positional or keywords:
                 raise Refusal(
-                    "PTK107", f"unflatten passes arguments, but {self.info.name} has no __init__"
+                    "PTK107",
+                    f"unflatten passes arguments, but {self.info.name} has no __init__ the "
+                    f"codemod can read (its own, or a scanned base's)",
                 )
             return InitRun()
         owner, parameters, method = self.init
@@ -503,7 +505,7 @@ class _Interpreter:
             return self._enter(frame, found, args, bases[0])
         else:
             return None
-        neutral = [q for q, _ in frame.owner.bases if q not in self.project.classes]
+        neutral = _unscanned_bases(self.project, frame.owner)
         if len(bases) > 1 or (bases and neutral and any(q not in NEUTRAL_BASES for q in neutral)):
             raise Refusal(
                 "PTK108",
@@ -731,3 +733,8 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
 
     node.visit(Finder())
     return names
+
+
+def _unscanned_bases(project: Project, info: ClassInfo) -> list[str | None]:
+    """The bases of ``info`` that are no scanned class (through an alias too)."""
+    return [q for q, _ in info.bases if project.lookup(info.module, q) is None]

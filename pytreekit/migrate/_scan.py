@@ -70,7 +70,7 @@ class Registration:
 
     module: Module
     api: str  # one of APIS
-    form: str  # "decorator" or "call"
+    form: str  # "decorator", "call", or "value" (the API used otherwise: ``map(api, ...)``)
     node: cst.CSTNode  # the Decorator, or the Call
     # Where a comment goes: the decorated ClassDef, or the statement holding the call.
     anchor: cst.ClassDef | cst.SimpleStatementLine | None
@@ -89,6 +89,7 @@ class Registration:
     named: str | None = None
     # why the API's name may not be JAX's (a star import, a re-export): "" when it resolves
     unresolved: str = ""
+    within: str = ""  # the top-level class whose body holds it (qualified), if one does
 
 
 @dataclass(eq=False, repr=False)
@@ -161,6 +162,11 @@ class Module:
     # ``try``/``if``, or a def or assignment of the same name): local name -> why
     conditional: dict[str, str] = field(default_factory=dict)
     star_imports: list[str] = field(default_factory=list)  # from X import *: the X
+    # a module-level ``ABC = abc.ABC``, bound once: local name -> the qualified name it binds
+    aliases: dict[str, str] = field(default_factory=dict)
+    # a registration API bound by a module-level assignment (``register = jtu.register_...``):
+    # local name -> (the API, the assignment as written)
+    api_aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
@@ -168,6 +174,8 @@ class Module:
     candidate: bool = False
     _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
     _words: frozenset[str] | None = None
+    _texts: list[str] | None = None
+    _statement_words: list[frozenset[str]] | None = None
 
     @property
     def package(self) -> str:
@@ -186,6 +194,8 @@ class Module:
             base = self.names[head]
         elif head in self.classes or head in self.functions or head in self.lambdas:
             base = f"{self.name}.{head}"
+        elif head in self.aliases:
+            base = self.aliases[head]
         elif hasattr(builtins, head):
             base = f"builtins.{head}"
         else:
@@ -228,6 +238,12 @@ class Module:
             self._words = frozenset(_WORD.findall(self.source))
         return self._words
 
+    def statement_words(self) -> list[frozenset[str]]:
+        """The identifier-like words of each top-level statement's text (``statement_texts``)."""
+        if self._statement_words is None:
+            self._statement_words = [frozenset(_WORD.findall(t)) for t in self.statement_texts()]
+        return self._statement_words
+
     def statement_lines(self) -> list[int]:
         """The line each top-level statement starts on, its leading blank lines and comments
         included. Python's own parser (``ast``, in C) gives the lines far faster than LibCST's
@@ -251,18 +267,31 @@ class Module:
                 line - len(s.leading_lines) for line, s in zip(starts, body, strict=True)
             ]
         else:
-            line = 1 + sum(self.tree.code_for_node(e).count("\n") for e in self.tree.header)
+            code = self.tree.code_for_node
+            line = 1 + sum(len(physical_lines(code(e))) for e in self.tree.header)
             for statement in body:
                 self._lines.append(line)
-                line += self.tree.code_for_node(statement).count("\n")
+                line += len(physical_lines(code(statement)))
         return self._lines
 
     def statement_texts(self) -> list[str]:
         """The source of each top-level statement, its leading lines included."""
-        lines = self.source.splitlines(keepends=True)
-        starts = self.statement_lines()
-        ends = [*starts[1:], len(lines) + 1]
-        return ["".join(lines[a - 1 : b - 1]) for a, b in zip(starts, ends, strict=True)]
+        if self._texts is None:
+            starts = self.statement_lines()
+            lines = physical_lines(self.source)
+            ends = [*starts[1:], len(lines) + 1][: len(starts)]  # no statement: no text
+            self._texts = ["".join(lines[a - 1 : b - 1]) for a, b in zip(starts, ends, strict=True)]
+        return self._texts
+
+
+def physical_lines(text: str) -> list[str]:
+    """``text``'s lines, their ends kept, split where Python's tokenizer splits them (``\n``,
+    ``\r\n``, ``\r``): ``str.splitlines`` also splits at a form feed, ``\v``, U+2028 and
+    others, and its line numbers then no longer match ``ast``'s or LibCST's."""
+    return _PHYSICAL_LINE.findall(text)
+
+
+_PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 @dataclass(eq=False, repr=False)
@@ -272,6 +301,7 @@ class Project:
     modules: list[Module]
     classes: dict[str, ClassInfo]  # qualified name -> class
     _registered: frozenset[str] | None = None
+    _by_name: dict[str, Module | None] | None = None
     # qualified names two scanned files define (two top-level ``util.py`` under different roots):
     # an import of one cannot say which file it means
     ambiguous: set[str] = field(default_factory=set)
@@ -319,7 +349,25 @@ class Project:
             return module.classes[name]
         if qualname in self.ambiguous:
             return None
-        return self.classes.get(qualname)
+        found = self.classes.get(qualname)
+        for _ in range(8):  # ``Finalizable = misc.Finalizable`` in another module, followed
+            if found is not None:
+                break
+            holder = self.module_named(owner)
+            if holder is None or self.parse(holder) is None or name not in holder.aliases:
+                break
+            qualname = holder.aliases[name]
+            owner, _, name = qualname.rpartition(".")
+            found = None if qualname in self.ambiguous else self.classes.get(qualname)
+        return found
+
+    def module_named(self, name: str) -> Module | None:
+        """The one scanned module of that dotted name (None: none, or two files)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for module in self.modules:
+                self._by_name[module.name] = None if module.name in self._by_name else module
+        return self._by_name.get(name)
 
     @property
     def registrations(self) -> list[Registration]:
@@ -367,8 +415,16 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
     an ``exclude`` glob matches: a file or directory name, or a path below the working
     directory, as ruff's ``--extend-exclude`` reads them), sorted."""
     found: set[Path] = set()
-    roots = [path.resolve() for path in paths]
+    # a link given is a place given, not its target's: the codemod writes through no link to a
+    # place it was not given
+    roots = [
+        path.parent.resolve() / path.name if path.is_symlink() else path.resolve() for path in paths
+    ]
     for path in paths:
+        if path.is_symlink() and path.is_dir():
+            if not _inside(path.resolve(), roots) and not excluded(path, exclude):
+                found.add(path.absolute())  # skipped by _read, named
+            continue
         if not path.is_dir():  # a file, or what _read skips (a FIFO, a socket, a device)
             if not excluded(path, exclude):
                 found.add(_known_as(path, roots))
@@ -381,6 +437,13 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
                 and name != "__pycache__"
                 and not (Path(directory, name) / "pyvenv.cfg").exists()
                 and not excluded(Path(directory, name), exclude)
+            )
+            # os.walk does not follow a directory link: one to outside is named as skipped
+            found.update(
+                Path(directory, name).absolute()
+                for name in subdirectories
+                if Path(directory, name).is_symlink()
+                and not _inside(Path(directory, name).resolve(), roots)
             )
             found.update(
                 _known_as(Path(directory, name), roots)
@@ -395,8 +458,11 @@ def _known_as(path: Path, roots: Sequence[Path]) -> Path:
     is skipped (a dangling link, a link to a device or to a file outside the given paths) by
     its own name, as it was found."""
     resolved = path.resolve()
-    inside = any(root == resolved or root in resolved.parents for root in roots)
-    return resolved if resolved.is_file() and inside else path.absolute()
+    return resolved if resolved.is_file() and _inside(resolved, roots) else path.absolute()
+
+
+def _inside(resolved: Path, roots: Sequence[Path]) -> bool:
+    return any(root == resolved or root in resolved.parents for root in roots)
 
 
 def excluded(path: Path, patterns: Sequence[str]) -> bool:
@@ -474,7 +540,8 @@ def _related(project: Project) -> re.Pattern[str] | None:
     module also defines are not followed."""
     registered = {r.target for r in project.registrations if r.target is not None}
     relevant: dict[str, ClassInfo] = {}
-    for info in project.classes.values():
+    # a copy: following a base through an alias may parse (and index) another module
+    for info in list(project.classes.values()):
         chain = project.mro(info)
         if any(ancestor.qualname in registered for ancestor in chain):
             relevant.update((ancestor.qualname, ancestor) for ancestor in chain)
@@ -492,13 +559,14 @@ def _related(project: Project) -> re.Pattern[str] | None:
             target = expression.func if isinstance(expression, cst.Call) else expression
             decorators.add(_code(target).rpartition(".")[2])
     parts = []
+    start = _LINE_START
     if bases:
-        parts.append(rf"^[ \t]*class[ \t]+(?:{'|'.join(map(re.escape, sorted(bases)))})\b")
+        parts.append(rf"{start}class[ \t]+(?:{'|'.join(map(re.escape, sorted(bases)))})\b")
     if names:
         joined = "|".join(map(re.escape, sorted(names)))
-        parts.append(rf"^[ \t]*class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
+        parts.append(rf"{start}class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
     if decorators:
-        parts.append(rf"^[ \t]*def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
+        parts.append(rf"{start}def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
     return re.compile("|".join(parts), re.MULTILINE) if parts else None
 
 
@@ -542,6 +610,12 @@ def _regular_bytes(module: Module) -> bytes | None:
         if path.is_symlink() and not path.exists():
             module.skipped = f"a dangling symbolic link (to {os.readlink(path)})"
             return None
+        if path.is_symlink() and path.resolve().is_dir():
+            module.skipped = (
+                f"a symbolic link to the directory {path.resolve()}, outside the given paths: "
+                f"not followed (give that path to rewrite its files)"
+            )
+            return None
         if path.is_symlink() and path.resolve().is_file():
             # python_files resolved every other link: the user did not give the target's place
             module.skipped = (
@@ -576,8 +650,12 @@ def _kind(mode: int) -> str:
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+# A line's start, with MULTILINE: after a "\r" too (a file of "\r" endings), its indentation
+# with a form feed too (a page break may open a line).
+_LINE_START = r"(?:^|(?<=\r))[ \t\f]*"
 # An import statement inside a block (a function, an if): the whole tree is walked for imports.
-_NESTED_IMPORT = re.compile(r"^[ \t]+(import|from)[ \t]", re.MULTILINE)
+# ``^`` alone would miss the lines of a file whose lines end with ``\r`` only.
+_NESTED_IMPORT = re.compile(r"(?:^|(?<=\r))[ \t\f]+(import|from)[ \t]", re.MULTILINE)
 # LibCST's codemod runner and ruff skip generated files the same way.
 _GENERATED = re.compile(r"@generated\b")
 
@@ -631,14 +709,17 @@ def _index(module: Module) -> None:
         for statement in module.tree.body:
             if isinstance(statement, cst.SimpleStatementLine):
                 statement.visit(imports)
+    _aliases(module)
     for info in module.classes.values():
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
     if module.candidate:
         _rebound(module)
+        _api_aliases(module)
         # Only the top-level statements whose code names a registration API (or an alias of
         # one) are walked: most of a module's nodes are in others.
         aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
+        aliases += list(module.api_aliases)
         names = re.compile("|".join(["register_pytree_", *(rf"\b{a}\b" for a in aliases)]))
         visitor = _Registrations(module)
         for statement, text in zip(module.tree.body, module.statement_texts(), strict=True):
@@ -666,7 +747,7 @@ def _without_comments(text: str) -> str:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text
-    lines = text.splitlines(keepends=True)
+    lines = physical_lines(text)
     for token in reversed(tokens):
         if token.type == tokenize.COMMENT:
             row, column = token.start
@@ -775,6 +856,62 @@ def _rebound(module: Module) -> None:
         module.conditional.setdefault(name, "also bound by a def or an assignment of this module")
 
 
+def _aliases(module: Module) -> None:
+    """Module-level ``ABC = abc.ABC`` or ``Finalizable = misc.Finalizable``, the name bound
+    nowhere else in the module: the name qualifies as what it is bound to (a registration API
+    so bound is not followed: ``_api_aliases`` reports its registrations)."""
+    assert module.tree is not None
+    for statement in module.tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, (cst.Name, cst.Attribute))
+            ):
+                continue
+            name = small.targets[0].target.value
+            if name in module.names or name in module.classes or name in module.functions:
+                continue
+            qualified = module.qualify(small.value)
+            if qualified is None or qualified in _API_NAMES or not _bound_once(module, name):
+                continue
+            module.aliases[name] = qualified
+
+
+def _bound_once(module: Module, name: str) -> bool:
+    """Whether the module's text binds ``name`` once (an assignment, a def, a class, an import
+    ``as``, a ``global``, a loop or ``with`` target: any of them a second time). A keyword
+    argument of that name counts too (the cheap, conservative side)."""
+    word = re.escape(name)
+    binding = re.compile(
+        rf"\b{word}\s*(?::[^=\r\n]*)?=(?!=)|\b(?:def|class|global|nonlocal|as|for)\s+{word}\b"
+        rf"|\b{word}\s*:=|\b{word}\s*[-+*/%&|^@<>]+="
+    )
+    return len(binding.findall(module.source)) == 1
+
+
+def _api_aliases(module: Module) -> None:
+    """Names a module-level assignment binds to a registration API (``_base =
+    jax.tree_util.register_pytree_node_class``): a registration through one is found and
+    reported, never rewritten (the name may be bound again anywhere)."""
+    assert module.tree is not None
+    for statement in module.tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Assign):
+                continue
+            api = api_of(module, small.value)
+            if api is None:
+                continue
+            for target in small.targets:
+                if isinstance(target.target, cst.Name):
+                    module.api_aliases[target.target.value] = (api, _code(small))
+
+
 def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Attribute):
         return f"{_dotted(node.value)}.{node.attr.value}"
@@ -799,9 +936,21 @@ def _last_name(node: cst.BaseExpression) -> str:
 
 def _lookalike(module: Module, node: cst.BaseExpression) -> str | None:
     """An API's name the imports do not tie to JAX (``from jax.tree_util import *``, or a
-    re-export ``from models import register_pytree_node_class``): reported, never rewritten."""
+    re-export ``from models import register_pytree_node_class``), or a name an assignment binds
+    to an API: reported, never rewritten."""
+    if isinstance(node, cst.Name) and node.value in module.api_aliases:
+        return module.api_aliases[node.value][0]
     name = _last_name(node)
-    return name if name in APIS else None
+    if name not in APIS:
+        return None
+    qualified = module.qualify(node)
+    if qualified is not None and qualified.partition(".")[0] in _OTHER_REGISTRIES:
+        return None  # optree's or torch's registry: not JAX's, and nothing to rewrite
+    return name
+
+
+# Packages whose registration functions share JAX's names but fill registries of their own.
+_OTHER_REGISTRIES = frozenset({"optree", "torch"})
 
 
 def _unresolved(module: Module, registration: cst.CSTNode) -> str:
@@ -811,6 +960,11 @@ def _unresolved(module: Module, registration: cst.CSTNode) -> str:
         node = node.func
     if not isinstance(node, cst.BaseExpression) or api_of(module, node) is not None:
         return ""
+    if isinstance(node, cst.Name) and node.value in module.api_aliases:
+        return (
+            f"reached through '{node.value}', bound by an assignment the codemod does not "
+            f"follow ({module.api_aliases[node.value][1]})"
+        )
     qualified = module.qualify(node)
     owner = qualified.rpartition(".")[0] if qualified is not None else ""
     if owner == module.name:
@@ -836,9 +990,13 @@ class _Registrations(cst.CSTVisitor):
         self.statement: cst.SimpleStatementLine | None = None
         self.decorators: set[cst.Decorator] = set()
         self.function = ""  # the module-level function being visited
+        # the API expressions read as registrations (called, or decorating): any other use of
+        # the API (passed to ``map``, put in a tuple) registers classes no one can name
+        self.read: set[cst.CSTNode] = set()
 
     # The enclosing blocks, innermost last.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.read.add(node.name)
         self.scopes.append(f"inside function '{node.name.value}'")
         if len(self.scopes) == 1:
             self.function = node.name.value
@@ -847,12 +1005,14 @@ class _Registrations(cst.CSTVisitor):
         self.scopes.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.read.add(node.name)
         for decorator in node.decorators:
             expression = decorator.decorator
             api = api_of(self.module, expression) or _lookalike(self.module, expression)
             if api is None:
                 continue
             self.decorators.add(decorator)
+            self.read.add(expression)
             target = f"{self.module.name}.{node.name.value}" if not self.scopes else None
             self._add(api, "decorator", decorator, node, target, node.name.value, {})
             self.module.registrations[-1].named = target
@@ -868,6 +1028,8 @@ class _Registrations(cst.CSTVisitor):
         self.statement = None
 
     def _compound(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.For):
+            self.read.add(node.target)
         kind = type(node).__name__.lower().replace("star", "")
         self.scopes.append(f"under a '{kind}' statement")
 
@@ -888,7 +1050,9 @@ class _Registrations(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         api = api_of(self.module, node.func) or _lookalike(self.module, node.func)
         if api is None:
+            self._getattr(node)
             return
+        self.read.add(node.func)
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: arg.value for arg in node.args if arg.keyword is not None}
         names = _PARAMETERS[api]
@@ -905,6 +1069,70 @@ class _Registrations(cst.CSTVisitor):
             target = None
         self._add(api, "call", node, self.statement, target, target_text, values)
         self.module.registrations[-1].named = named
+
+    # A name bound (``def register_pytree_node_class(cls)`` as a fallback) is no use of the API.
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_Global(self, node: cst.Global) -> bool:
+        return False
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+        return False
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.read.add(node.name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.read.add(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.read.add(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.read.add(node.target)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        # the module-level alias assignments are followed (``_api_aliases``); their targets
+        # and values are no use of the API
+        return bool(self.scopes) or not any(
+            isinstance(t.target, cst.Name) and t.target.value in self.module.api_aliases
+            for t in node.targets
+        )
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node in self.read:
+            return False
+        if api_of(self.module, node) is not None:
+            self._value(node)
+            return False
+        node.value.visit(self)  # ``obj.register_pytree_node`` is not the imported name
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node in self.read:
+            return
+        api = api_of(self.module, node)
+        if api is not None or node.value in self.module.api_aliases:
+            self._value(node)
+
+    def _getattr(self, node: cst.Call) -> None:
+        """``getattr(jax.tree_util, "register_pytree_node_class")``: a use of the API too."""
+        if self.module.qualify(node.func) != "builtins.getattr" or len(node.args) < 2:
+            return
+        name = node.args[1].value
+        if isinstance(name, cst.SimpleString) and name.evaluated_value in APIS:
+            self._add(str(name.evaluated_value), "value", node, self.statement, None, "?", {})
+
+    def _value(self, node: cst.Name | cst.Attribute) -> None:
+        """A use of the API the codemod cannot read (``map(register_pytree_node_class, ...)``,
+        ``for f in (register_pytree_node_class,)``): reported, and no class is safe from it."""
+        api = api_of(self.module, node) or _lookalike(self.module, node)
+        assert api is not None
+        self._add(api, "value", node, self.statement, None, "?", {})
 
     def _add(
         self,
@@ -927,6 +1155,8 @@ class _Registrations(cst.CSTVisitor):
             self.module, api, form, node, anchor, target, target_text, args, place
         )
         registration.unresolved = _unresolved(self.module, node)
+        if isinstance(self.top, cst.ClassDef) and form != "decorator":
+            registration.within = f"{self.module.name}.{self.top.name.value}"
         if place.startswith("inside function") and self.scopes[0].startswith("inside function"):
             registration.helper = f"{self.module.name}.{self.function}"
         assert self.top is not None
