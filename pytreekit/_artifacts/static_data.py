@@ -1980,41 +1980,42 @@ def _hides(cls: type, name: str) -> str | None:
     )
 
 
-def _dataclass_names(cls: type) -> frozenset[str] | None:
-    """The fields of a dataclass (not its InitVars or ClassVars); ``None`` for other classes."""
+def _dataclass_fields(cls: type) -> dict[str, dataclasses.Field[Any]] | None:
+    """The fields of a dataclass (not its InitVars or ClassVars), by name; ``None`` for other
+    classes."""
     found = lookup(cls, "__dataclass_fields__")
     if found is MISSING:
         return None
     if type(found) is not dict:
         raise _Bad(f"{cls.__qualname__}.__dataclass_fields__ is not a dict")
-    return frozenset(
-        name for name, f in found.items() if issubclass(type(f), dataclasses.Field) and is_field(f)
-    )
-
-
-def _built_by_init(cls: type) -> list[str]:
-    """The fields every instance of a dataclass holds: those ``__init__`` takes or makes with a
-    default factory (an ``init=False`` field with a plain default is read from the class)."""
-    found = lookup(cls, "__dataclass_fields__")
-    return [
-        name
+    return {
+        name: field
         for name, field in found.items()
-        if issubclass(type(field), dataclasses.Field)
-        and is_field(field)
-        and (
-            _FIELD_SLOTS["init"].__get__(field)
-            or _FIELD_SLOTS["default_factory"].__get__(field) is not dataclasses.MISSING
-        )
-    ]
+        if issubclass(type(field), dataclasses.Field) and is_field(field)
+    }
+
+
+def _dataclass_names(cls: type) -> frozenset[str] | None:
+    fields = _dataclass_fields(cls)
+    return None if fields is None else frozenset(fields)
+
+
+def _built_by_init(field: dataclasses.Field[Any]) -> bool:
+    """Whether every instance holds ``field``: ``__init__`` takes it or makes it with a default
+    factory (an ``init=False`` field with a plain default is read from the class)."""
+    return bool(
+        _FIELD_SLOTS["init"].__get__(field)
+        or _FIELD_SLOTS["default_factory"].__get__(field) is not dataclasses.MISSING
+    )
 
 
 def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
     cls, state = _fields_of(node, depth, reader)
-    names = _dataclass_names(cls)
-    if names is None or not dataclass_frozen(cls):
+    fields = _dataclass_fields(cls)
+    if fields is None or not dataclass_frozen(cls):
         raise _Bad(f"{cls.__qualname__} is not a frozen dataclass")
-    _check_state_names(cls, state, names)
-    missing = [name for name in _built_by_init(cls) if name not in state]
+    _check_state_names(cls, state, fields)
+    missing = [name for name, f in fields.items() if _built_by_init(f) and name not in state]
     if missing:
         raise _Bad(f"{cls.__qualname__} has the field {missing[0]!r}, which the data does not give")
     instance_dict = lookup(cls, "__dict__")
