@@ -354,7 +354,7 @@ def findings(results: dict[str, Any]) -> str:
         figures = ", ".join(f"{value:.2f}x at {size} layers" for size, value in existing)
         text = (
             f"Instances of an existing class *as built by its `__init__`* flatten at {figures}"
-            f"{_jax(results)}: pytreekit recognises the class's first layout without reading the "
+            f"{_jax(results)}: pytreekit recognises the class's primary layout without reading the "
             f"instance's `__dict__` (on CPython, reading it makes later attribute reads of that "
             f"instance slower), so only the first instance of each layout is read that way."
         )

@@ -2,8 +2,9 @@
 
 ``pytree_class`` registers a class with ``jax.tree_util`` (and optionally optree and torch);
 annotated classes get a dataclass-like ``__init__``, others keep their own. ``field``,
-``fields``, ``replace`` and ``is_pytree_class`` work with such classes; ``custom_jvp_method``
-and ``custom_vjp_method`` put custom derivative rules on their methods; ``linearize``,
+``fields``, ``replace`` and ``is_pytree_class`` work with such classes; ``custom_jvp_method``,
+``custom_vjp_method`` and ``custom_gradient_method`` put custom derivative rules on their
+methods; ``linearize``,
 ``partition`` and ``combine`` handle trees that hold functions, ints or strings besides arrays;
 ``Static`` holds one such value as a pytree without leaves (a function in a list of layers).
 

@@ -135,8 +135,8 @@ def pytree_class(
         cls: The class; omit it to get a decorator taking the options.
         static: Names of fields kept in the treedef instead of the leaves (sizes, flags,
             functions); their values must be hashable.
-        frozen: Refuse assignment after ``__init__`` (``FrozenInstanceError``); instances hash
-            by value.
+        frozen: Refuse assignment after ``__init__`` (``FrozenInstanceError``); with ``eq``,
+            instances hash by value.
         kw_only: Make every field of this class keyword-only in the generated ``__init__``.
         repr: Generate ``__repr__`` (arrays shown as ``f32[3,2]``).
         eq: Generate ``__eq__`` (arrays compared as arrays).

@@ -4,7 +4,10 @@ import ast
 import dataclasses
 import importlib
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -161,3 +164,34 @@ def test_the_version_has_one_source():
         assert re.search(r"Release commit: (`[0-9a-f]{7,}`|the one tagged `v[\d.]+`)", section), (
             version
         )
+
+
+def test_import_pytreekit_changes_outside_it_what_the_page_lists():
+    """The page names two changes outside pytreekit; the second, the finder on sys.meta_path, is
+    made in a process that has not imported torch, and it finds no module."""
+    assert "changes two things outside pytreekit" in PAGE and "`sys.meta_path`" in PAGE
+    code = (
+        "import sys\n"
+        "before = list(sys.meta_path)\n"
+        "import jax.export\n"
+        "wrapped = jax.export.register_pytree_node_serialization\n"
+        "import pytreekit\n"
+        "added = [f for f in sys.meta_path if f not in before]\n"
+        "print(len(added), type(added[0]).__module__ if added else None)\n"
+        "print(added[0].find_spec('json.decoder') if added else 'none')\n"
+        "print(jax.export.register_pytree_node_serialization is not wrapped)\n"
+        "print('torch' in sys.modules, 'optree' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        check=True,
+    )
+    assert result.stdout.split("\n")[:4] == [
+        "1 pytreekit._classes.torch_seen",
+        "None",
+        "True",
+        "False False",
+    ], result.stdout + result.stderr
