@@ -5,6 +5,7 @@ import inspect
 import linecache
 import sys
 import traceback
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -465,6 +466,51 @@ def test_a_proven_init_runs_in_one_frame_of_its_own_code():
         Linear(1.0, [2])
     assert list(inspect.signature(Linear).parameters) == ["w", "n"]
     assert pytreekit.fields(Linear(2.0, 3))[0].name == "w"
+
+
+def test_an_init_calling_functions_of_imported_modules_runs_in_one_frame():
+    # CPython 3.11 to 3.13 compile ``jnp.zeros(...)`` differently where ``jnp`` is imported in the
+    # module: the def compiled again must be compiled with this module's imports in view.
+    @pytree_class(static=("n",))
+    class Layer:
+        def __init__(self, w, n):
+            warnings.warn("Layer: w is deprecated", DeprecationWarning, stacklevel=2)
+            self.w = np.sqrt(w) + jnp.zeros(n)
+            self.n = n
+
+    assert "proven" in Layer.__pytreekit_spec__.init_proof
+    assert Layer.__init__.__code__.co_filename == __file__
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Layer(4.0, 2)
+        line = inspect.currentframe().f_lineno - 1
+    # stacklevel=2 names the caller, as without pytreekit: no frame of pytreekit's in between.
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match=r"Layer\.n\b"):
+        Layer(1.0, [2])
+
+
+def test_imports_under_try_and_if_count(tmp_path, monkeypatch):
+    source = (
+        "import pytreekit\n"
+        "try:\n"
+        "    import math as m\n"
+        "except ImportError:\n"
+        "    m = None\n"
+        "if True:\n"
+        "    from os import path\n\n\n"
+        "@pytreekit.pytree_class\n"
+        "class A:\n"
+        "    def __init__(self, w):\n"
+        "        self.w = m.sqrt(w)\n"
+        "        self.name = path.join('a', 'b')\n"
+    )
+    (tmp_path / "imports_under_if.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import imports_under_if
+
+    assert imports_under_if.A.__init__.__code__.co_filename == imports_under_if.__file__
+    assert imports_under_if.A(4.0).w == 2.0
 
 
 def _identity(function):

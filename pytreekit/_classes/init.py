@@ -12,6 +12,7 @@ import functools
 import inspect
 import linecache
 import operator
+import symtable
 import types
 import weakref
 from collections.abc import Callable, Iterator
@@ -396,9 +397,10 @@ def _one_frame_code(
 ) -> types.CodeType | None:
     """The source that ``_one_frame`` makes its function from, compiled: ``init``'s def inside
     ``__pytreekit_make__``, which closes over ``helpers``."""
-    definition = _definition(init, code) if _appendable(code) else None
-    if definition is None or any(isinstance(node, ast.Return) for node in _own_nodes(definition)):
+    found = _definition(init, code) if _appendable(code) else None
+    if found is None or any(isinstance(node, ast.Return) for node in _own_nodes(found[0])):
         return None
+    definition, prelude = found
     this = code.co_varnames[0]
     # One parse: the factory that closes over the helpers and returns the function, and (at top
     # level here) the lines appended to the function's body.
@@ -423,7 +425,7 @@ def _one_frame_code(
         _place(node, definition.lineno)  # the factory's own lines: the def's first
     definition.body.extend(appended)
     make.body.insert(0, definition)
-    factory.body = [make]
+    factory.body = [*prelude, make]
     flags = code.co_flags & _FUTURE
     module: types.CodeType = compile(
         factory, code.co_filename, "exec", flags=flags, dont_inherit=True
@@ -479,12 +481,15 @@ def _rebinds(ins: dis.Instruction, this: str) -> bool:
     return ins.opname.startswith(("STORE_FAST", "DELETE_FAST")) and this in _names_of(ins.argval)
 
 
-def _definition(init: Callable[..., Any], code: types.CodeType) -> ast.FunctionDef | None:
-    """``init``'s ``def`` parsed from its source at its lines and columns, if compiling it alone
-    gives exactly its code."""
+def _definition(
+    init: Callable[..., Any], code: types.CodeType
+) -> tuple[ast.FunctionDef, list[ast.stmt]] | None:
+    """``init``'s ``def`` parsed from its source at its lines and columns, if compiling it gives
+    exactly its code; with the imports to compile before it (``_prelude``)."""
     first = code.co_firstlineno
     last = max((p[1] for p in code.co_positions() if p[1] is not None), default=first)
-    source = "".join(linecache.getlines(code.co_filename, init.__globals__)[first - 1 : last])
+    lines = linecache.getlines(code.co_filename, init.__globals__)
+    source = "".join(lines[first - 1 : last])
     if not source:
         return None  # defined by exec, say: no source to compile
     wrapped = source[:1].isspace()  # a method: its block parses inside one of its own
@@ -497,15 +502,54 @@ def _definition(init: Callable[..., Any], code: types.CodeType) -> ast.FunctionD
     definition = tree.body[0].body[0] if wrapped else tree.body[0]  # type: ignore[attr-defined]
     if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
         return None
-    alone = ast.Module(body=[definition], type_ignores=[])
-    flags = code.co_flags & _FUTURE
+    if _compiles_to(code, [definition]):
+        return definition, []
+    prelude = _prelude(code, code.co_filename, lines)
+    if prelude and _compiles_to(code, [*prelude, definition]):
+        return definition, prelude
+    return None
+
+
+def _compiles_to(code: types.CodeType, body: list[ast.stmt]) -> bool:
+    """Whether ``body``, compiled as a module, defines a function of exactly ``code``."""
     try:
-        module = compile(alone, code.co_filename, "exec", flags=flags, dont_inherit=True)
+        module = compile(
+            ast.Module(body=body, type_ignores=[]),
+            code.co_filename,
+            "exec",
+            flags=code.co_flags & _FUTURE,
+            dont_inherit=True,
+        )
     except SyntaxError:
-        return None
+        return False
     again = code_named(module, code.co_name)
-    same = again.replace(co_flags=code.co_flags, co_qualname=code.co_qualname)
-    return definition if same == code else None
+    return again.replace(co_flags=code.co_flags, co_qualname=code.co_qualname) == code
+
+
+def _prelude(code: types.CodeType, filename: str, lines: list[str]) -> list[ast.stmt]:
+    """Imports binding the names of ``code`` that an import binds in its module: CPython compiles
+    ``name.attr(...)`` differently where ``name`` is imported (3.11 to 3.13), so a ``def``
+    compiled without them is not its code. Compiled, never run."""
+    cached = _imported.get(filename)
+    if cached is None or cached[0] is not lines:
+        cached = (lines, _imported_names("".join(lines), filename))
+        _imported[filename] = cached
+    names = sorted(cached[1].intersection(_names_in(code)))
+    return ast.parse("import " + ", ".join(f"_ as {name}" for name in names)).body if names else []
+
+
+# The names a module's imports bind, per file, with the lines they were read from (a module
+# changed on disk is read again).
+_imported: dict[str, tuple[list[str], frozenset[str]]] = {}
+
+
+def _imported_names(source: str, filename: str) -> frozenset[str]:
+    """The names imports bind in a module's own scope: the flag CPython's compiler asks."""
+    try:
+        table = symtable.symtable(source, filename, "exec")
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(s.get_name() for s in table.get_symbols() if s.is_imported())
 
 
 def _place(node: ast.AST, line: int) -> None:
