@@ -25,6 +25,7 @@ import copyreg
 import dataclasses
 import keyword
 import types
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar, cast, overload
@@ -230,7 +231,8 @@ def _static_names(value: Iterable[str]) -> tuple[str, ...]:
             f"pytree_class(static={value!r}) takes an iterable of field names, not a string: "
             f"write static={_as_names(value)!r}."
         )
-    names = _names(value, "static")
+    # As Python reads `self.µ` in source: the identifier's normal form (`μ`, NFKC).
+    names = tuple(unicodedata.normalize("NFKC", name) for name in _names(value, "static"))
     for name in names:
         if not name.isidentifier() or keyword.iskeyword(name):
             raise TypeError(

@@ -223,6 +223,40 @@ def test_attribute_names_that_are_not_identifiers_are_refused_at_construction():
         Sequential()
 
 
+@pytest.mark.parametrize(
+    ("stored", "normal"),
+    [("\u00b5", "\u03bc"), ("\ufb01", "fi"), ("\u212a", "K"), ("\uff57", "w")],
+)
+def test_attribute_names_python_would_spell_otherwise_are_refused(stored, normal):
+    # setattr keeps the string as given; the generated code, like any `obj.name` in source, names
+    # its NFKC form: the value would be read and written under another name, or lost to a twin.
+    @pytree_class
+    class Params:
+        def __init__(self, params):
+            for key, value in params.items():
+                setattr(self, key, value)
+
+    with pytest.raises(TypeError, match="Params: attribute") as refused:
+        Params({stored: 1.0, normal: 2.0})
+    assert ascii(stored) in str(refused.value) and ascii(normal) in str(refused.value)
+    assert jax.tree_util.tree_leaves(Params({normal: 2.0})) == [2.0]  # the normal form is a field
+
+
+def test_static_names_are_read_as_python_reads_identifiers():
+    @pytree_class(static=("\u00b5",))  # MICRO SIGN, as typed; `self.µ` in source is GREEK MU
+    class Scaled:
+        def __init__(self, mu, w):
+            self.µ = mu
+            self.w = w
+
+    scaled = Scaled(2, jnp.ones(1))
+    assert [(f.name, f.static) for f in pytreekit.fields(scaled)] == [
+        ("\u03bc", True),
+        ("w", False),
+    ]
+    assert len(jax.tree_util.tree_leaves(scaled)) == 1
+
+
 def test_deleted_field_leaves_every_view():
     linear = Linear(jax.random.PRNGKey(0), 2, 3)
     del linear.biases

@@ -22,6 +22,7 @@ import keyword
 import operator
 import threading
 import types
+import unicodedata
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -296,6 +297,14 @@ class LayoutTable:
                     f"is a keyword), so it cannot be a pytree field (key paths and generated code "
                     f"name fields as attributes). Store it under an identifier, or inside a dict "
                     f"field."
+                )
+            if not name.isascii() and not unicodedata.is_normalized("NFKC", name):
+                normal = unicodedata.normalize("NFKC", name)
+                return name, (
+                    f"{self.cls.__qualname__}: attribute {name!a} is not in the form Python "
+                    f"gives identifiers (NFKC: {normal!a}), so code naming it as an "
+                    f"attribute (`obj.{normal}`, the generated flatten and unflatten) reads "
+                    f"and writes {normal!a} instead. Store it as {normal!a}."
                 )
         return None
 
