@@ -43,6 +43,21 @@ def test_assignment_and_deletion_raise_naming_the_field():
     assert pytreekit.replace(p, label="q").label == "q"
 
 
+@pytest.mark.parametrize("make", [lambda: Point(jnp.ones(2)), lambda: OwnInit(2)])
+def test_a_new_attribute_is_refused_with_advice_that_works(make):
+    obj = make()
+    with pytest.raises(FrozenInstanceError) as refused:
+        obj.cache = 2.0
+    said = str(refused.value)
+    assert "'cache'" in said and "not a field" in said and "cached_property" in said
+    assert "replace(" not in said  # replace() refuses a name that is no field
+    with pytest.raises(TypeError, match="no field 'cache'"):
+        pytreekit.replace(obj, cache=2.0)
+    field_name = "x" if isinstance(obj, Point) else "w"
+    with pytest.raises(FrozenInstanceError, match=rf"replace\(obj, {field_name}="):
+        setattr(obj, field_name, 1.0)
+
+
 def test_own_init_may_assign_then_instance_is_frozen():
     o = OwnInit(3)
     assert float(o.w.sum()) == 3.0

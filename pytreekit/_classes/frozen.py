@@ -51,11 +51,29 @@ def initialising(obj: object) -> bool:
 
 def frozen_setattr(self: object, name: str, value: Any) -> None:
     if not initialising(self):
+        cls = type(self).__qualname__
+        if not _holds(self, name):  # replace() would refuse it too: say what works
+            raise FrozenInstanceError(
+                f"cannot assign to {name!r} of frozen {cls} instance: it is not a field, and a "
+                f"frozen instance takes no new attributes. Declare {name!r} as a field, or "
+                f"compute it with a functools.cached_property."
+            )
         raise FrozenInstanceError(
-            f"cannot assign to field {name!r} of frozen {type(self).__qualname__} instance; "
+            f"cannot assign to field {name!r} of frozen {cls} instance; "
             f"use pytreekit.replace(obj, {name}=...) to get an updated copy."
         )
     object.__setattr__(self, name, value)
+
+
+def _holds(obj: object, name: str) -> bool:
+    """Whether ``name`` is a field of ``obj`` (on the error path only): a dataclass field, or an
+    attribute the instance itself holds (the field rule)."""
+    if dataclasses.is_dataclass(obj):
+        return any(f.name == name for f in dataclasses.fields(obj))
+    if name in getattr(obj, "__dict__", ()):
+        return True
+    slots = (getattr(k, "__slots__", ()) for k in type(obj).__mro__)
+    return any(name in ((s,) if isinstance(s, str) else s) for s in slots)
 
 
 def frozen_delattr(self: object, name: str) -> None:
