@@ -129,3 +129,21 @@ class Boxed:
 
     w: jax.Array
     box: Box[int] = field(static=True, default=Box(1))
+
+
+class Watched(type):
+    """A metaclass whose comparison is code: loading must never run it."""
+
+    def __eq__(cls, other: object) -> bool:
+        CALLS.append("Watched.__eq__")
+        return type.__eq__(cls, other)
+
+    __hash__ = type.__hash__
+
+
+class Odd(metaclass=Watched):
+    def __call__(self, x: Any) -> Any:
+        return x
+
+
+pytreekit.register_static_codec(Odd, lambda odd: 0, lambda data: Odd())

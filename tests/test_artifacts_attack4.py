@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 
 import attack4_fixtures as af
 import jax
@@ -285,3 +286,12 @@ def test_a_torch_context_neither_static_data_nor_base64_is_refused_naming_the_cl
     for line in said:
         assert line.startswith("StaticDataError torch treespec_loads cannot read"), line
         assert "of Pair: its context is neither static data" in line, line
+
+
+def test_checking_a_callable_runs_no_metaclass_code_of_the_value():
+    """A value built from data is asked whether it is a safe reference by identity only."""
+    af.CALLS.clear()
+    assert not static_data.admits_value(Callable[[int], int], af.Odd())
+    with pytest.raises(StaticDataError, match="'fp' takes a callable stored by name"):
+        loads(MAGIC + f'["fp",["x","{M}:Odd",0],["t"],{{}}]'.encode())
+    assert af.CALLS == []

@@ -383,7 +383,8 @@ _BOUND = (types.MethodType, types.BuiltinMethodType)
 
 def _identity(value: Any) -> Any:
     """Its id, or for a method bound to a class (new at each lookup) its class's id and name."""
-    if type(value) in _BOUND and class_bound(value):
+    kind = type(value)  # by identity: `in` would run the __eq__ of its class's metaclass
+    if (kind is _BOUND[0] or kind is _BOUND[1]) and class_bound(value):
         return (id(value.__self__), value.__name__)
     return id(value)
 
