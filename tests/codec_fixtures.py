@@ -270,10 +270,17 @@ class Tools:
 
 @dataclasses.dataclass(frozen=True)
 class Cached:
-    """A frozen dataclass with a field never set, and a cached property (not stored)."""
+    """A frozen dataclass with a field ``__post_init__`` sets (or not: ``derived=None``), and a
+    cached property (not stored)."""
 
     size: int
-    unset: int = dataclasses.field(init=False)
+    derived: dataclasses.InitVar[int | None] = None
+    # an init=False field without a default: set in __post_init__, where given
+    derived_value: int = dataclasses.field(init=False)
+
+    def __post_init__(self, derived: int | None) -> None:
+        if derived is not None:
+            object.__setattr__(self, "derived_value", derived)
 
     @functools.cached_property
     def double(self) -> int:

@@ -223,7 +223,7 @@ ROUND_TRIPS: list[tuple[str, Any]] = [
     ("operator", operator.add),
     ("method-by-qualname", fx.Recorder.__init__),
     ("staticmethod", fx.Tools.helper),
-    ("frozen-dataclass-unset-field", fx.Cached(2)),
+    ("frozen-dataclass-cached-property", fx.Cached(2, 3)),
     ("class", fx.Recorder),
     ("builtin-class", int),
     ("numpy-scalar-type", np.float32),
@@ -289,11 +289,18 @@ def test_every_kind_reads_back_in_a_fresh_process(tmp_path):
     }
 
 
-def test_unset_fields_and_cached_properties_are_not_stored():
-    value = fx.Cached(2)
+def test_cached_properties_are_not_stored_and_an_unset_field_is_refused():
+    value = fx.Cached(2, 3)
     assert value.double == 4  # cached in the instance dict now
     back = loads(dumps(value))
-    assert not hasattr(back, "unset") and "double" not in vars(back) and back.double == 4
+    assert back.derived_value == 3 and "double" not in vars(back) and back.double == 4
+    # attack4 #5: an init=False field without a default is what __post_init__ sets; an instance
+    # without it (never set, or dropped from the data) would fail at its first use
+    unset = fx.Cached(2)
+    with pytest.raises(UnencodableError, match="its field 'derived_value' is not set"):
+        dumps(unset)
+    with pytest.raises(StaticDataError, match="Cached has the field 'derived_value', which"):
+        loads(dumps(value).replace(b',"derived_value":3', b""))
 
 
 def test_a_module_in_sys_modules_must_be_a_module(monkeypatch):

@@ -36,6 +36,7 @@ from .static_data import (
     StaticDataError,
     UnencodableError,
     admits_value,
+    callable_advice,
     codec_named,
     declared_types,
     decode,
@@ -271,7 +272,7 @@ def _check_value(name: str, value: Any, declared: Any) -> None:
     if declared is not None and not admits_value(declared, value):
         raise StaticDataError(
             f"the static field {name} is declared {type_name_of(declared)}, and the artifact "
-            f"holds a {type_name(value)} there."
+            f"holds a {type_name(value)} there{callable_advice(declared, value)}."
         )
     if not hashable(value):
         raise StaticDataError(
@@ -613,16 +614,19 @@ def torch_dumpable(nodes: NodeFunctions) -> tuple[Any, Any]:
             return load_aux(nodes, dumpable, what)
         try:  # pickle as base64: what pytreekit wrote before, or for a class opted in
             data = base64.b64decode(dumpable, validate=True)
-        except (binascii.Error, ValueError):
-            data = dumpable.encode("utf-8")
-        else:
-            if not is_pickle(data):  # static data is text: as base64, it hides from the audit
-                raise StaticDataError(
-                    f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: "
-                    f"its context is base64 of {_start(data)}, where pytreekit writes only "
-                    f"pickle (static data is text starting {MAGIC_TEXT!r}); the treespec has "
-                    f"been edited."
-                )
+        except (binascii.Error, ValueError):  # not base64 (ValueError: not ASCII)
+            raise StaticDataError(
+                f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: its "
+                f"context is neither static data (text starting {MAGIC_TEXT!r}) nor base64 of "
+                f"a pickle, which is all pytreekit writes; the treespec has been edited."
+            ) from None
+        if not is_pickle(data):  # static data is text: as base64, it hides from the audit
+            raise StaticDataError(
+                f"{what} cannot read the serialized treedef of {nodes.cls.__qualname__}: "
+                f"its context is base64 of {_start(data)}, where pytreekit writes only "
+                f"pickle (static data is text starting {MAGIC_TEXT!r}); the treespec has "
+                f"been edited."
+            )
         return load_aux(nodes, data, what)
 
     return to_dumpable_context, from_dumpable_context

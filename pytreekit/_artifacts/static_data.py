@@ -76,7 +76,10 @@ class UnencodableError(TypeError):
         kind = type(value)
         codec = (
             ""
-            if kind in _BUILT_IN or kind is types.MethodType or looks_like_array(value)
+            if kind in _BUILT_IN
+            or kind is types.MethodType
+            or looks_like_array(value)
+            or _codecs_by_type.get(kind) is not None  # it has one: the reason says what to do
             else f"register a codec for {self.value_type} with pytreekit.register_static_codec"
             f"({kind.__qualname__}, encode, decode), "
         )
@@ -158,26 +161,34 @@ class TypeCache:
 _hash_safe_types = TypeCache()
 
 
-def _hash_safe(value: Any) -> bool:
+def _hash_safe(value: Any, known: dict[int, Any] | None = None) -> bool:
+    """Whether ``value`` may be a key; ``known`` (by id, the value itself) holds containers this
+    load has found so already, so that a nested one is walked once, not once per level above."""
     kind = type(value)
     if _atom(kind):
         return True
-    known: bool | None = _hash_safe_types.get(kind)
-    if known is not None:
-        safe = known
-    else:
+    if known is not None and known.get(id(value)) is value:
+        return True
+    safe = _hash_safe_type(kind)
+    if safe and (kind is frozenset or issubclass(kind, tuple)):
+        return all(_hash_safe(item, known) for item in _items(value))
+    return safe
+
+
+def _hash_safe_type(kind: type) -> bool:
+    """Whether hashing and comparing a ``kind`` runs no Python code, decided once per class."""
+    decided: bool | None = _hash_safe_types.get(kind)
+    if decided is None:
         # Only C slots (or the standard library's enum hash) are known to run no Python code: a
         # staticmethod, functools.cache or any callable object in the class may; and the enum
         # hash reads the member's name, through the class's __getattribute__.
-        safe = all(
+        decided = all(
             type(lookup(kind, name)) is types.WrapperDescriptorType
             or id(lookup(kind, name)) in _TRUSTED_METHODS
             for name in ("__hash__", "__eq__", "__getattribute__")
         )
-        _hash_safe_types.set(kind, safe)
-    if safe and (kind is frozenset or issubclass(kind, tuple)):
-        return all(map(_hash_safe, _items(value)))
-    return safe
+        _hash_safe_types.set(kind, decided)
+    return decided
 
 
 def _atom(kind: type) -> bool:
@@ -372,7 +383,8 @@ _BOUND = (types.MethodType, types.BuiltinMethodType)
 
 def _identity(value: Any) -> Any:
     """Its id, or for a method bound to a class (new at each lookup) its class's id and name."""
-    if type(value) in _BOUND and class_bound(value):
+    kind = type(value)  # by identity: `in` would run the __eq__ of its class's metaclass
+    if (kind is _BOUND[0] or kind is _BOUND[1]) and class_bound(value):
         return (id(value.__self__), value.__name__)
     return id(value)
 
@@ -511,6 +523,8 @@ class _Codec(NamedTuple):
 
 _codecs_by_type: dict[type, _Codec] = {}
 _codecs_by_name: dict[str, _Codec] = {}
+# id -> codec, for a class an artifact names: hashing it would run its metaclass's __hash__.
+_codecs_by_id: dict[int, _Codec] = {}
 _codecs_lock = threading.Lock()
 # Kinds the encoding has its own form for: a codec would never be reached, or would change them.
 _BUILT_IN = ATOMS.union(
@@ -576,9 +590,23 @@ def register_static_codec(
         previous = _codecs_by_name.get(name)
         if previous is not None:  # a class of the same name defined earlier: re-pointed
             del _codecs_by_type[previous.cls]
+            del _codecs_by_id[id(previous.cls)]
         codec = _Codec(cls, name, encode, decode)
         _codecs_by_type[cls] = codec
         _codecs_by_name[name] = codec
+        _codecs_by_id[id(cls)] = codec
+
+
+def _codec_bypass(cls: type, tag: str) -> None:
+    """Refuse the ``tag`` form of ``cls`` where ``cls`` has a codec: its decoder (the user's
+    validation) is the only way its values load, and the writer uses nothing else for them."""
+    codec = _codecs_by_id.get(id(cls))
+    if codec is not None and codec.cls is cls:
+        raise _Bad(
+            f"{cls.__qualname__} has a registered codec, so its values are read by its decoder "
+            f"only (['x', {codec.name!r}, ...]); pytreekit never writes one in the {tag!r} form, "
+            f"which would skip the decoder"
+        )
 
 
 def codec_named(name: str) -> Any:
@@ -797,16 +825,39 @@ def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, dep
         return _encode(value, depth)
     hint, admitted = declared[name]
     if not admits_value(hint, restored(value)):
+        if _by_reference(value):  # an unsafe function: its refusal says how to allow it
+            _reference(value)
         raise _Refused(
             value,
             f"{cls.__qualname__}.{name} is declared {type_name_of(hint)}, and loading refuses a "
-            f"value of another type there",
+            f"value of another type there{callable_advice(hint, value)}",
         )
     token = _admitted_var.set(admitted)
     try:
         return _encode(value, depth)
     finally:
         _admitted_var.reset(token)
+
+
+def _by_reference(value: Any) -> bool:
+    """Whether ``value`` is stored by name (``_encode_function``)."""
+    kind = type(value)
+    if kind in _encoders or _codecs_by_type.get(kind) is not None:
+        return False
+    return (_learned_encoders.get(kind) or _encoder_for(value)) is _encode_function
+
+
+def callable_advice(hint: Any, value: Any) -> str:
+    """What to declare where a ``Callable`` field refuses a callable object (a codec's value, a
+    pytree instance): ``""`` for any other refusal."""
+    if not callable(value) or is_class(value) or "Callable" not in type_name_of(hint):
+        return ""
+    kind = type(value).__qualname__
+    return (
+        f" (a Callable admits only functions and classes stored by name and functools.partial "
+        f"of them, so that an artifact cannot choose an object to call; to store a {kind}, "
+        f"declare the field {kind} | {type_name_of(hint)})"
+    )
 
 
 def dumps_fields(cls: type, head: tuple[Any, ...], names: Iterable[str], values: Any) -> bytes:
@@ -838,6 +889,14 @@ def _encode_codec(codec: _Codec, value: Any, depth: int) -> str:
         text = _encode(data, depth)
     except _Refused as refused:
         raise refused.at(f"<{codec.cls.__qualname__} codec>") from None
+    try:
+        _check_hash(value)
+    except Exception as error:
+        raise _Refused(
+            value,
+            f"it is not hashable ({type(error).__name__}: {error!s:.100}), and a static value is "
+            f"hashed with its treedef (loading refuses it)",
+        ) from error
     if not _is_plain(data, depth):
         raise _Refused(
             value,
@@ -861,6 +920,12 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
             parts.append(_encode(item, depth))
         except _Refused as refused:
             raise refused.at(part) from None
+        if part == ".func" and not _referenced(restored(value.func)):
+            raise _Refused(
+                value,
+                f"the function of a functools.partial is stored by name only (a function or "
+                f"class defined at module level), not as a {type_name(value.func)}",
+            )
         if part == ".keywords" and (why := _mutating(value.func, value.keywords)) is not None:
             raise _Refused(value, why)
         if part != ".func" and not _is_plain(item, depth):
@@ -874,22 +939,62 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
 
 
 # Keywords with which a function of the default list writes into what it is given (torch's
-# ``F.relu(x, inplace=True)``, NumPy's ``nan_to_num(x, copy=False)``, ``out=``): the list holds
-# functions that compute on their arguments and nothing else.
-_MUTATING_KEYWORDS = frozenset({"inplace", "out", "copy", "overwrite_input"})
+# ``F.relu(x, inplace=True)``, NumPy's ``nan_to_num(x, copy=False)``, ``out=``), or returns
+# memory it never wrote (a NumPy ufunc's ``where=`` without ``out=``): the list holds functions
+# that compute on their arguments and nothing else.
+_MUTATING_KEYWORDS = {
+    "inplace": "may write into the arrays it is given",
+    "out": "may write into the arrays it is given",
+    "copy": "may write into the arrays it is given",
+    "overwrite_input": "may write into the arrays it is given",
+    "where": "may return uninitialized memory (NumPy leaves out what where= masks)",
+}
+
+
+_PARTIAL_SLOTS = vars(functools.partial)  # read without a subclass's properties
+
+
+def _innermost(func: Any, keywords: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The function a partial of ``func`` with ``keywords`` calls, and the keywords it gets:
+    ``functools.partial`` flattens a partial of a partial into one (outer keywords win)."""
+    for _ in range(MAX_DEPTH):
+        if not issubclass(type(func), functools.partial):
+            break
+        keywords = {**_PARTIAL_SLOTS["keywords"].__get__(func), **keywords}
+        func = _PARTIAL_SLOTS["func"].__get__(func)
+    return func, keywords
 
 
 def _mutating(func: Any, keywords: dict[str, Any]) -> str | None:
     """Why a partial of ``func`` with ``keywords`` is refused: a default-list function told to
     write into its arguments (``None``: it is not)."""
-    named = sorted(_MUTATING_KEYWORDS.intersection(keywords))
+    func, keywords = _innermost(func, keywords)
+    named = sorted(set(_MUTATING_KEYWORDS).intersection(keywords))
     if not named or _identity(func) not in _default or _identity(func) in _added:
         return None
     return (
-        f"a functools.partial of a function on the default list with {named[0]}= may write into "
-        f"the arrays it is given, and the default list holds functions that only compute: add "
-        f"the function with pytreekit.add_safe_references if you mean it"
+        f"a functools.partial of a function on the default list with {named[0]}= "
+        f"{_MUTATING_KEYWORDS[named[0]]}, and the default list holds functions that only "
+        f"compute: add the function with pytreekit.add_safe_references if you mean it"
     )
+
+
+def _referenced(func: Any) -> bool:
+    """Whether ``func`` may be a partial's function or a ``Callable`` field's value: a class, or a
+    safe reference that is not itself a partial (``add_safe_references`` takes any callable)."""
+    if is_class(func):
+        return True
+    return not issubclass(type(func), functools.partial) and is_safe_reference(func)
+
+
+def _safe_callable(value: Any) -> bool:
+    """What a ``Callable`` field admits: a safe reference, a class (loading resolves only those a
+    safe reference or the field's declared type names), or a ``functools.partial`` of one; never
+    a value built from data (a codec's, an enum member, a pytree instance)."""
+    kind = type(value)
+    if kind is functools.partial or kind is LoadedPartial:
+        return _referenced(_innermost(value, {})[0])
+    return _referenced(value)
 
 
 def _encode_member(value: enum.Enum, depth: int) -> str:
@@ -947,6 +1052,7 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     if why is not None:
         raise _Refused(value, why)
     state = _set_fields(value, names)
+    _refuse_unset(cls, value, state)
     extra = [
         key
         for key in getattr(value, "__dict__", {})
@@ -955,6 +1061,17 @@ def _encode_dataclass(value: Any, depth: int) -> str:
     if extra:
         raise _Refused(value, f"it holds {extra[0]!r}, which is not a field of {cls.__qualname__}")
     return f'["dc",{_class_reference(value)},{_encode_fields(state, depth, cls=cls)}]'
+
+
+def _refuse_unset(cls: type, value: Any, state: dict[str, Any]) -> None:
+    """Refuse a frozen dataclass instance without a field loading requires (``_always_held``)."""
+    for field in dataclasses.fields(cls):
+        if field.name not in state and _always_held(cls, field.name, field):
+            raise _Refused(
+                value,
+                f"its field {field.name!r} is not set, and loading refuses a {cls.__qualname__} "
+                f"without it (an init=False field without a default is set in __post_init__)",
+            )
 
 
 def _set_fields(value: Any, names: list[str]) -> dict[str, Any]:
@@ -1314,7 +1431,15 @@ class Reader:
     """What one load may do: the modules it may import, and the declared type of the field being
     read (``admitted``: the classes it names, loaded there though not safe references)."""
 
-    __slots__ = ("admitted", "allow_import", "built", "declared", "plain", "surrogates")
+    __slots__ = (
+        "admitted",
+        "allow_import",
+        "built",
+        "declared",
+        "hash_safe",
+        "plain",
+        "surrogates",
+    )
 
     def __init__(
         self,
@@ -1331,6 +1456,8 @@ class Reader:
         # The pytree class instances this load built, with their fields: their layouts are
         # learnt (``learn``) only once the whole load has passed every check.
         self.built: list[tuple[object, tuple[str, ...]]] = []
+        # The frozensets this load built (elements checked as keys), by id: ``_hash_safe``.
+        self.hash_safe: dict[int, Any] = {}
 
     def _with(self, declared: Any, admitted: tuple[type, ...], plain: bool) -> Reader:
         if declared is None and not admitted and plain == self.plain and self.declared is None:
@@ -1338,6 +1465,7 @@ class Reader:
         reader = Reader(self.allow_import, declared, admitted, plain)
         reader.surrogates = self.surrogates
         reader.built = self.built
+        reader.hash_safe = self.hash_safe
         return reader
 
     def for_field(self, cls: type, name: str) -> Reader:
@@ -1402,6 +1530,8 @@ def _named_classes(hint: Any, depth: int) -> Iterable[type]:
     if is_class(hint) and _origin(hint) is None:
         yield hint
     origin = typing.get_origin(hint)
+    if _user_generic(origin):
+        yield origin  # Box[int] declares Box as Box does
     if origin is typing.Literal:
         # Literal[Mode.A] names Mode as surely as an annotation Mode does
         yield from (type(arg) for arg in typing.get_args(hint) if isinstance(arg, enum.Enum))
@@ -1410,6 +1540,16 @@ def _named_classes(hint: Any, depth: int) -> Iterable[type]:
         return
     for arg in typing.get_args(hint) if not isinstance(hint, list) else hint:
         yield from _named_classes(arg, depth + 1)
+
+
+def _user_generic(origin: Any) -> bool:
+    """Whether a generic alias's ``origin`` is a class of a user's or a library's (``Box`` of
+    ``Box[int]``), not a form or container of the standard library's (``type``, ``Callable``,
+    ``tuple``, ``collections.abc.Sequence``, ``types.UnionType``...)."""
+    if not is_class(origin) or origin is type:
+        return False
+    module = own_dict(origin).get("__module__")
+    return type(module) is str and module.partition(".")[0] not in sys.stdlib_module_names
 
 
 def _unwrapped(hint: Any) -> Any:
@@ -1521,7 +1661,7 @@ _FORMS: tuple[tuple[Any, Check], ...] = (
         ),
     ),
     (type, _type_of),
-    (collections.abc.Callable, lambda args, value, depth: callable(value)),
+    (collections.abc.Callable, lambda args, value, depth: _safe_callable(value)),
 )
 
 
@@ -1714,10 +1854,10 @@ def _decode_items(items: list[Any], depth: int, reader: Reader) -> list[Any]:
 _MAX_COLLISIONS = 8
 
 
-def _hashed_keys(keys: list[Any], what: str) -> None:
+def _hashed_keys(keys: list[Any], what: str, reader: Reader) -> None:
     counts: dict[int, int] = {}
     for key in keys:
-        if not _hash_safe(key):
+        if not _hash_safe(key, reader.hash_safe):
             raise _Bad(_unsafe_key(key))
         code = hash(key)
         count = counts[code] = counts.get(code, 0) + 1
@@ -1727,10 +1867,11 @@ def _hashed_keys(keys: list[Any], what: str) -> None:
 
 def _decode_frozenset(node: list[Any], depth: int, reader: Reader) -> Any:
     items = _decode_items(node[1:], depth, reader)
-    _hashed_keys(items, "elements of a frozenset")
+    _hashed_keys(items, "elements of a frozenset", reader)
     value = frozenset(items)
     if len(value) != len(items):
         raise _Bad("a frozenset holds an element twice")
+    reader.hash_safe[id(value)] = value  # kept alive with its id for the load
     return value
 
 
@@ -1739,7 +1880,7 @@ def _decode_dict(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad("'d' takes keys and values in pairs")
     items = _decode_items(node[1:], depth, reader)
     keys = items[::2]
-    _hashed_keys(keys, "keys of a dict")
+    _hashed_keys(keys, "keys of a dict", reader)
     value = dict(zip(keys, items[1::2], strict=True))
     if len(value) != len(keys):
         raise _Bad("a dict names a key twice")
@@ -1891,6 +2032,7 @@ def _decode_member(node: list[Any], depth: int, reader: Reader) -> Any:
     cls = _resolve_class(node[1], reader)
     if not issubclass(cls, enum.Enum):
         raise _Bad(f"{node[1]!r:.80} is not an enum")
+    _codec_bypass(cls, "e")
     members = enum_members(cls)
     member = MISSING
     if members is not None and type(node[2]) is str:
@@ -1907,6 +2049,7 @@ def _decode_namedtuple(node: list[Any], depth: int, reader: Reader) -> Any:
     names = lookup(cls, "_fields")
     if not issubclass(cls, tuple) or type(names) is not tuple:
         raise _Bad(f"{node[1]!r:.80} is not a NamedTuple")
+    _codec_bypass(cls, "n")
     if (why := _finalised(cls)) is not None:
         raise _Bad(why)
     if len(names) != len(node) - 2:
@@ -1928,6 +2071,7 @@ def _decode_field(cls: type, name: str, node: Any, depth: int, reader: Reader) -
         raise _Bad(
             f"{cls.__qualname__}.{name} is declared {type_name_of(field_reader.declared)}, and "
             f"the artifact holds a {type_name(value)} there"
+            f"{callable_advice(field_reader.declared, value)}"
         )
     return value
 
@@ -2000,13 +2144,14 @@ def _dataclass_names(cls: type) -> frozenset[str] | None:
     return None if fields is None else frozenset(fields)
 
 
-def _built_by_init(field: dataclasses.Field[Any]) -> bool:
-    """Whether every instance holds ``field``: ``__init__`` takes it or makes it with a default
-    factory (an ``init=False`` field with a plain default is read from the class)."""
-    return bool(
-        _FIELD_SLOTS["init"].__get__(field)
-        or _FIELD_SLOTS["default_factory"].__get__(field) is not dataclasses.MISSING
-    )
+def _always_held(cls: type, name: str, field: dataclasses.Field[Any]) -> bool:
+    """Whether every instance holds ``field``: ``__init__`` takes it, or it has no plain default
+    the class holds (a default factory makes it; else ``__post_init__`` sets it). Only an
+    ``init=False`` field with a plain default may be absent: reading it gives the class's."""
+    if _FIELD_SLOTS["init"].__get__(field):
+        return True
+    default = _FIELD_SLOTS["default"].__get__(field)
+    return default is dataclasses.MISSING or lookup(cls, name) is not default
 
 
 def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
@@ -2014,8 +2159,9 @@ def _decode_dataclass(node: list[Any], depth: int, reader: Reader) -> Any:
     fields = _dataclass_fields(cls)
     if fields is None or not dataclass_frozen(cls):
         raise _Bad(f"{cls.__qualname__} is not a frozen dataclass")
+    _codec_bypass(cls, "dc")
     _check_state_names(cls, state, fields)
-    missing = [name for name, f in fields.items() if _built_by_init(f) and name not in state]
+    missing = [n for n, f in fields.items() if n not in state and _always_held(cls, n, f)]
     if missing:
         raise _Bad(f"{cls.__qualname__} has the field {missing[0]!r}, which the data does not give")
     instance_dict = lookup(cls, "__dict__")
@@ -2036,6 +2182,7 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     setstate = lookup(cls, "__setstate__")
     if markers.SPEC not in own_dict(cls) or not _ours(setstate):
         raise _Bad(f"{cls.__qualname__} is not a pytree class that pytreekit rebuilds")
+    _codec_bypass(cls, "p")
     names = _check_layout(cls, state)
     table = own_dict(cls)[markers.SPEC].table
     refusal = table.refusal(names)  # the field rule, as for a layout at the top
@@ -2101,9 +2248,20 @@ def _is_layout(layout: Any) -> bool:
 
 
 def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
-    func = _decode(node[1], depth, reader)
+    inner = node[1]
+    if type(inner) is list and inner and inner[0] == "fp":
+        raise _Bad(
+            "a functools.partial of a functools.partial is not static data pytreekit writes "
+            "(functools.partial flattens one made of another, and so does the writer)"
+        )
+    func = _decode(inner, depth, reader)
+    if not _referenced(func):
+        raise _Bad(
+            f"'fp' takes a callable stored by name (a function or class on the list of "
+            f"references, or a class the field declares) as its function, not a {type_name(func)}"
+        )
     args, keywords = _decode_items(node[2:], depth, reader.for_plain())
-    if not callable(func) or type(args) is not tuple or type(keywords) is not dict:
+    if type(args) is not tuple or type(keywords) is not dict:
         raise _Bad("'fp' takes a callable, a tuple and a dict of keywords")
     if not all(type(key) is str for key in keywords):
         raise _Bad("the keywords of a functools.partial are strings")
@@ -2120,18 +2278,36 @@ def _decode_codec(node: list[Any], depth: int, reader: Reader) -> Any:
             f"pytreekit.register_static_codec before loading)"
         )
     data = _decode(node[2], depth, reader.for_plain())
+    owner = codec.cls.__qualname__
     try:
         value = codec.decode(data)
     except Exception as error:
         raise _Bad(
-            f"the decoder registered for {codec.cls.__qualname__} raised "
-            f"{type(error).__name__}: {error}"
+            f"the decoder registered for {owner} raised {type(error).__name__}: {error}"
         ) from error
     if type(value) is not codec.cls:
+        raise _Bad(f"the decoder registered for {owner} returned a {type_name(value)}")
+    try:  # the class's own __hash__ may run: user code, as its decoder is
+        _check_hash(value)
+    except Exception as error:
         raise _Bad(
-            f"the decoder registered for {codec.cls.__qualname__} returned a {type_name(value)}"
-        )
+            f"the decoder registered for {owner} returned a value that is not hashable "
+            f"({type(error).__name__}: {error!s:.100}), and a static value is hashed with its "
+            f"treedef: the artifact has been edited, or the decoder must refuse such data"
+        ) from error
     return value
+
+
+def _check_hash(value: Any) -> None:
+    """Raise where a codec's value is not hashable: decided by ``hashable`` where it looks
+    inside (tuples, dataclasses, pytree instances), else by the class's ``__hash__`` (user code,
+    as its decoder is)."""
+    kind = type(value)
+    if not hashable(value):
+        raise TypeError(f"unhashable type: {kind.__qualname__!r}")
+    method = lookup(kind, "__hash__")
+    if type(method) is not types.WrapperDescriptorType and _hashed(value, kind) is None:
+        hash(value)
 
 
 _DECODERS: dict[str, Decoder] = {
