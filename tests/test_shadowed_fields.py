@@ -11,7 +11,7 @@ import pickle
 
 import jax
 import pytest
-from conftest import run_fresh
+from conftest import require, run_fresh
 
 from pytreekit import fields, pytree_class, replace
 
@@ -273,3 +273,29 @@ def test_a_fresh_process_whose_first_use_is_an_unpickled_instance(cls, tmp_path)
         ([5.0], {"a": 50.0}),
         ([1.0], {"a": 10.0}),
     ]
+
+
+TRACED = """
+import torch
+import jax
+from test_shadowed_fields import FreshBody, FreshGetattr, FreshSlots
+
+for cls in (FreshBody, FreshGetattr, FreshSlots):
+    cls(1.0, 2.0), cls(1.0)  # outside: the class learns its layouts under a lock
+
+    def build(x, cls=cls):
+        made = cls(x)  # b never set: the exact read of a slot under the tracer
+        return made.a * 2
+
+    compiled = torch.compile(build, fullgraph=True, backend="eager")
+    print(cls.__name__, compiled(torch.ones(2)).tolist(), jax.tree_util.tree_leaves(cls(1.0)))
+    torch._dynamo.reset()
+"""
+
+
+def test_torch_compile_builds_the_classes_whose_reads_are_exact():
+    """fullgraph makes any graph break an error: the tracer meets the exact reads (of an
+    instance's dict, of a slot under a __getattr__) when the instance it builds is observed."""
+    require("torch")
+    printed = run_fresh(TRACED).splitlines()
+    assert printed == [f"{n} [2.0, 2.0] [1.0]" for n in ("FreshBody", "FreshGetattr", "FreshSlots")]

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from .. import _markers as markers
 from .._messages import ACCUSE, close_match
+from . import torch_seen
 from .fields import MISSING, Field, check_static_value
 
 # The class attributes pytreekit sets: a pytree class's ClassSpec (see _spec), and the layout of
@@ -234,18 +235,18 @@ class Shadows(NamedTuple):
 
     def holds(self, obj: object, name: str) -> bool:
         """Whether ``obj`` holds a value for the field ``name`` (a slot or a dict entry)."""
-        member = self.members.get(name)
-        if member is not None:
-            try:
-                member.__get__(obj, type(obj))
-            except AttributeError:
-                return False
-            return True
-        try:  # not through a __getattr__, which may answer for __dict__ too
-            instance_dict = object.__getattribute__(obj, "__dict__")
+        # Read past a __getattr__ (which may answer for __dict__ too): a slot's member, found
+        # first, raises for an empty slot.
+        try:
+            if name not in self.members:
+                return name in object.__getattribute__(obj, "__dict__")
+            if torch_seen.imported and torch_seen.compiling():
+                # torch.compile's tracer cannot: it reads the slots its __init__ set so far.
+                return hasattr(obj, name)
+            object.__getattribute__(obj, name)
         except AttributeError:
             return False
-        return name in instance_dict
+        return True
 
 
 NO_SHADOWS = Shadows(frozenset(), False, {})
@@ -631,9 +632,16 @@ class LearnedLayouts(LayoutTable):
 
     def attribute_names(self, obj: object) -> tuple[str, ...]:
         """The fields of ``obj`` by the field rule, read from the instance itself."""
-        holds = self.current_shadows().holds
-        slots = [slot for slot in self.storage.slots if holds(obj, slot)]
+        slots = self._holding(obj, self.storage.slots)
         return self._kept(slots, obj.__dict__ if self.storage.has_dict else ())
+
+    def _holding(self, obj: object, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Those of ``names`` that ``obj`` holds a value for: read exactly where a read cannot
+        tell (torch.compile's tracer, which may run this, reads only plain attributes)."""
+        shadows = self.current_shadows()
+        exactly = shadows.of(names)
+        holds = shadows.holds
+        return tuple(n for n in names if (holds(obj, n) if n in exactly else hasattr(obj, n)))
 
     def _kept(self, slots: Iterable[str], attributes: Iterable[str]) -> tuple[str, ...]:
         """The fields of an instance whose ``slots`` hold values and whose dict holds
@@ -681,9 +689,7 @@ class LearnedLayouts(LayoutTable):
                 # order; their static flags are the class's now.
                 return known if self.is_current(known) else self.for_names(known.names)
             if self.storage.has_dict and obj.__dict__.get(markers.LAYOUT) is known:
-                holds = self.current_shadows().holds
-                present = tuple(n for n in known.names if holds(obj, n))  # deleted since
-                return self.for_names(present)
+                return self.for_names(self._holding(obj, known.names))  # deleted since
         layout = self.for_names(self.attribute_names(obj))
         if self.primary is None:
             self.note(obj, layout)
