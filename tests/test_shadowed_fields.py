@@ -277,25 +277,37 @@ def test_a_fresh_process_whose_first_use_is_an_unpickled_instance(cls, tmp_path)
 
 TRACED = """
 import torch
+import torch.utils._pytree as torch_pytree
 import jax
-from test_shadowed_fields import FreshBody, FreshGetattr, FreshSlots
+from pytreekit import pytree_class
+from test_shadowed_fields import _delegate, _init
 
-for cls in (FreshBody, FreshGetattr, FreshSlots):
-    cls(1.0, 2.0), cls(1.0)  # outside: the class learns its layouts under a lock
+both = {"backends": ("jax", "torch")}
+Body = pytree_class(type("Body", (), {"b": None, "__init__": _init}), **both)
+Getattr = pytree_class(type("Getattr", (), {"__getattr__": _delegate, "__init__": _init}), **both)
+Slots = pytree_class(
+    type("Slots", (), {"__slots__": ("a", "b"), "__getattr__": _delegate, "__init__": _init}),
+    **both,
+)
+for cls in (Body, Getattr, Slots):
+    outside = cls(torch.ones(2), torch.ones(2))
+    torch_pytree.tree_leaves(outside), cls(1.0)  # outside: the class learns its layouts
 
-    def build(x, cls=cls):
-        made = cls(x)  # b never set: the exact read of a slot under the tracer
-        return made.a * 2
+    def build(x, cls=cls, outside=outside):
+        made, partial = cls(x, x * 2), cls(x)  # the exact reads run as each is observed
+        leaves = [*torch_pytree.tree_leaves(made), *torch_pytree.tree_leaves(outside)]
+        return sum(leaf.sum() for leaf in leaves) + partial.a.sum()
 
     compiled = torch.compile(build, fullgraph=True, backend="eager")
-    print(cls.__name__, compiled(torch.ones(2)).tolist(), jax.tree_util.tree_leaves(cls(1.0)))
+    print(cls.__name__, compiled(torch.ones(2)).item(), jax.tree_util.tree_leaves(cls(1.0)))
     torch._dynamo.reset()
 """
 
 
-def test_torch_compile_builds_the_classes_whose_reads_are_exact():
+def test_torch_compile_traces_the_classes_whose_reads_are_exact():
     """fullgraph makes any graph break an error: the tracer meets the exact reads (of an
-    instance's dict, of a slot under a __getattr__) when the instance it builds is observed."""
+    instance's dict, of a slot under a ``__getattr__``) as the instances it builds are observed
+    and flattened."""
     require("torch")
     printed = run_fresh(TRACED).splitlines()
-    assert printed == [f"{n} [2.0, 2.0] [1.0]" for n in ("FreshBody", "FreshGetattr", "FreshSlots")]
+    assert printed == [f"{name} 12.0 [1.0]" for name in ("Body", "Getattr", "Slots")]

@@ -312,13 +312,14 @@ def unless_held(exactly: tuple[str, ...], storage: Storage, members: Container[s
     ``exactly``, which a read may answer although it holds none (a class attribute or method of
     that name, a ``__getattr__``): a slot holds one if its own member (``_M<index>``, one of
     ``members``) reads one, any other field if it is in the instance dict."""
-    lines = []
-    for name in exactly:
-        if name in storage.slots:
-            found = name in members
-            lines.append(
-                f"_M{storage.slots.index(name)}.__get__(obj)" if found else "raise AttributeError"
-            )
+    slots = [name for name in exactly if name in storage.slots]
+    lines = [
+        f"_M{storage.slots.index(name)}.__get__(obj)" if name in members else "raise AttributeError"
+        for name in slots
+    ]
+    if lines:  # torch.compile's tracer reads the slots of an instance it built by name only
+        torch = NODE_NAMES.torch
+        lines = [f"if not ({torch}.imported and {torch}.compiling()):", *indent(lines)]
     keys = [name for name in exactly if name not in storage.slots]
     if keys:
         unset = " or ".join(f"{name!r} not in _od" for name in keys)
