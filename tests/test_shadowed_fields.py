@@ -65,7 +65,8 @@ VARIANTS = {
     "mixed_getattr": {"__getattr__": _delegate, "__slots__": ("a", "__dict__")},
     "proven": {},  # _Proven: a class attribute b, and an __init__ storing both on every path
 }
-STATES = ("full", "deleted", "never_set", "new")
+# "same": b holds the very object the class binds (read as set only by the instance dict).
+STATES = ("full", "same", "deleted", "never_set", "new")
 _numbers = itertools.count()
 
 
@@ -130,6 +131,8 @@ def _class(variant, twin):
 def _instance(cls, state):
     if state == "full":
         return cls(1.0, 2.0)
+    if state == "same":
+        return cls(1.0, SHADOW)
     if state == "deleted":
         obj = cls(1.0, 2.0)
         del obj.b
@@ -178,11 +181,12 @@ def test_a_field_counts_only_while_the_instance_holds_a_value(variant, state, pr
             assert [f.name for f in fields(obj)] == list(held)
             assert _held(replace(obj, a=3.0)) == {**held, "a": 3.0}
             assert _held(obj) == held  # replace changed nothing of the original
-    expected = ["a", "b"] if state == "full" else ["a"]
-    assert observed[False]["names"] == expected
-    assert observed[False]["leaves"] == (
-        [1.0, 2.0] if state == "full" else [observed[True]["leaves"][0]]
-    )
+    holds_b = state in ("full", "same")
+    assert observed[False]["names"] == (["a", "b"] if holds_b else ["a"])
+    if holds_b:
+        assert observed[False]["leaves"] == [1.0, 2.0 if state == "full" else SHADOW]
+    else:
+        assert observed[False]["leaves"] == [observed[True]["leaves"][0]]
     assert observed[False] == observed[True]
 
 
@@ -197,6 +201,26 @@ def test_instances_built_after_the_deleted_one_still_take_their_layout(variant):
     assert tu.tree_leaves(first) == [1.0, 4.0]
     assert tu.tree_leaves(cls(1.0, 2.0)) == [1.0, 2.0]
     assert tu.tree_leaves(cls(1.0)) == [1.0]
+
+
+@pytest.mark.parametrize("variant", ["body", "base"])
+def test_a_class_value_rebound_after_first_use_still_reads_as_unset(variant):
+    """The class's value is read from the class each time: rebound (or deleted) after the first
+    use, a field the instance does not hold is still unset."""
+    cls = _class(variant, False)
+    tu.tree_leaves(cls(1.0, 2.0))
+    owner = Base if variant == "base" else cls
+    obj = cls(1.0, 2.0)
+    del obj.b
+    try:
+        owner.b = 8.0
+        assert tu.tree_leaves(obj) == [1.0]
+        assert tu.tree_leaves(cls(1.0, 8.0)) == [1.0, 8.0]
+        del owner.b
+        assert tu.tree_leaves(obj) == [1.0]
+        assert tu.tree_leaves(cls(1.0, 2.0)) == [1.0, 2.0]
+    finally:
+        owner.b = SHADOW
 
 
 def test_a_deleted_field_named_like_a_method_is_not_carried_as_the_old_instance_method():

@@ -226,6 +226,9 @@ class Shadows(NamedTuple):
     names: frozenset[str]  # bound on the class or a base (not a slot's own member)
     everything: bool  # a __getattr__ (or __getattribute__) may answer for any name
     members: dict[str, Any]  # each slot's member descriptor, which raises for an empty slot
+    # Of names, those read from the class as the very object a read of an unset field gives (a
+    # value, no descriptor, not a slot): an instance holding another object holds a value.
+    values: frozenset[str] = frozenset()
 
     def of(self, names: tuple[str, ...]) -> tuple[str, ...]:
         """Which of ``names`` a read may answer although the instance holds no value for it."""
@@ -277,7 +280,21 @@ def shadows_of(klass: type, slots: tuple[str, ...]) -> Shadows:
         if not name.startswith("__")
         and not (name in members and resolved(klass, name) is members[name])
     )
-    return Shadows(names, everything, members)
+    values = frozenset() if everything else _plain_values(klass, names, slots)
+    return Shadows(names, everything, members, values)
+
+
+def _plain_values(klass: type, names: Iterable[str], slots: tuple[str, ...]) -> frozenset[str]:
+    """Those of ``names`` that ``klass`` binds to a value (no descriptor), where reading the class
+    gives that value (its metaclass binds no such name) and no slot is named so."""
+    meta = type(klass)
+    return frozenset(
+        name
+        for name in names
+        if not hasattr(type(resolved(klass, name)), "__get__")
+        and resolved(meta, name) is None
+        and name not in slots
+    )
 
 
 class LayoutTable:

@@ -25,7 +25,7 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 # The module itself, which generated code holds; by its name, not through this package.
@@ -34,7 +34,16 @@ import pytreekit._classes.torch_seen as torch_seen
 from .. import _markers as markers
 from .._compat import static_hash
 from .frozen import begin_init, end_init
-from .layouts import FLAT, NESTED_HASHES, Layout, LayoutTable, Storage, bound_inside, check
+from .layouts import (
+    FLAT,
+    NESTED_HASHES,
+    Layout,
+    LayoutTable,
+    Shadows,
+    Storage,
+    bound_inside,
+    check,
+)
 
 # Each live class that owns generated code holds a slot number, given back when the class is
 # freed, and numbers its compilations from 0: CPython keeps every code object's file name for good
@@ -307,24 +316,38 @@ def _for_primary(lines: list[str], exact: bool, varied: bool) -> list[str]:
     return [f"if obj.{markers.LAYOUT} is {PRIMARY}:", *indent(lines)] if varied else lines
 
 
-def unless_held(exactly: tuple[str, ...], storage: Storage, members: Container[str]) -> list[str]:
+def unless_held(exactly: tuple[str, ...], storage: Storage, shadows: Shadows) -> list[str]:
     """Lines that raise ``AttributeError`` unless ``obj`` holds a value for each field of
     ``exactly``, which a read may answer although it holds none (a class attribute or method of
-    that name, a ``__getattr__``): a slot holds one if its own member (``_M<index>``, one of
-    ``members``) reads one, any other field if it is in the instance dict."""
-    slots = [name for name in exactly if name in storage.slots]
-    lines = [
-        f"_M{storage.slots.index(name)}.__get__(obj)" if name in members else "raise AttributeError"
-        for name in slots
-    ]
-    if lines:  # torch.compile's tracer reads the slots of an instance it built by name only
-        torch = NODE_NAMES.torch
-        lines = [f"if not ({torch}.imported and {torch}.compiling()):", *indent(lines)]
-    keys = [name for name in exactly if name not in storage.slots]
+    that name, a ``__getattr__``): a slot holds one if its own member (``_M<index>``) reads one;
+    a field the class binds to a value, if a read gives another object than the class's (else
+    if it is in the instance dict: on CPython before 3.13, reading ``__dict__`` makes the
+    instance's attribute reads slower from then on); any other field if it is in the dict."""
+    lines = _slots_held([name for name in exactly if name in storage.slots], storage, shadows)
+    for name in exactly:
+        if name in shadows.values:  # read from the class each time: it may be given another
+            lines += [f"if obj.{name} is _cls.{name} and {name!r} not in obj.__dict__:"]
+            lines += ["    raise AttributeError"]
+    keys = [n for n in exactly if n not in storage.slots and n not in shadows.values]
     if keys:
         unset = " or ".join(f"{name!r} not in _od" for name in keys)
         lines += ["_od = obj.__dict__", f"if {unset}:", "    raise AttributeError"]
     return lines
+
+
+def _slots_held(slots: list[str], storage: Storage, shadows: Shadows) -> list[str]:
+    """``unless_held`` for ``slots``: each read through its own member (``_M<index>``)."""
+    lines = [
+        f"_M{storage.slots.index(name)}.__get__(obj)"
+        if name in shadows.members
+        else "raise AttributeError"
+        for name in slots
+    ]
+    if not lines:
+        return []
+    # torch.compile's tracer reads the slots of an instance it built by name only.
+    torch = NODE_NAMES.torch
+    return [f"if not ({torch}.imported and {torch}.compiling()):", *indent(lines)]
 
 
 def _flatten(
@@ -638,7 +661,7 @@ class NodeFunctions:
         members = table.shadows.members
         slots = table.storage.slots
         self.namespace.update((f"_M{slots.index(slot)}", m) for slot, m in members.items())
-        return unless_held(table.exactly(primary), table.storage, members)
+        return unless_held(table.exactly(primary), table.storage, table.shadows)
 
     def _swap(self, function: types.FunctionType, code: types.CodeType) -> None:
         if function.__code__ is not code:
