@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from .. import _markers as markers
 from .._messages import ACCUSE, close_match
+from . import torch_seen
 from .fields import MISSING, Field, check_static_value
 
 # The class attributes pytreekit sets: a pytree class's ClassSpec (see _spec), and the layout of
@@ -52,6 +53,7 @@ class Layout:
         "child_names",
         "cls",
         "compared",
+        "exactly",
         "fields",
         "hashed",
         "hashed_values",
@@ -92,6 +94,8 @@ class Layout:
         # None); with them, ``plain``: the tuple of static values alone (see ``declared``).
         self.bare: tuple[Any, ...] | None = None
         self.plain = False
+        # The fields whose "is it set" a read cannot tell (LayoutTable.exactly), once known.
+        self.exactly: tuple[str, ...] | None = None
 
     def __reduce__(self) -> tuple[Callable[..., Layout], tuple[Any, ...]]:
         # Unpickled into the interned layout of the receiving process: identity stays equality.
@@ -215,6 +219,85 @@ def descriptor_names(klass: type, slots: tuple[str, ...]) -> frozenset[str]:
     )
 
 
+class Shadows(NamedTuple):
+    """What answers a read of a field an instance does not hold, found when the class is first
+    used: there "is it set" is read exactly (the instance dict's keys, the slot's own member),
+    elsewhere an ``AttributeError`` on reading it says so."""
+
+    names: frozenset[str]  # bound on the class or a base (not a slot's own member)
+    everything: bool  # a __getattr__ (or __getattribute__) may answer for any name
+    members: dict[str, Any]  # each slot's member descriptor, which raises for an empty slot
+    # Of names, those read from the class as the very object a read of an unset field gives (a
+    # value, no descriptor, not a slot): an instance holding another object holds a value.
+    values: frozenset[str] = frozenset()
+
+    def of(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Which of ``names`` a read may answer although the instance holds no value for it."""
+        if self.everything:
+            return names
+        return tuple(n for n in names if n in self.names)
+
+    def holds(self, obj: object, name: str) -> bool:
+        """Whether ``obj`` holds a value for the field ``name`` (a slot or a dict entry)."""
+        # Read past a __getattr__ (which may answer for __dict__ too): a slot's member, found
+        # first, raises for an empty slot.
+        try:
+            if name not in self.members:
+                return name in object.__getattribute__(obj, "__dict__")
+            if torch_seen.imported and torch_seen.compiling():
+                # torch.compile's tracer cannot: it reads the slots its __init__ set so far.
+                return hasattr(obj, name)
+            object.__getattribute__(obj, name)
+        except AttributeError:
+            return False
+        return True
+
+
+NO_SHADOWS = Shadows(frozenset(), False, {})
+
+
+def slot_members(klass: type, slots: tuple[str, ...]) -> dict[str, Any]:
+    """The member descriptor each of ``slots`` resolves to (none where a class attribute
+    replaced it)."""
+    resolving = {slot: resolved(klass, slot) for slot in slots}
+    return {s: m for s, m in resolving.items() if type(m) is types.MemberDescriptorType}
+
+
+def shadows_of(klass: type, slots: tuple[str, ...]) -> Shadows:
+    """The names of fields a read of ``klass``'s instances may answer without their holding a
+    value: bound on the class or a base (a class attribute, a method, a descriptor; a slot's own
+    member reads the slot), or every name if the class has a ``__getattr__`` (or its own
+    ``__getattribute__``)."""
+    plain = object.__dict__["__getattribute__"]
+    everything = resolved(klass, "__getattr__") is not None or (
+        resolved(klass, "__getattribute__") is not plain
+    )
+    members = slot_members(klass, slots)
+    # Each namespace copied in one step, as descriptor_names does.
+    bound = {name for k in klass.__mro__[:-1] for name in vars(k).copy()}
+    names = frozenset(
+        name
+        for name in bound
+        if not name.startswith("__")
+        and not (name in members and resolved(klass, name) is members[name])
+    )
+    values = frozenset() if everything else _plain_values(klass, names, slots)
+    return Shadows(names, everything, members, values)
+
+
+def _plain_values(klass: type, names: Iterable[str], slots: tuple[str, ...]) -> frozenset[str]:
+    """Those of ``names`` that ``klass`` binds to a value (no descriptor), where reading the class
+    gives that value (its metaclass binds no such name) and no slot is named so."""
+    meta = type(klass)
+    return frozenset(
+        name
+        for name in names
+        if not hasattr(type(resolved(klass, name)), "__get__")
+        and resolved(meta, name) is None
+        and name not in slots
+    )
+
+
 class LayoutTable:
     """The interned layouts of one class and what it has learnt: its *primary* layout (the one
     generated code is written for), whether it was ``used`` as a pytree, and whether instances of
@@ -242,6 +325,8 @@ class LayoutTable:
         # Whether observe must read an instance's own order of assignment: not where an instance
         # holding exactly the primary's fields has them in its order (declared, or proven).
         self.ordered = False
+        # What answers a read of an unset field (LearnedLayouts): the class as first used decides.
+        self.shadows = NO_SHADOWS
 
     # -- interning --------------------------------------------------------------------------
 
@@ -350,14 +435,38 @@ class LayoutTable:
             return
         with self.lock:
             if not self.used:
-                # A class decorator above @pytree_class, or a mixin's, may have added a
-                # cached_property since decoration: the class as first used decides.
-                storage = self.storage
-                self.storage = storage._replace(
-                    descriptors=descriptor_names(self.cls, storage.slots)
-                )
-                self.used = True
+                self._read_class()
                 self.on_change()
+
+    def _read_class(self) -> None:
+        """The class is used from now on: what it binds at its first use decides (under
+        ``lock``)."""
+        if self.used:
+            return
+        # A class decorator above @pytree_class, or a mixin's, may have added a cached_property
+        # (or a class attribute named like a field) since decoration.
+        storage = self.storage
+        self.storage = storage._replace(descriptors=descriptor_names(self.cls, storage.slots))
+        self.shadows = self.shadows_now()
+        self.used = True
+
+    def shadows_now(self) -> Shadows:
+        """What answers a read of an unset field, by the class as it is now (an annotated class
+        reads its fields as dataclasses do: a class default answers for a deleted field)."""
+        return NO_SHADOWS
+
+    def current_shadows(self) -> Shadows:
+        """What answers a read of an unset field: as found at first use, or the class now."""
+        return self.shadows if self.used else self.shadows_now()
+
+    def exactly(self, layout: Layout) -> tuple[str, ...]:
+        """The fields of ``layout`` whose "is it set" a read cannot tell (``Shadows``)."""
+        found = layout.exactly
+        if found is None:
+            if not self.used:
+                return self.shadows_now().of(layout.names)
+            found = layout.exactly = self.shadows.of(layout.names)
+        return found
 
 
 class FixedLayouts(LayoutTable):
@@ -524,7 +633,10 @@ class LearnedLayouts(LayoutTable):
 
     def _unkept(self, names: tuple[str, ...]) -> tuple[str, str] | None:
         """The first name the rule does not keep of an instance holding exactly ``names``."""
-        kept = frozenset(self.attribute_names(_Holding(names, self.storage.has_dict)))
+        storage = self.storage
+        named = frozenset(names)
+        slots = [slot for slot in storage.slots if slot in named]
+        kept = frozenset(self._kept(slots, names if storage.has_dict else ()))
         name = next((name for name in names if name not in kept), None)
         why = "the field rule keeps no dunder, name-mangled private or descriptor's name"
         return None if name is None else (name, why)
@@ -546,24 +658,40 @@ class LearnedLayouts(LayoutTable):
 
     def attribute_names(self, obj: object) -> tuple[str, ...]:
         """The fields of ``obj`` by the field rule, read from the instance itself."""
+        slots = self._holding(obj, self.storage.slots)
+        return self._kept(slots, obj.__dict__ if self.storage.has_dict else ())
+
+    def _holding(self, obj: object, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Those of ``names`` that ``obj`` holds a value for: read exactly where a read cannot
+        tell (torch.compile's tracer, which may run this, reads only plain attributes)."""
+        shadows = self.current_shadows()
+        exactly = shadows.of(names)
+        holds = shadows.holds
+        return tuple(n for n in names if (holds(obj, n) if n in exactly else hasattr(obj, n)))
+
+    def _kept(self, slots: Iterable[str], attributes: Iterable[str]) -> tuple[str, ...]:
+        """The fields of an instance whose ``slots`` hold values and whose dict holds
+        ``attributes``, by the field rule."""
         storage = self.storage
-        prefixes = storage.private_prefixes
-        names = [
-            slot
-            for slot in storage.slots
-            if not slot.startswith("__") and not slot.startswith(prefixes) and hasattr(obj, slot)
-        ]
+        refused = ("__", *storage.private_prefixes)
+        names = [slot for slot in slots if not slot.startswith(refused)]
         if storage.has_dict:
             in_slots = frozenset(names) if names else ()  # an artifact may name thousands
             names.extend(
                 n
-                for n in obj.__dict__
-                if not n.startswith("__")
-                and not n.startswith(prefixes)
-                and n not in storage.descriptors
-                and n not in in_slots
+                for n in attributes
+                if not n.startswith(refused) and n not in storage.descriptors and n not in in_slots
             )
         return tuple(names)
+
+    def shadows_now(self) -> Shadows:
+        return shadows_of(self.cls, self.storage.slots)
+
+    def holds_exactly(self, obj: object, layout: Layout) -> bool:
+        """Whether ``obj`` holds a value for each field of ``layout`` that a read cannot tell
+        unset (``exactly``)."""
+        holds = self.current_shadows().holds
+        return all(holds(obj, name) for name in self.exactly(layout))
 
     def layout_of(self, obj: object) -> Layout:
         """The layout of ``obj``: its marker, else the primary if it holds every primary field,
@@ -572,19 +700,22 @@ class LearnedLayouts(LayoutTable):
             table = published(type(obj))
             assert table is not None
             return table.layout_of(obj)
-        found: Layout | None = getattr(obj, markers.LAYOUT, None)
-        if found is not None and found.cls is self.cls and self.exact(found):
+        # (A __getattr__ may answer for the marker before the class has one.)
+        found = getattr(obj, markers.LAYOUT, None)
+        if type(found) is Layout and found.cls is self.cls and self.exact(found):
             known: Layout = found
             try:
                 known.read(obj)
+                # (exactly is None until the class's first use has found it.)
+                held = known.exactly == () or self.holds_exactly(obj, known)
             except AttributeError:
-                if self.storage.has_dict and obj.__dict__.get(markers.LAYOUT) is known:
-                    present = tuple(n for n in known.names if hasattr(obj, n))  # deleted since
-                    return self.for_names(present)
-            else:
+                held = False
+            if held:
                 # A marker from an earlier decoration (or static set) names the fields and their
                 # order; their static flags are the class's now.
                 return known if self.is_current(known) else self.for_names(known.names)
+            if self.storage.has_dict and obj.__dict__.get(markers.LAYOUT) is known:
+                return self.for_names(self._holding(obj, known.names))  # deleted since
         layout = self.for_names(self.attribute_names(obj))
         if self.primary is None:
             self.note(obj, layout)
@@ -605,7 +736,7 @@ class LearnedLayouts(LayoutTable):
             if self.primary is None:
                 self.primary = layout
                 setattr(self.cls, markers.LAYOUT, layout)  # the unmarked instances' layout
-                self.used = True
+                self._read_class()
                 self.on_change()
             self._mark(obj, layout)
             if has_dict and layout is not self.primary and not self.varied:
@@ -646,19 +777,6 @@ class LearnedLayouts(LayoutTable):
                 if len(self._raw) < _RAW_CACHE_SIZE:
                     self._raw[raw] = layout
         self.note(obj, layout)
-
-
-class _Holding:
-    """An instance-like namespace holding ``names``, for the field rule to read."""
-
-    def __init__(self, names: tuple[str, ...], has_dict: bool) -> None:
-        self.__dict__.update(dict.fromkeys(names) if has_dict else {})
-        self._slots = frozenset(names)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in self.__dict__["_slots"]:
-            return None
-        raise AttributeError(name)
 
 
 def table_for(
