@@ -204,9 +204,45 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                 _leave(plans.pop(info), "PTK113", reason)
                 codes[info] = "PTK113"
                 changed = True
+    for info in list(plans):
+        # a subclass under ``if``, in a function or made by ``type(...)``: the hierarchy cannot
+        # be enumerated, so neither rewritten whole; a registered one would be registered twice
+        for module, hidden in project.hidden_subclasses(info):
+            if any(r.target_text == hidden.name for r in module.registrations):
+                where = "" if module is info.module else f" (in {module.name})"
+                _leave(
+                    plans.pop(info),
+                    "PTK113",
+                    f"its subclass {hidden.name}{where}, {hidden.place}, is registered by hand "
+                    f"there; a base is rewritten with its subclasses or not at all",
+                )
+                break
     for info, outcome in plans.items():
         assert outcome.rewrite is not None
         unregistered = [sub for sub in project.subclasses(info) if sub not in registered]
+        if not unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
+            hidden_subs = project.hidden_subclasses(info)
+            unsure = project.unsure_bases(info)
+            if hidden_subs:
+                module, hidden = hidden_subs[0]
+                where = "" if module is info.module else f" (in {module.name})"
+                outcome.rewrite.unsafe.append(
+                    Refusal(
+                        "PTK204",
+                        f"subclass {hidden.name}{where} is made {hidden.place}, where the "
+                        f"codemod cannot follow it: it would become a pytree too",
+                    )
+                )
+            elif unsure:
+                module, name, written = unsure[0]
+                outcome.rewrite.unsafe.append(
+                    Refusal(
+                        "PTK204",
+                        f"base {written} of {name} (in {module.name}) may be {info.name} (the "
+                        f"name is bound conditionally or more than once): such a subclass "
+                        f"would become a pytree too",
+                    )
+                )
         if unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
             outcome.rewrite.unsafe.append(
                 Refusal(
@@ -607,6 +643,10 @@ class _Description:
             method = ancestor.methods().get(name)
             if method is not None and _is_abstract(ancestor, method):
                 return f"{ancestor.name} declares it abstract"
+        bare = _bare_names(info.node, name)
+        if bare:
+            # ``to_parts = tree_flatten`` in the body runs when the class is made
+            return f"{info.name}'s body uses it by name ({code(bare[0])})"
         pattern = re.compile(rf"\.{name}\b")
         # only this class's own registration goes with the method: another one passing it
         # (``register_pytree_node(B, A.tree_flatten, ...)``) would lose it
@@ -1195,6 +1235,15 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         info = self.project.lookup(registration.module, target)
         if info is None:
             raise Refusal("PTK103", _not_found(self.project, registration), registration.node)
+        again = info.module.rebound_classes.get(info.name)
+        if again is not None:
+            raise Refusal(
+                "PTK103",
+                f"{info.name} is bound by a class statement and again by {again} at module "
+                f"level in {info.module.display}: which class the registration names is "
+                f"ambiguous",
+                registration.node,
+            )
         if "*" in registration.args:
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
         _registered_once(registration, self.counts[info])
@@ -1310,14 +1359,39 @@ def _module_attribute(module: Module, node: cst.Attribute, project: Project) -> 
 
 
 def _not_found(project: Project, registration: Registration) -> str:
-    target = registration.target
+    """Why the class a registration names is not one the codemod can rewrite: the lookup's
+    failure named as it is."""
+    target, text, module = registration.target, registration.target_text, registration.module
+    hidden = [h for h in module.hidden if h.name == text]
+    if target is None and hidden:
+        return (
+            f"{text} is defined {hidden[0].place}, not by a module-level class statement: the "
+            f"codemod rewrites module-level classes only"
+        )
     if target is None:
-        where = "not a class name"
-    elif target in project.ambiguous:
-        where = f"defined by two scanned files named {target.rpartition('.')[0]}"
-    else:
-        where = "imported from outside the scanned files"
-    return f"{registration.target_text} is {where}; scan the module defining it"
+        return f"{text} is not a class name; scan the module defining it"
+    if target in project.ambiguous:
+        where = target.rpartition(".")[0]
+        return f"{text} is defined by two scanned files named {where}; scan the module defining it"
+    owner = target.rpartition(".")[0]
+    outer = project.lookup(module, owner)
+    if outer is not None:
+        return (
+            f"{text} is a nested class (in the body of {outer.name}): the codemod rewrites "
+            f"module-level classes only"
+        )
+    holder = project.module_named(owner)
+    if holder is not None and project.parse(holder) is None and holder.error is not None:
+        return (
+            f"{text} is defined in {holder.display}, which the codemod could not read "
+            f"({holder.error})"
+        )
+    if holder is not None:
+        return (
+            f"{text} is not a class the codemod can follow in {holder.display} (bound "
+            f"conditionally, more than once, or through a module outside the scanned files)"
+        )
+    return f"{text} is imported from outside the scanned files; scan the module defining it"
 
 
 def _hashing(project: Project, info: ClassInfo) -> str:
@@ -1499,6 +1573,37 @@ def _calls(tree: cst.CSTNode) -> list[cst.Call]:
             found.append(node)
 
     tree.visit(Calls())
+    return found
+
+
+def _bare_names(node: cst.ClassDef, name: str) -> list[cst.CSTNode]:
+    """The statements of a class body that use ``name`` as a bare name, not as the name a def
+    binds, nor an attribute's (``self.name``), nor a keyword's."""
+    found: list[cst.CSTNode] = []
+
+    class Names(cst.CSTVisitor):
+        def __init__(self, statement: cst.CSTNode) -> None:
+            self.statement = statement
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            for part in (*node.decorators, node.params, node.body):  # its own name is no use
+                part.visit(self)
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name and not found:
+                found.append(self.statement)
+
+    for statement in suite_statements(node.body):
+        statement.visit(Names(statement))
     return found
 
 
