@@ -362,3 +362,47 @@ def test_ptk103_names_an_unparsable_module(tmp_path: Path) -> None:
     [entry] = result.report["registrations"]
     assert entry["code"] == "PTK103"
     assert "could not read" in entry["reason"] and "py2.py" in entry["reason"]
+
+
+# -- 6. a plain annotated class becomes a dataclass: the report says so ----------------------------
+
+ANNOTATED = """
+import jax
+
+
+class Signal:
+    values: jax.Array
+    kind: str
+
+    def __init__(self, values, kind):
+        self.values = values
+        self.kind = kind
+
+
+jax.tree_util.register_pytree_node(
+    Signal, lambda s: ((s.values,), (s.kind,)), lambda aux, ch: Signal(ch[0], aux[0])
+)
+"""
+
+
+def test_a_plain_annotated_class_is_reported_to_become_a_dataclass(tmp_path: Path) -> None:
+    write(tmp_path, {"sig.py": ANNOTATED})
+    result = codemod(tmp_path, "--diff", "--report", "json", "sig.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten"
+    assert "becomes a dataclass" in entry["changes"]["dataclass"]
+    text = codemod(tmp_path, "--diff", "sig.py")
+    assert "dataclass: becomes a dataclass (it annotates values, kind)" in text.err + text.out
+    codemod(tmp_path, "sig.py")
+    check = "import dataclasses, sig; assert dataclasses.is_dataclass(sig.Signal(1.0, 'soft'))"
+    assert _python(tmp_path, check).returncode == 0
+
+
+def test_a_class_annotating_class_vars_only_is_not_reported_as_a_dataclass(
+    tmp_path: Path,
+) -> None:
+    text = ANNOTATED.replace("values: jax.Array\n    kind: str", "count: ClassVar[int] = 0")
+    write(tmp_path, {"sig.py": "from typing import ClassVar\n" + text})
+    [entry] = codemod(tmp_path, "--check", "--report", "json", "sig.py").report["registrations"]
+    assert entry["verdict"] == "rewritten"
+    assert entry["changes"]["dataclass"] is None

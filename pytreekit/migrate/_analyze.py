@@ -100,6 +100,8 @@ class Rewrite:
     proven: list[str]
     unproven: list[str]
     unsafe: list[Refusal] = field(default_factory=list)
+    # a plain class annotating fields: pytreekit makes it a dataclass (why, for the report)
+    becomes_dataclass: str = ""
 
     @property
     def order_kept(self) -> bool:
@@ -618,7 +620,21 @@ class _Description:
             unproven.insert(0, "statics hashable at run time")
         if through_init and any("converted" in note for note in notes):
             unproven.insert(0, "conversions in __init__ idempotent")
+        annotated = [
+            code(a.target)
+            for a in info.annotations()
+            if "ClassVar" not in code(a.annotation.annotation)
+        ]
+        becomes = ""
+        if annotated and not dataclass:
+            becomes = (
+                f"becomes a dataclass (it annotates {', '.join(annotated[:3])}"
+                f"{', ...' if len(annotated) > 3 else ''}): dataclasses.is_dataclass, fields, "
+                f"replace and asdict now apply to it, and asdict/astuple of a dataclass holding "
+                f"one turn it into a dict"
+            )
         return Rewrite(
+            becomes_dataclass=becomes,
             cls=info,
             registration=registration,
             children=carried.children,
