@@ -406,3 +406,53 @@ def test_a_class_annotating_class_vars_only_is_not_reported_as_a_dataclass(
     [entry] = codemod(tmp_path, "--check", "--report", "json", "sig.py").report["registrations"]
     assert entry["verdict"] == "rewritten"
     assert entry["changes"]["dataclass"] is None
+
+
+# -- 7. PTK114: a list reaching a static through a local name or a list-returning call ------------
+
+STATIC = """
+from jax.tree_util import register_pytree_node_class
+
+
+@register_pytree_node_class
+class S:
+    def __init__(self, w, positions):
+        self.w = w
+        self.positions = positions
+
+    def tree_flatten(self):
+        return (self.w,), (self.positions,)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0], *aux)
+
+
+{maker}
+"""
+
+MAKERS = {
+    "local": "def make(w):\n    pos = [1, 2]\n    return S(w, pos)\n",
+    "annotated": "def make(w):\n    pos: list[int] = [1, 2]\n    return S(w, pos)\n",
+    "sorted": "def make(w):\n    return S(w, positions=sorted({3, 1}))\n",
+    "local sorted": "def make(w):\n    pos = sorted({3, 1})\n    return S(w, pos)\n",
+    "module level": "POS = {'a': 1}\nS(1.0, POS)\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(MAKERS))
+def test_an_unhashable_static_through_a_name_or_call_is_ptk114(how: str, tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": STATIC.format(maker=MAKERS[how])})
+    [entry] = codemod(tmp_path, "--check", "--report", "json", "mod.py").report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK114"), entry
+    assert "positions" in entry["reason"]
+
+
+def test_a_name_bound_to_a_list_in_another_function_is_not_followed(tmp_path: Path) -> None:
+    maker = (
+        "def other():\n    pos = [1, 2]\n    return pos\n\n\n"
+        "def make(w, pos=(1, 2)):\n    return S(w, pos)\n"
+    )
+    write(tmp_path, {"mod.py": STATIC.format(maker=maker)})
+    [entry] = codemod(tmp_path, "--check", "--report", "json", "mod.py").report["registrations"]
+    assert entry["verdict"] == "rewritten", entry

@@ -450,14 +450,27 @@ class _InitProof:
     def _unhashable_arguments(
         self, info: ClassInfo, params: dict[str, str], fields: Fields
     ) -> None:
+        scopes: dict[int, dict[int, cst.CSTNode]] = {}
         for module, call in self._constructions(info):
             bound = fields.bind_syntax(call)
             for attribute, param in params.items():
                 argument = bound.get(param)
-                if argument is not None and _unhashable(argument):
+                if argument is None:
+                    continue
+                shown = code(argument)
+                if isinstance(argument, cst.Name) and module.tree is not None:
+                    # ``pos = [1, 2]; S(w, pos)``: a binding the call's scope shows
+                    if id(module) not in scopes:
+                        scopes[id(module)] = _call_scopes(module.tree)
+                    scope = scopes[id(module)].get(id(call), module.tree)
+                    value = _unhashable_binding(scope, argument.value)
+                    if value is not None:
+                        shown = f"{argument.value} = {code(value)}"
+                        argument = value
+                if _unhashable(argument):
                     raise Refusal(
                         "PTK114",
-                        f"static {attribute} gets {code(argument)} in {module.name} "
+                        f"static {attribute} gets {shown} in {module.name} "
                         f"({code(call)}), which is unhashable",
                     )
 
@@ -1550,9 +1563,15 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
             depth -= character == ")"
             position += 1
         arguments = source[match.end() : position]
-        if re.search(r"[\[{]|\b(?:list|dict|set)\s*\(", arguments):
+        if re.search(r"[\[{]|\b(?:list|dict|set|sorted|vars)\s*\(", arguments):
+            return True
+        # a name bound to one elsewhere in the text (``pos = [1, 2]; S(w, pos)``)
+        if _UNHASHABLE_BINDING.search(source) and re.search(r"\b[A-Za-z_]\w*\b", arguments):
             return True
     return False
+
+
+_UNHASHABLE_BINDING = re.compile(r"[^=!<>]=[ \t]*(?:[\[{]|(?:list|dict|set|sorted|vars)[ \t]*\()")
 
 
 def _builds_own(call: cst.Call) -> bool:
@@ -1577,8 +1596,74 @@ def _unhashable(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Tuple):  # ``([], [])``: a tuple hashes its items
         return any(_unhashable(element.value) for element in node.elements)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-        return node.func.value in ("list", "dict", "set")
+        return node.func.value in _UNHASHABLE_CALLS
     return False
+
+
+# Builtins whose result is a list, a dict or a set.
+_UNHASHABLE_CALLS = ("list", "dict", "set", "sorted", "vars")
+
+
+def _call_scopes(tree: cst.Module) -> dict[int, cst.CSTNode]:
+    """The innermost function holding each call of a module (by id; a call at module level has
+    none)."""
+    scopes: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = []
+
+    class Scopes(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            stack.append(node)
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+            stack.pop()
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if stack:
+                scopes[id(node)] = stack[-1]
+
+    tree.visit(Scopes())
+    return scopes
+
+
+def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """A value ``scope`` (a function, or the module) binds ``name`` to that is a list, a dict
+    or a set (any of its bindings: the cautious side), not looking into nested functions and
+    classes."""
+    found: list[cst.BaseExpression] = []
+
+    class Bindings(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is scope
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets
+            ) and _unhashable(node.value):
+                found.append(node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            value = node.value
+            if (
+                isinstance(node.target, cst.Name)
+                and node.target.value == name
+                and value is not None
+                and _unhashable(value)
+            ):
+                found.append(value)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                if _unhashable(node.value):
+                    found.append(node.value)
+
+    scope.visit(Bindings())
+    return found[0] if found else None
 
 
 def _calls(tree: cst.CSTNode) -> list[cst.Call]:
