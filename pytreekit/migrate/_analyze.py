@@ -1658,9 +1658,9 @@ def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | N
                 found.append(value)
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                if _unhashable(node.value):
-                    found.append(node.value)
+            target = node.target
+            if isinstance(target, cst.Name) and target.value == name and _unhashable(node.value):
+                found.append(node.value)
 
     scope.visit(Bindings())
     return found[0] if found else None
