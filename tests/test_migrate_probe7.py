@@ -456,3 +456,56 @@ def test_a_name_bound_to_a_list_in_another_function_is_not_followed(tmp_path: Pa
     write(tmp_path, {"mod.py": STATIC.format(maker=maker)})
     [entry] = codemod(tmp_path, "--check", "--report", "json", "mod.py").report["registrations"]
     assert entry["verdict"] == "rewritten", entry
+
+
+# -- 9. a section's banner above a deleted registration stays while the section goes on ----------
+
+BANNER = """
+import jax
+
+
+class A:
+    def __init__(self, w):
+        self.w = w
+
+
+class Other(tuple):
+    pass
+
+
+# ------------------------------------------------------------------
+# Register custom objects with jax.
+# ------------------------------------------------------------------
+
+
+jax.tree_util.register_pytree_node(A, lambda a: ((a.w,), None), lambda _, c: A(*c))
+
+
+jax.tree_util.register_pytree_node(Other, lambda o: ((), None), lambda _, c: Other())
+"""
+
+
+def test_a_banner_above_a_deleted_registration_is_kept(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": BANNER})
+    result = codemod(tmp_path, "--report", "json", "mod.py")
+    verdicts = [entry["verdict"] for entry in result.report["registrations"]]
+    assert verdicts == ["rewritten", "left"]  # Other is a tuple subclass: PTK111
+    text = (tmp_path / "mod.py").read_text()
+    banner = text.index("# Register custom objects with jax.")
+    assert banner < text.index("PTK111") < text.index("register_pytree_node(Other")
+    assert "register_pytree_node(A" not in text
+    assert _python(tmp_path, "import mod; mod.A(1.0)").returncode == 0
+
+
+def test_a_banner_heading_the_next_statement_is_kept_once(tmp_path: Path) -> None:
+    text = BANNER.replace(
+        "jax.tree_util.register_pytree_node(Other, lambda o: ((), None), lambda _, c: Other())",
+        "VALUE = 1",
+    )
+    write(tmp_path, {"mod.py": text})
+    codemod(tmp_path, "mod.py")
+    after = (tmp_path / "mod.py").read_text()
+    assert after.count("# Register custom objects with jax.") == 1
+    banner = after.index("# Register custom objects")
+    assert banner < after.index("VALUE = 1")
+    assert _python(tmp_path, "import mod; mod.A(1.0)").returncode == 0
