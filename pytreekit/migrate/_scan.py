@@ -317,6 +317,7 @@ class Project:
     classes: dict[str, ClassInfo]  # qualified name -> class
     _registered: frozenset[str] | None = None
     _by_name: dict[str, Module | None] | None = None
+    _hidden_bases: list[tuple[Module, HiddenClass, ClassInfo]] | None = None
     # qualified names two scanned files define (two top-level ``util.py`` under different roots):
     # an import of one cannot say which file it means
     ambiguous: set[str] = field(default_factory=set)
@@ -454,16 +455,20 @@ class Project:
     def hidden_subclasses(self, info: ClassInfo) -> list[tuple[Module, HiddenClass]]:
         """The classes made other than by a module-level class statement (under ``if``, in a
         function, by ``type(...)``) one of whose bases is ``info`` or a subclass of it."""
+        if self._hidden_bases is None:  # once: parsing the bases' text is the cost
+            self._hidden_bases = [
+                (module, hidden, base)
+                for module in self.modules
+                if module.tree is not None
+                for hidden in module.hidden
+                for written in hidden.bases
+                for base in [self.lookup(module, module.qualify(cst.parse_expression(written)))]
+                if base is not None
+            ]
         found: list[tuple[Module, HiddenClass]] = []
-        for module in self.modules:
-            if module.tree is None:
-                continue
-            for hidden in module.hidden:
-                for written in hidden.bases:
-                    base = self.lookup(module, module.qualify(cst.parse_expression(written)))
-                    if base is not None and info in self.mro(base):
-                        found.append((module, hidden))
-                        break
+        for module, hidden, base in self._hidden_bases:
+            if info in self.mro(base) and (module, hidden) not in found:
+                found.append((module, hidden))
         return found
 
     def unsure_bases(self, info: ClassInfo) -> list[tuple[Module, str, str]]:
