@@ -509,3 +509,11 @@ def test_a_banner_heading_the_next_statement_is_kept_once(tmp_path: Path) -> Non
     banner = after.index("# Register custom objects")
     assert banner < after.index("VALUE = 1")
     assert _python(tmp_path, "import mod; mod.A(1.0)").returncode == 0
+
+
+def test_attributes_set_on_the_class_at_module_level_do_not_rebind_it(tmp_path: Path) -> None:
+    text = REBOUND.format(again="A.__add__ = lambda self, other: self\nA.table = {}\n")
+    text = text.replace("Original = A\n", "")
+    write(tmp_path, {"mod.py": text})
+    [entry] = codemod(tmp_path, "--check", "--report", "json", "mod.py").report["registrations"]
+    assert entry["code"] != "PTK103", entry

@@ -893,9 +893,7 @@ def _module_binding(node: ast.AST, bind: Callable[[str, str], None]) -> None:
     if isinstance(node, ast.Assign):
         value = node.value
         for target in node.targets:
-            for name in ast.walk(target):
-                if not isinstance(name, ast.Name):
-                    continue
+            for name in _ast_targets(target):
                 # ``A = register_pytree_node_class(A)``: the same class, decorated
                 same = (
                     isinstance(value, ast.Call)
@@ -913,9 +911,19 @@ def _module_binding(node: ast.AST, bind: Callable[[str, str], None]) -> None:
             if alias.name != "*":
                 bind(alias.asname or alias.name.partition(".")[0], "an import")
     elif isinstance(node, (ast.For, ast.AsyncFor)):
-        for name in ast.walk(node.target):
-            if isinstance(name, ast.Name):
-                bind(name.id, "a loop")
+        for name in _ast_targets(node.target):
+            bind(name.id, "a loop")
+
+
+def _ast_targets(target: ast.expr) -> list[ast.Name]:
+    """The names an assignment target binds (``A.x = ...`` and ``A[0] = ...`` bind none)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _ast_targets(element)]
+    if isinstance(target, ast.Starred):
+        return _ast_targets(target.value)
+    return []
 
 
 def _type_call(module: Module, call: ast.Call) -> None:
