@@ -517,3 +517,15 @@ def test_attributes_set_on_the_class_at_module_level_do_not_rebind_it(tmp_path: 
     write(tmp_path, {"mod.py": text})
     [entry] = codemod(tmp_path, "--check", "--report", "json", "mod.py").report["registrations"]
     assert entry["code"] != "PTK103", entry
+
+
+def test_ptk115_names_a_base_the_package_binds_conditionally(tmp_path: Path) -> None:
+    init = "try:\n    from .a import Base\nexcept ImportError:\n    Base = None\n"
+    sub = REGISTERED_SUB.format(imports="from pkg import Base", base="Base")
+    base = "class Base:\n    def __init__(self, w):\n        self.w = w\n"
+    write(tmp_path, {"pkg/__init__.py": init, "pkg/a.py": base, "pkg/b.py": sub})
+    [entry] = codemod(tmp_path, "--check", "--report", "json", "pkg").report["registrations"]
+    assert entry["code"] == "PTK115"
+    assert (
+        "pkg/__init__.py" in entry["reason"] and "not in the scanned files" not in entry["reason"]
+    )

@@ -1284,6 +1284,11 @@ def _where_base(project: Project, qualified: str | None) -> str:
     holder = project.module_named((qualified or "").rpartition(".")[0])
     if holder is not None and project.parse(holder) is None and holder.error is not None:
         return f"in {holder.display}, which the codemod could not read ({holder.error})"
+    if holder is not None and holder.tree is not None:
+        return (
+            f"bound in {holder.display} in a way the codemod cannot follow (conditionally, more "
+            f"than once, or from a module outside the scanned files)"
+        )
     return "not in the scanned files"
 
 
