@@ -100,6 +100,8 @@ class Rewrite:
     proven: list[str]
     unproven: list[str]
     unsafe: list[Refusal] = field(default_factory=list)
+    # a plain class annotating fields: pytreekit makes it a dataclass (why, for the report)
+    becomes_dataclass: str = ""
 
     @property
     def order_kept(self) -> bool:
@@ -204,9 +206,45 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                 _leave(plans.pop(info), "PTK113", reason)
                 codes[info] = "PTK113"
                 changed = True
+    for info in list(plans):
+        # a subclass under ``if``, in a function or made by ``type(...)``: the hierarchy cannot
+        # be enumerated, so neither rewritten whole; a registered one would be registered twice
+        for module, hidden in project.hidden_subclasses(info):
+            if any(r.target_text == hidden.name for r in module.registrations):
+                where = "" if module is info.module else f" (in {module.name})"
+                _leave(
+                    plans.pop(info),
+                    "PTK113",
+                    f"its subclass {hidden.name}{where}, {hidden.place}, is registered by hand "
+                    f"there; a base is rewritten with its subclasses or not at all",
+                )
+                break
     for info, outcome in plans.items():
         assert outcome.rewrite is not None
         unregistered = [sub for sub in project.subclasses(info) if sub not in registered]
+        if not unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
+            hidden_subs = project.hidden_subclasses(info)
+            unsure = project.unsure_bases(info)
+            if hidden_subs:
+                module, hidden = hidden_subs[0]
+                where = "" if module is info.module else f" (in {module.name})"
+                outcome.rewrite.unsafe.append(
+                    Refusal(
+                        "PTK204",
+                        f"subclass {hidden.name}{where} is made {hidden.place}, where the "
+                        f"codemod cannot follow it: it would become a pytree too",
+                    )
+                )
+            elif unsure:
+                module, name, written = unsure[0]
+                outcome.rewrite.unsafe.append(
+                    Refusal(
+                        "PTK204",
+                        f"base {written} of {name} (in {module.name}) may be {info.name} (the "
+                        f"name is bound conditionally or more than once): such a subclass "
+                        f"would become a pytree too",
+                    )
+                )
         if unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
             outcome.rewrite.unsafe.append(
                 Refusal(
@@ -412,14 +450,27 @@ class _InitProof:
     def _unhashable_arguments(
         self, info: ClassInfo, params: dict[str, str], fields: Fields
     ) -> None:
+        scopes: dict[int, dict[int, cst.CSTNode]] = {}
         for module, call in self._constructions(info):
             bound = fields.bind_syntax(call)
             for attribute, param in params.items():
                 argument = bound.get(param)
-                if argument is not None and _unhashable(argument):
+                if argument is None:
+                    continue
+                shown = code(argument)
+                if isinstance(argument, cst.Name) and module.tree is not None:
+                    # ``pos = [1, 2]; S(w, pos)``: a binding the call's scope shows
+                    if id(module) not in scopes:
+                        scopes[id(module)] = _call_scopes(module.tree)
+                    scope = scopes[id(module)].get(id(call), module.tree)
+                    value = _unhashable_binding(scope, argument.value)
+                    if value is not None:
+                        shown = f"{argument.value} = {code(value)}"
+                        argument = value
+                if _unhashable(argument):
                     raise Refusal(
                         "PTK114",
-                        f"static {attribute} gets {code(argument)} in {module.name} "
+                        f"static {attribute} gets {shown} in {module.name} "
                         f"({code(call)}), which is unhashable",
                     )
 
@@ -582,7 +633,21 @@ class _Description:
             unproven.insert(0, "statics hashable at run time")
         if through_init and any("converted" in note for note in notes):
             unproven.insert(0, "conversions in __init__ idempotent")
+        annotated = [
+            code(a.target)
+            for a in info.annotations()
+            if "ClassVar" not in code(a.annotation.annotation)
+        ]
+        becomes = ""
+        if annotated and not dataclass:
+            becomes = (
+                f"becomes a dataclass (it annotates {', '.join(annotated[:3])}"
+                f"{', ...' if len(annotated) > 3 else ''}): dataclasses.is_dataclass, fields, "
+                f"replace and asdict now apply to it, and asdict/astuple of a dataclass holding "
+                f"one turn it into a dict"
+            )
         return Rewrite(
+            becomes_dataclass=becomes,
             cls=info,
             registration=registration,
             children=carried.children,
@@ -607,6 +672,10 @@ class _Description:
             method = ancestor.methods().get(name)
             if method is not None and _is_abstract(ancestor, method):
                 return f"{ancestor.name} declares it abstract"
+        bare = _bare_names(info.node, name)
+        if bare:
+            # ``to_parts = tree_flatten`` in the body runs when the class is made
+            return f"{info.name}'s body uses it by name ({code(bare[0])})"
         pattern = re.compile(rf"\.{name}\b")
         # only this class's own registration goes with the method: another one passing it
         # (``register_pytree_node(B, A.tree_flatten, ...)``) would lose it
@@ -1195,6 +1264,15 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         info = self.project.lookup(registration.module, target)
         if info is None:
             raise Refusal("PTK103", _not_found(self.project, registration), registration.node)
+        again = info.module.rebound_classes.get(info.name)
+        if again is not None:
+            raise Refusal(
+                "PTK103",
+                f"{info.name} is bound by a class statement and again by {again} at module "
+                f"level in {info.module.display}: which class the registration names is "
+                f"ambiguous",
+                registration.node,
+            )
         if "*" in registration.args:
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
         _registered_once(registration, self.counts[info])
@@ -1206,6 +1284,11 @@ def _where_base(project: Project, qualified: str | None) -> str:
     holder = project.module_named((qualified or "").rpartition(".")[0])
     if holder is not None and project.parse(holder) is None and holder.error is not None:
         return f"in {holder.display}, which the codemod could not read ({holder.error})"
+    if holder is not None and holder.tree is not None:
+        return (
+            f"bound in {holder.display} in a way the codemod cannot follow (conditionally, more "
+            f"than once, or from a module outside the scanned files)"
+        )
     return "not in the scanned files"
 
 
@@ -1310,14 +1393,39 @@ def _module_attribute(module: Module, node: cst.Attribute, project: Project) -> 
 
 
 def _not_found(project: Project, registration: Registration) -> str:
-    target = registration.target
+    """Why the class a registration names is not one the codemod can rewrite: the lookup's
+    failure named as it is."""
+    target, text, module = registration.target, registration.target_text, registration.module
+    hidden = [h for h in module.hidden if h.name == text]
+    if target is None and hidden:
+        return (
+            f"{text} is defined {hidden[0].place}, not by a module-level class statement: the "
+            f"codemod rewrites module-level classes only"
+        )
     if target is None:
-        where = "not a class name"
-    elif target in project.ambiguous:
-        where = f"defined by two scanned files named {target.rpartition('.')[0]}"
-    else:
-        where = "imported from outside the scanned files"
-    return f"{registration.target_text} is {where}; scan the module defining it"
+        return f"{text} is not a class name; scan the module defining it"
+    if target in project.ambiguous:
+        where = target.rpartition(".")[0]
+        return f"{text} is defined by two scanned files named {where}; scan the module defining it"
+    owner = target.rpartition(".")[0]
+    outer = project.lookup(module, owner)
+    if outer is not None:
+        return (
+            f"{text} is a nested class (in the body of {outer.name}): the codemod rewrites "
+            f"module-level classes only"
+        )
+    holder = project.module_named(owner)
+    if holder is not None and project.parse(holder) is None and holder.error is not None:
+        return (
+            f"{text} is defined in {holder.display}, which the codemod could not read "
+            f"({holder.error})"
+        )
+    if holder is not None:
+        return (
+            f"{text} is not a class the codemod can follow in {holder.display} (bound "
+            f"conditionally, more than once, or through a module outside the scanned files)"
+        )
+    return f"{text} is imported from outside the scanned files; scan the module defining it"
 
 
 def _hashing(project: Project, info: ClassInfo) -> str:
@@ -1460,9 +1568,15 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
             depth -= character == ")"
             position += 1
         arguments = source[match.end() : position]
-        if re.search(r"[\[{]|\b(?:list|dict|set)\s*\(", arguments):
+        if re.search(r"[\[{]|\b(?:list|dict|set|sorted|vars)\s*\(", arguments):
+            return True
+        # a name bound to one elsewhere in the text (``pos = [1, 2]; S(w, pos)``)
+        if _UNHASHABLE_BINDING.search(source) and re.search(r"\b[A-Za-z_]\w*\b", arguments):
             return True
     return False
+
+
+_UNHASHABLE_BINDING = re.compile(r"[^=!<>]=[ \t]*(?:[\[{]|(?:list|dict|set|sorted|vars)[ \t]*\()")
 
 
 def _builds_own(call: cst.Call) -> bool:
@@ -1487,8 +1601,74 @@ def _unhashable(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Tuple):  # ``([], [])``: a tuple hashes its items
         return any(_unhashable(element.value) for element in node.elements)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-        return node.func.value in ("list", "dict", "set")
+        return node.func.value in _UNHASHABLE_CALLS
     return False
+
+
+# Builtins whose result is a list, a dict or a set.
+_UNHASHABLE_CALLS = ("list", "dict", "set", "sorted", "vars")
+
+
+def _call_scopes(tree: cst.Module) -> dict[int, cst.CSTNode]:
+    """The innermost function holding each call of a module (by id; a call at module level has
+    none)."""
+    scopes: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = []
+
+    class Scopes(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            stack.append(node)
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+            stack.pop()
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if stack:
+                scopes[id(node)] = stack[-1]
+
+    tree.visit(Scopes())
+    return scopes
+
+
+def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """A value ``scope`` (a function, or the module) binds ``name`` to that is a list, a dict
+    or a set (any of its bindings: the cautious side), not looking into nested functions and
+    classes."""
+    found: list[cst.BaseExpression] = []
+
+    class Bindings(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is scope
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets
+            ) and _unhashable(node.value):
+                found.append(node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            value = node.value
+            if (
+                isinstance(node.target, cst.Name)
+                and node.target.value == name
+                and value is not None
+                and _unhashable(value)
+            ):
+                found.append(value)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            target = node.target
+            if isinstance(target, cst.Name) and target.value == name and _unhashable(node.value):
+                found.append(node.value)
+
+    scope.visit(Bindings())
+    return found[0] if found else None
 
 
 def _calls(tree: cst.CSTNode) -> list[cst.Call]:
@@ -1499,6 +1679,37 @@ def _calls(tree: cst.CSTNode) -> list[cst.Call]:
             found.append(node)
 
     tree.visit(Calls())
+    return found
+
+
+def _bare_names(node: cst.ClassDef, name: str) -> list[cst.CSTNode]:
+    """The statements of a class body that use ``name`` as a bare name, not as the name a def
+    binds, nor an attribute's (``self.name``), nor a keyword's."""
+    found: list[cst.CSTNode] = []
+
+    class Names(cst.CSTVisitor):
+        def __init__(self, statement: cst.CSTNode) -> None:
+            self.statement = statement
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            for part in (*node.decorators, node.params, node.body):  # its own name is no use
+                part.visit(self)
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name and not found:
+                found.append(self.statement)
+
+    for statement in suite_statements(node.body):
+        statement.visit(Names(statement))
     return found
 
 

@@ -134,6 +134,7 @@ def _entry(outcome: Outcome, verify: str | None) -> dict[str, Any]:
             ],
             "init_on_unflatten": plan.init_notes if plan.rebuilt_by_init else None,
             "hashing": plan.hashing,
+            "dataclass": plan.becomes_dataclass or None,
             "removed": list(plan.remove_methods)
             + [_function_name(node) for _, node in plan.remove_functions],
             "kept": dict(plan.kept_methods),
@@ -298,6 +299,8 @@ def _changes(entry: dict[str, Any], changes: dict[str, Any]) -> list[str]:
         did = "; ".join(init) if init else "it only stored its arguments"
         lines.append(f"__init__ no longer runs on unflatten: {did}")
     lines.append(f"hashing: {changes['hashing']}")
+    if changes.get("dataclass"):
+        lines.append(f"dataclass: {changes['dataclass']}")
     if changes["removed"]:
         lines.append(f"removed: {', '.join(changes['removed'])}")
     for method, why in changes["kept"].items():

@@ -239,6 +239,9 @@ class _Transformer(cst.CSTTransformer):
         self.depth = 0
         self.carry: dict[int, int] = {}  # depth -> blank lines above the deleted statements
         self.started: dict[int, bool] = {}  # depth -> a statement of this block was kept
+        # depth -> comment lines above the deleted statements set off from them by a blank
+        # line (a section's banner): they go to the next statement kept, if it is of the section
+        self.banner: dict[int, list[cst.EmptyLine]] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # Every edit is of a statement: expressions need not be walked (most of the nodes);
@@ -259,6 +262,7 @@ class _Transformer(cst.CSTTransformer):
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
     ) -> cst.BaseSuite:
         self.carry.pop(self.depth, None)
+        self.banner.pop(self.depth, None)
         self.depth -= 1
         return updated_node
 
@@ -277,6 +281,9 @@ class _Transformer(cst.CSTTransformer):
     def _carry(self, removed: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> None:
         blank = _blank_lines(removed.leading_lines)
         self.carry[self.depth] = max(self.carry.get(self.depth, 0), blank)
+        detached = _detached(_with_comment(removed.leading_lines, None))
+        if detached:
+            self.banner[self.depth] = [*self.banner.get(self.depth, []), *detached]
 
     def _place(
         self, statement: cst.SimpleStatementLine | cst.BaseCompoundStatement
@@ -284,9 +291,20 @@ class _Transformer(cst.CSTTransformer):
         first = not self.started.get(self.depth, True)
         self.started[self.depth] = True
         carry = self.carry.pop(self.depth, None)
+        banner = self.banner.pop(self.depth, None)
         if carry is None:
             return statement
-        return _spaced(statement, carry, first=first)
+        statement = _spaced(statement, carry, first=first)
+        lines = list(statement.leading_lines)
+        if banner and all(line.comment is None for line in _with_comment(lines, None)):
+            # no comment of its own (the codemod's aside): it goes on the section the banner
+            # heads
+            blank = 0 if first else _blank_lines(lines)
+            lines = lines[:blank] + banner[_blank_lines(banner) :] + lines[blank:]
+            if first:
+                lines = lines[_blank_lines(lines) :]
+            statement = statement.with_changes(leading_lines=lines)
+        return statement
 
     def _removed(self, node: cst.CSTNode) -> None:
         # The imports only the removed code used go too (if nothing else uses them).
@@ -399,6 +417,19 @@ def _blank_lines(lines: Sequence[cst.EmptyLine]) -> int:
             break
         count += 1
     return count
+
+
+def _detached(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The leading lines down to the last blank one below a comment: comments set off from
+    the statement by a blank line (a banner), not those right above it. Empty: none."""
+    last = -1
+    seen_comment = False
+    for index, line in enumerate(lines):
+        if line.comment is not None:
+            seen_comment = True
+        elif seen_comment:
+            last = index
+    return list(lines[: last + 1])
 
 
 _BLANK = cst.EmptyLine(indent=False)

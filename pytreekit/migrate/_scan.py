@@ -143,6 +143,15 @@ class ClassInfo:
         ]
 
 
+@dataclass(frozen=True)
+class HiddenClass:
+    """A class made other than by a module-level class statement."""
+
+    name: str
+    place: str  # "under an 'if' statement", "inside function 'f'", "built by type(...)"
+    bases: tuple[str, ...]  # dotted, as written
+
+
 @dataclass(eq=False, repr=False)
 class Module:
     """One scanned file."""
@@ -172,6 +181,12 @@ class Module:
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
     registrations: list[Registration] = field(default_factory=list)
     candidate: bool = False
+    # class statements not at module level (under ``if``/``try``, in a function or a class) and
+    # ``type(name, (bases...), ns)`` calls: how they are placed, and their bases as written
+    hidden: list[HiddenClass] = field(default_factory=list)
+    # module-level names a class statement binds and something else binds again (a second
+    # class statement, an assignment, a def, an import): name -> what binds it again
+    rebound_classes: dict[str, str] = field(default_factory=dict)
     _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
     _words: frozenset[str] | None = None
     _texts: list[str] | None = None
@@ -302,6 +317,7 @@ class Project:
     classes: dict[str, ClassInfo]  # qualified name -> class
     _registered: frozenset[str] | None = None
     _by_name: dict[str, Module | None] | None = None
+    _hidden_bases: list[tuple[Module, HiddenClass, ClassInfo]] | None = None
     # qualified names two scanned files define (two top-level ``util.py`` under different roots):
     # an import of one cannot say which file it means
     ambiguous: set[str] = field(default_factory=set)
@@ -341,25 +357,55 @@ class Project:
     def lookup(self, module: Module, qualname: str | None) -> ClassInfo | None:
         """The class ``qualname`` names as seen from ``module``: its own class first (so that
         what is decided about a file does not depend on the other files of the run), else the
-        one scanned class of that name (None when two files define it)."""
+        one scanned class of that name (None when two files define it). A name another scanned
+        module binds (``Finalizable = misc.Finalizable``, a package's ``from .a import Base``
+        or ``from .a import *``) is followed to its class; None where it cannot be for sure."""
         if qualname is None:
             return None
         owner, _, name = qualname.rpartition(".")
         if owner == module.name and name in module.classes:
             return module.classes[name]
-        if qualname in self.ambiguous:
-            return None
-        found = self.classes.get(qualname)
-        for _ in range(8):  # ``Finalizable = misc.Finalizable`` in another module, followed
+        seen: set[str] = set()
+        for _ in range(8):
+            if qualname in self.ambiguous:
+                return None
+            found = self.classes.get(qualname)
             if found is not None:
-                break
+                return found
             holder = self.module_named(owner)
-            if holder is None or self.parse(holder) is None or name not in holder.aliases:
-                break
-            qualname = holder.aliases[name]
+            if holder is None or self.parse(holder) is None:
+                return None
+            if name in holder.classes:  # parsed just now
+                return None if qualname in self.ambiguous else holder.classes[name]
+            seen.add(qualname)
+            qualname = self.rebinds(holder, name) or ""
+            if not qualname or qualname in seen:
+                return None
             owner, _, name = qualname.rpartition(".")
-            found = None if qualname in self.ambiguous else self.classes.get(qualname)
-        return found
+        return None
+
+    def rebinds(self, holder: Module, name: str) -> str | None:
+        """What a module-level name of ``holder`` is bound to by an assignment or an import
+        (relative or absolute, or a star import of a scanned module), when the text binds it
+        no other way; None when the codemod cannot tell."""
+        if name in holder.aliases:
+            return holder.aliases[name]
+        if name in holder.classes or name in holder.functions or name in holder.conditional:
+            return None
+        if _other_bindings(holder, name):
+            return None
+        if name in holder.names:
+            return holder.names[name]
+        if name.startswith("_"):
+            return None  # a star import binds no private name (without ``__all__``)
+        for source in reversed(holder.star_imports):  # the last one binding it wins
+            origin = self.module_named(source)
+            if origin is None or self.parse(origin) is None:
+                return None  # it may bind the name: no telling which class it is
+            bound = {*origin.classes, *origin.names, *origin.aliases, *origin.functions}
+            if name in bound or origin.star_imports:
+                return f"{source}.{name}"
+        return None
 
     def module_named(self, name: str) -> Module | None:
         """The one scanned module of that dotted name (None: none, or two files)."""
@@ -405,6 +451,49 @@ class Project:
             for other in module.classes.values()
             if other is not info and info in self.mro(other)
         ]
+
+    def hidden_subclasses(self, info: ClassInfo) -> list[tuple[Module, HiddenClass]]:
+        """The classes made other than by a module-level class statement (under ``if``, in a
+        function, by ``type(...)``) one of whose bases is ``info`` or a subclass of it."""
+        if self._hidden_bases is None:  # once: parsing the bases' text is the cost
+            self._hidden_bases = [
+                (module, hidden, base)
+                for module in self.modules
+                if module.tree is not None
+                for hidden in module.hidden
+                for written in hidden.bases
+                for base in [self.lookup(module, module.qualify(cst.parse_expression(written)))]
+                if base is not None
+            ]
+        found: list[tuple[Module, HiddenClass]] = []
+        for module, hidden, base in self._hidden_bases:
+            if info in self.mro(base) and (module, hidden) not in found:
+                found.append((module, hidden))
+        return found
+
+    def unsure_bases(self, info: ClassInfo) -> list[tuple[Module, str, str]]:
+        """Bases of scanned classes that may be ``info`` but that the codemod cannot resolve
+        (a name a scanned module binds under ``try``, or twice): (module, class, base)."""
+        found: list[tuple[Module, str, str]] = []
+        for module in self.modules:
+            if module.tree is None:
+                continue
+            made = [(c.name, [w for _, w in c.bases]) for c in module.classes.values()]
+            made += [(h.name, list(h.bases)) for h in module.hidden]
+            for name, bases in made:
+                for written in bases:
+                    head = re.split(r"[\[(]", written)[0]
+                    if head.rpartition(".")[2] != info.name:
+                        continue
+                    try:
+                        qualified = module.qualify(cst.parse_expression(head))
+                    except cst.ParserSyntaxError:
+                        continue
+                    if qualified is None or self.lookup(module, qualified) is not None:
+                        continue
+                    if self.module_named(qualified.rpartition(".")[0]) is not None:
+                        found.append((module, name, written))
+        return found
 
 
 # -- finding and parsing the files --------------------------------------------------------------
@@ -565,6 +654,11 @@ def _related(project: Project) -> re.Pattern[str] | None:
     if names:
         joined = "|".join(map(re.escape, sorted(names)))
         parts.append(rf"{start}class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
+        # the class bound under another name (``from pkg.a import Base as _Base``, ``B2 =
+        # pkg.Base``), or built by ``type(...)``: a subclass there spells the other name
+        parts.append(rf"\b(?:{joined})[ \t]+as[ \t]+\w")
+        parts.append(rf"{start}\w+[ \t]*=[ \t]*[\w.]*\b(?:{joined})[ \t]*(?:#|$)")
+        parts.append(rf"\btype[ \t]*\([^)]*\([^)]*\b(?:{joined})\b")
     if decorators:
         parts.append(rf"{start}def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
     return re.compile("|".join(parts), re.MULTILINE) if parts else None
@@ -702,6 +796,7 @@ def _index(module: Module) -> None:
                     and isinstance(small.value, cst.Lambda)
                 ):
                     module.lambdas[small.targets[0].target.value] = small.value
+    _hidden_and_rebound(module)
     imports = _Imports(module)
     if _NESTED_IMPORT.search(module.source):
         module.tree.visit(imports)
@@ -726,6 +821,138 @@ def _index(module: Module) -> None:
             if names.search(text):
                 visitor.top = statement
                 statement.visit(visitor)
+
+
+def _hidden_and_rebound(module: Module) -> None:
+    """Classes made other than by a module-level class statement (their subclasses of a
+    registered class cannot be enumerated as the others are), and module-level class names
+    bound again (which class a registration names then depends on where it runs). Python's
+    own parser, which is fast, reads them; only statements are walked."""
+    if not module.classes and not _MAYBE_HIDDEN.search(module.source):
+        return
+    try:
+        tree = ast.parse(module.source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    counts: dict[str, list[str]] = {}
+
+    def bind(name: str, how: str) -> None:
+        counts.setdefault(name, []).append(how)
+
+    stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+    while stack:
+        node, places = stack.pop()
+        nested = any(p.startswith(("inside", "in the body")) for p in places)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                continue
+            here = places
+            if isinstance(child, ast.ClassDef):
+                if places:
+                    bases = tuple(filter(None, (_ast_dotted(b) for b in child.bases)))
+                    module.hidden.append(HiddenClass(child.name, places[-1], bases))
+                else:
+                    bind(child.name, "a class statement")
+                here = (*places, f"in the body of class '{child.name}'")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not nested:
+                    bind(child.name, "a def")
+                here = (*places, f"inside function '{child.name}'")
+            else:
+                if not nested:
+                    _module_binding(child, bind)
+                if isinstance(child, _AST_BLOCKS):
+                    kind = type(child).__name__.lower().replace("star", "")
+                    here = (*places, f"under a '{kind}' statement")
+            stack.append((child, here))
+    if _TYPE_CALL.search(module.source):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                _type_call(module, node)
+    for name, hows in counts.items():
+        if "a class statement" in hows and len(hows) > 1:
+            others = [how for how in hows if how != "a class statement"]
+            module.rebound_classes[name] = others[0] if others else "a second class statement"
+
+
+_AST_BLOCKS: tuple[type[ast.stmt], ...] = (
+    ast.If,
+    ast.Try,
+    ast.TryStar,
+    ast.With,
+    ast.AsyncWith,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.Match,
+)
+
+
+def _module_binding(node: ast.AST, bind: Callable[[str, str], None]) -> None:
+    """The names a statement at module scope binds other than by class or def."""
+    if isinstance(node, ast.Assign):
+        value = node.value
+        for target in node.targets:
+            for name in _ast_targets(target):
+                # ``A = register_pytree_node_class(A)``: the same class, decorated
+                same = (
+                    isinstance(value, ast.Call)
+                    and bool(value.args)
+                    and isinstance(value.args[0], ast.Name)
+                    and value.args[0].id == name.id
+                )
+                if not same:
+                    bind(name.id, "an assignment")
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+        if not isinstance(node, ast.AnnAssign) or node.value is not None:
+            bind(node.target.id, "an assignment")
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for alias in node.names:
+            if alias.name != "*":
+                bind(alias.asname or alias.name.partition(".")[0], "an import")
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        for name in _ast_targets(node.target):
+            bind(name.id, "a loop")
+
+
+def _ast_targets(target: ast.expr) -> list[ast.Name]:
+    """The names an assignment target binds (``A.x = ...`` and ``A[0] = ...`` bind none)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _ast_targets(element)]
+    if isinstance(target, ast.Starred):
+        return _ast_targets(target.value)
+    return []
+
+
+def _type_call(module: Module, call: ast.Call) -> None:
+    """``type("D", (B,), {})``: a class made by a call, its bases named."""
+    if not (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "type"
+        and len(call.args) == 3
+        and isinstance(call.args[1], (ast.Tuple, ast.List))
+    ):
+        return
+    name = call.args[0]
+    shown = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "?"
+    bases = tuple(filter(None, (_ast_dotted(b) for b in call.args[1].elts)))
+    module.hidden.append(HiddenClass(shown, "built by type(...)", bases))
+
+
+def _ast_dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        head = _ast_dotted(node.value)
+        return f"{head}.{node.attr}" if head else None
+    return node.id if isinstance(node, ast.Name) else None
+
+
+# A class statement inside a block, or a call of ``type``: worth a walk of the module.
+_MAYBE_HIDDEN = re.compile(r"(?:^|(?<=\r))[ \t\f]+class[ \t]|\btype[ \t]*\(", re.MULTILINE)
+_TYPE_CALL = re.compile(r"\btype[ \t]*\([^)]*,[ \t\r\n]*[(\[]")
 
 
 def _base_name(module: Module, node: cst.BaseExpression) -> str | None:
@@ -807,16 +1034,15 @@ class _Imports(cst.CSTVisitor):
                 self._bind(head, head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            source = _dotted(node.module) if node.module is not None else "."
-            self.module.star_imports.append(source)
-            return
         source = _dotted(node.module) if node.module is not None else ""
         if node.relative:
             package = self.module.package.split(".") if self.module.package else []
             up = len(node.relative) - 1
             base = package[: len(package) - up] if up else package
             source = ".".join([*base, source] if source else base)
+        if isinstance(node.names, cst.ImportStar):
+            self.module.star_imports.append(source or ".")
+            return
         for alias in node.names:
             name = _dotted(alias.name)
             local = (
@@ -891,6 +1117,17 @@ def _bound_once(module: Module, name: str) -> bool:
         rf"|\b{word}\s*:=|\b{word}\s*[-+*/%&|^@<>]+="
     )
     return len(binding.findall(module.source)) == 1
+
+
+def _other_bindings(module: Module, name: str) -> bool:
+    """Whether the module's text binds ``name`` other than by an import (an assignment, a def,
+    a class, a loop target; a keyword argument of that name counts too, the cautious side)."""
+    word = re.escape(name)
+    binding = re.compile(
+        rf"\b{word}\s*(?::[^=\r\n]*)?=(?!=)|\b(?:def|class|global|nonlocal|for)\s+{word}\b"
+        rf"|\b{word}\s*:=|\b{word}\s*[-+*/%&|^@<>]+="
+    )
+    return binding.search(module.source) is not None
 
 
 def _api_aliases(module: Module) -> None:
