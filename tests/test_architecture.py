@@ -195,3 +195,13 @@ def test_import_pytreekit_changes_outside_it_what_the_page_lists():
         "True",
         "False False",
     ], result.stdout + result.stderr
+
+
+def test_no_class_is_longer_than_250_lines():
+    # Issue 35's bar, for the codemod too: a class that grows past it is split, not waved through.
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 250:
+                long.append(f"{_module_name(path)}.{node.name}")
+    assert long == []

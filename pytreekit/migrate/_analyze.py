@@ -1068,37 +1068,6 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             return _left(registration, [Refusal("PTK199", reason, registration.node)])
         return Outcome(registration, "rewritten", rewrite=rewrite)
 
-    def _helper_classes(self, helper: str) -> list[str]:
-        """The classes a helper (``def register(cls): register_pytree_node(cls, ...)``)
-        registers: decorated with it, or passed to it at module level."""
-        short = helper.rpartition(".")[2]
-        found: list[str] = []
-        for module in self.project.modules:
-            if short not in module.source or self.project.parse(module) is None:
-                continue
-            assert module.tree is not None
-            for info in module.classes.values():
-                for decorator in info.node.decorators:
-                    expression = decorator.decorator
-                    target = expression.func if isinstance(expression, cst.Call) else expression
-                    if module.qualify(target) == helper:
-                        found.append(_named_in(info, module))
-            for statement in module.tree.body:
-                if not isinstance(statement, cst.SimpleStatementLine):
-                    continue
-                for small in statement.body:
-                    value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
-                    if (
-                        isinstance(value, cst.Call)
-                        and module.qualify(value.func) == helper
-                        and value.args
-                    ):
-                        registered = module.qualify(value.args[0].value)
-                        passed = self.project.classes.get(registered or "")
-                        if passed is not None:
-                            found.append(_named_in(passed, module))
-        return list(dict.fromkeys(found))
-
     def _where(self, registration: Registration) -> list[tuple[Module, cst.CSTNode]]:
         """The top-level statements a reason's code may be in."""
         module = registration.module
@@ -1241,7 +1210,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             )
         if registration.place:
             if registration.helper:
-                registration.registers = self._helper_classes(registration.helper)
+                registration.registers = _helper_classes(self.project, registration.helper)
                 if registration.registers:
                     named = ", ".join(registration.registers)
                     raise Refusal(
@@ -1277,6 +1246,38 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
             raise Refusal("PTK116", "the call passes *args or **kwargs", registration.node)
         _registered_once(registration, self.counts[info])
         return info
+
+
+def _helper_classes(project: Project, helper: str) -> list[str]:
+    """The classes a helper (``def register(cls): register_pytree_node(cls, ...)``)
+    registers: decorated with it, or passed to it at module level."""
+    short = helper.rpartition(".")[2]
+    found: list[str] = []
+    for module in project.modules:
+        if short not in module.source or project.parse(module) is None:
+            continue
+        assert module.tree is not None
+        for info in module.classes.values():
+            for decorator in info.node.decorators:
+                expression = decorator.decorator
+                target = expression.func if isinstance(expression, cst.Call) else expression
+                if module.qualify(target) == helper:
+                    found.append(_named_in(info, module))
+        for statement in module.tree.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+                if (
+                    isinstance(value, cst.Call)
+                    and module.qualify(value.func) == helper
+                    and value.args
+                ):
+                    registered = module.qualify(value.args[0].value)
+                    passed = project.classes.get(registered or "")
+                    if passed is not None:
+                        found.append(_named_in(passed, module))
+    return list(dict.fromkeys(found))
 
 
 def _where_base(project: Project, qualified: str | None) -> str:
