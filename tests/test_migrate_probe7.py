@@ -529,3 +529,30 @@ def test_ptk115_names_a_base_the_package_binds_conditionally(tmp_path: Path) -> 
     assert (
         "pkg/__init__.py" in entry["reason"] and "not in the scanned files" not in entry["reason"]
     )
+
+
+# A package binding the name in a way the codemod does not follow leaves the base unsafe: the
+# subclass may be the base's (the lookup's conservative answers, one per way).
+UNFOLLOWED = {
+    "bound twice": ({"pkg/__init__.py": "from .a import Base\nBase = Base\n"}, "Base"),
+    "private through a star": (
+        {"pkg/__init__.py": "from .a import *\n", "pkg/a.py": BASE.replace("Base", "_Base")},
+        "_Base",
+    ),
+    "star from a module that does not parse": (
+        {"pkg/__init__.py": "from .a import *\nfrom .bad import *\n", "pkg/bad.py": "def (:\n"},
+        "Base",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(UNFOLLOWED))
+def test_a_name_the_package_binds_unfollowably_leaves_the_base_unsafe(
+    how: str, tmp_path: Path
+) -> None:
+    files, name = UNFOLLOWED[how]
+    sub = f"from pkg import {name}\n\n\nclass Sub({name}):\n    pass\n"
+    write(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": sub, **files})
+    result = codemod(tmp_path, "--report", "json", "pkg")
+    entry = next(e for e in result.report["registrations"] if e["class"] == name)
+    assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK204"), entry
