@@ -322,6 +322,8 @@ _WHOLE_MODULES = ("math", "numpy", "jax.numpy", "ml_dtypes")
 # id -> object, each kept alive by the dict so that its id stays its own.
 _default: dict[int, Any] = {id(type(None)): type(None)}
 _defaults_read: set[str] = set()
+# The ids of NumPy's functions on the default list: NumPy takes ``out`` positionally.
+_numpy_functions: set[int] = set()
 _added: dict[Any, Any] = {}
 _allow_lock = threading.Lock()
 
@@ -347,9 +349,16 @@ def _read_defaults() -> bool:
         return False
     with _allow_lock:
         for module in fresh:
-            _default.update((id(found), found) for found in _module_defaults(module))
-            _defaults_read.add(module)
+            _add_defaults(module)
     return True
+
+
+def _add_defaults(module: str) -> None:
+    found = _module_defaults(module)
+    _default.update((id(value), value) for value in found)
+    if module == "numpy":
+        _numpy_functions.update(id(value) for value in found if not is_class(value))
+    _defaults_read.add(module)
 
 
 def _module_defaults(module: str) -> list[Any]:
@@ -926,7 +935,8 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
                 f"the function of a functools.partial is stored by name only (a function or "
                 f"class defined at module level), not as a {type_name(value.func)}",
             )
-        if part == ".keywords" and (why := _mutating(value.func, value.keywords)) is not None:
+        why = _mutating(value.func, value.args, value.keywords) if part == ".keywords" else None
+        if why is not None:
             raise _Refused(value, why)
         if part != ".func" and not _is_plain(item, depth):
             raise _Refused(
@@ -954,29 +964,50 @@ _MUTATING_KEYWORDS = {
 _PARTIAL_SLOTS = vars(functools.partial)  # read without a subclass's properties
 
 
-def _innermost(func: Any, keywords: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The function a partial of ``func`` with ``keywords`` calls, and the keywords it gets:
-    ``functools.partial`` flattens a partial of a partial into one (outer keywords win)."""
+def _innermost(
+    func: Any, args: tuple[Any, ...], keywords: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """The function a partial of ``func`` with ``args`` and ``keywords`` calls, and the arguments
+    it gets: ``functools.partial`` flattens a partial of a partial into one (inner arguments
+    first, outer keywords win)."""
     for _ in range(MAX_DEPTH):
         if not issubclass(type(func), functools.partial):
             break
+        args = (*_PARTIAL_SLOTS["args"].__get__(func), *args)
         keywords = {**_PARTIAL_SLOTS["keywords"].__get__(func), **keywords}
         func = _PARTIAL_SLOTS["func"].__get__(func)
-    return func, keywords
+    return func, args, keywords
 
 
-def _mutating(func: Any, keywords: dict[str, Any]) -> str | None:
-    """Why a partial of ``func`` with ``keywords`` is refused: a default-list function told to
-    write into its arguments (``None``: it is not)."""
-    func, keywords = _innermost(func, keywords)
-    named = sorted(set(_MUTATING_KEYWORDS).intersection(keywords))
-    if not named or _identity(func) not in _default or _identity(func) in _added:
+def _mutating(func: Any, args: tuple[Any, ...], keywords: dict[str, Any]) -> str | None:
+    """Why a partial of ``func`` with ``args`` and ``keywords`` is refused: a default-list
+    function told to write into its arguments (``None``: it is not)."""
+    func, args, keywords = _innermost(func, args, keywords)
+    if _identity(func) not in _default or _identity(func) in _added:
         return None
-    return (
-        f"a functools.partial of a function on the default list with {named[0]}= "
-        f"{_MUTATING_KEYWORDS[named[0]]}, and the default list holds functions that only "
-        f"compute: add the function with pytreekit.add_safe_references if you mean it"
-    )
+    named = sorted(set(_MUTATING_KEYWORDS).intersection(keywords))
+    if named:
+        return (
+            f"a functools.partial of a function on the default list with {named[0]}= "
+            f"{_MUTATING_KEYWORDS[named[0]]}, and the default list holds functions that only "
+            f"compute: add the function with pytreekit.add_safe_references if you mean it"
+        )
+    # A partial's arguments come before the caller's, which then land on NumPy's positional
+    # ``out`` (``partial(np.tanh, 0.0)(x)`` writes into ``x``).
+    if args and id(func) in _numpy_functions:
+        return (
+            f"a functools.partial of NumPy's {getattr(func, '__name__', type_name(func))} with "
+            f"positional arguments, which come before the caller's and so push the caller's "
+            f"array into NumPy's positional out= (which writes into it): pass them by keyword, "
+            f"or add the function with pytreekit.add_safe_references if you mean it"
+        )
+    return None
+
+
+def refuses_partial(func: Any, args: tuple[Any, ...], keywords: dict[str, Any]) -> bool:
+    """Whether loading refuses a partial of ``func`` with ``args`` and ``keywords`` (what they
+    hold aside) for the rule of ``_mutating``."""
+    return _mutating(func, args, keywords) is not None
 
 
 def _referenced(func: Any) -> bool:
@@ -993,7 +1024,7 @@ def _safe_callable(value: Any) -> bool:
     a value built from data (a codec's, an enum member, a pytree instance)."""
     kind = type(value)
     if kind is functools.partial or kind is LoadedPartial:
-        return _referenced(_innermost(value, {})[0])
+        return _referenced(_innermost(value, (), {})[0])
     return _referenced(value)
 
 
@@ -2265,7 +2296,7 @@ def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad("'fp' takes a callable, a tuple and a dict of keywords")
     if not all(type(key) is str for key in keywords):
         raise _Bad("the keywords of a functools.partial are strings")
-    if (why := _mutating(func, keywords)) is not None:
+    if (why := _mutating(func, args, keywords)) is not None:
         raise _Bad(why)
     return LoadedPartial(func, *args, **keywords)
 
