@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 
+import attack5_fixtures as af
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ import pytreekit
 from pytreekit._artifacts import static_data
 from pytreekit._artifacts.static_data import MAGIC, StaticDataError, UnencodableError, dumps, loads
 
+_RATE = '"rate":0.5,"__pytreekit_fields__":["t",["t","rate"]'
 # case -> (the class exported, the honest text, the attacker's: None leaves the artifact honest)
 CASES = {
     "positional-out": ("Head", '["r","numpy:tanh"]', '["fp",["r","numpy:tanh"],["t",0.0],{}]'),
@@ -28,6 +30,10 @@ CASES = {
         '["r","numpy:tanh"]',
         '["fp",["r","numpy:max"],["t",["t",["t",7.0,7.0]],0],{}]',
     ),
+    "class-default": ("Layer", "", None),
+    "class-default-nested": ("Holder", "", None),
+    "nested-method": ("Holder", _RATE, _RATE.replace("rate", "scaled")),
+    "nested-callable-default": ("Holder", _RATE, _RATE.replace("rate", "shift")),
 }
 
 ATTACKER = """
@@ -157,3 +163,30 @@ def test_the_audit_of_an_edited_partial_reads_any_keywords_form():
         text = MAGIC + b'["fp",["r","numpy:tanh"],["t"],' + keywords + b"]"
         statuses = [r.status for r in pytreekit.artifact_references(text)]
         assert statuses == ["refused" if b'"out"' in keywords else "safe"], keywords
+
+
+# -- #3: a class default an instance overrides -----------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["class-default", "class-default-nested"])
+def test_a_class_default_an_instance_overrides_loads_in_a_fresh_process(said, case):
+    """``scale = 1.0`` on the class, ``self.scale = 3.0`` on the instance: the honest artifact was
+    refused ("no instance of the class can hold scale") unless the victim had built one first."""
+    assert said[case].startswith("loaded"), said[case]
+    expected = "output: 1.0" if case == "class-default-nested" else "'scale'"
+    assert expected in said[case], said[case]
+
+
+@pytest.mark.parametrize("case", ["nested-method", "nested-callable-default"])
+def test_a_name_the_class_binds_to_a_method_or_callable_is_still_refused(said, case):
+    assert said[case].startswith("refused StaticDataError"), said[case]
+    name = "scaled" if case == "nested-method" else "shift"
+    assert f"'{name}' of Conf, which the class holds already as a" in said[case], said[case]
+    assert "a stored value would hide it" in said[case]
+
+
+def test_only_a_plain_class_default_is_overridable():
+    af.Layer(jnp.ones((2, 2)))
+    assert static_data._hides(af.Layer, "scale") is None
+    assert "a stored value would hide it" in (static_data._hides(af.Layer, "predict") or "")
+    assert "a stored value would hide it" in (static_data._hides(af.Layer, "shift") or "")

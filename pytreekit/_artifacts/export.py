@@ -47,6 +47,7 @@ from .static_data import (
     learn,
     no_field,
     no_room,
+    overridable,
     parse,
     plain_tuple,
     refuses_partial,
@@ -316,6 +317,7 @@ def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str |
             if name not in fields
             and name not in table.storage.slots
             and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
+            and not overridable(table, name)
         ),
         None,
     )

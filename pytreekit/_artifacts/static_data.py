@@ -2149,10 +2149,20 @@ def _hides(cls: type, name: str) -> str | None:
     found = lookup(cls, name)
     if found is MISSING or type(found) is _SLOT:
         return None
+    spec = own_dict(cls).get(markers.SPEC)
+    if spec is not None and overridable(spec.table, name):
+        return None
     return (
         f"it names the field {name!r} of {cls.__qualname__}, which the class holds already as a "
         f"{type_name(found)}; a stored value would hide it"
     )
+
+
+def overridable(table: Any, name: str) -> bool:
+    """Whether ``name`` is a class default an instance may hold a value of its own for: the
+    class binds it to a value that is no descriptor, no slot and not callable (``scale = 1.0``,
+    which ``self.scale = ...`` overrides). A callable one is what the class's code may call."""
+    return name in table.current_shadows().values and not callable(lookup(table.cls, name))
 
 
 def _dataclass_fields(cls: type) -> dict[str, dataclasses.Field[Any]] | None:
