@@ -3,15 +3,19 @@ import by module name: an artifact names a class by module and name."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import pytreekit
-from pytreekit import field, pytree_class
+from pytreekit import Static, field, pytree_class
+
+CALLS: list[str] = []  # what the victim's own code ran
+T = TypeVar("T")
 
 
 @pytree_class
@@ -34,7 +38,7 @@ def use(model: Any) -> str:
     """What the victim's own code does with a loaded model, and what became of its data."""
     features = np.ones((1, 2))
     out = model.predict(features)
-    held = sorted(vars(model))
+    held = (sorted(vars(model)), CALLS)
     return (
         f"features after the call: {features.tolist()}, output: {np.asarray(out).tolist()}, {held}"
     )
@@ -88,6 +92,43 @@ class Conf:
 
     def scaled(self, x: Any) -> Any:
         return x * self.rate
+
+
+class Warmup:
+    """A callable schedule stored through a codec: it must never stand where a function is."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    def __call__(self, x: Any) -> Any:
+        CALLS.append("Warmup.__call__")
+        return x
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Warmup and other.steps == self.steps
+
+    def __hash__(self) -> int:
+        return hash(self.steps)
+
+
+pytreekit.register_static_codec(Warmup, lambda w: w.steps, Warmup)
+
+
+@dataclasses.dataclass(frozen=True)
+class Box(Generic[T]):
+    item: T
+
+
+@pytree_class
+class Generics:
+    """Fields declared as generic aliases: their arguments apply to what the instance holds."""
+
+    w: jax.Array
+    act: Static[Callable[[Any], Any]] = field(static=True, default=Static(jnp.tanh))
+    box: Box[int] = field(static=True, default=Box(2))
+
+    def predict(self, features: Any) -> Any:
+        return self.act(features) * self.box.item
 
 
 pytreekit.add_safe_references([Conf])  # in the writer and the victim: both import this module

@@ -18,9 +18,12 @@ import pytest
 from conftest import ROOT, TESTS, run_fresh
 
 import pytreekit
+from pytreekit import Static
 from pytreekit._artifacts import static_data
 from pytreekit._artifacts.static_data import MAGIC, StaticDataError, UnencodableError, dumps, loads
 
+M = "attack5_fixtures"
+_TANH = '"value":["r","jax.numpy:tanh"]'
 _RATE = '"rate":0.5,"__pytreekit_fields__":["t",["t","rate"]'
 # case -> (the class exported, the honest text, the attacker's: None leaves the artifact honest)
 CASES = {
@@ -34,6 +37,9 @@ CASES = {
     "class-default-nested": ("Holder", "", None),
     "nested-method": ("Holder", _RATE, _RATE.replace("rate", "scaled")),
     "nested-callable-default": ("Holder", _RATE, _RATE.replace("rate", "shift")),
+    "generic-honest": ("Generics", "", None),
+    "generic-callable": ("Generics", _TANH, f'"value":["x","{M}:Warmup",1]'),
+    "generic-argument": ("Generics", '"item":2', '"item":"2"'),
 }
 
 ATTACKER = """
@@ -190,3 +196,64 @@ def test_only_a_plain_class_default_is_overridable():
     assert static_data._hides(af.Layer, "scale") is None
     assert "a stored value would hide it" in (static_data._hides(af.Layer, "predict") or "")
     assert "a stored value would hide it" in (static_data._hides(af.Layer, "shift") or "")
+
+
+# -- #2: a generic alias's arguments apply to the instance it declares -----------------------------
+
+
+def test_a_generic_aliass_honest_model_loads(said):
+    assert said["generic-honest"].startswith("loaded Generics("), said["generic-honest"]
+    assert "output: [[1.52" in said["generic-honest"], said["generic-honest"]
+
+
+def test_a_callable_codec_value_is_refused_in_a_static_declared_to_hold_a_callable(said):
+    """``act: Static[Callable[...]]``: ``Static.value`` (``T``) holds a ``Callable``, never a
+    callable codec value the model would then call."""
+    refusal = said["generic-callable"]
+    assert refusal.startswith("refused StaticDataError"), refusal
+    assert "Static.value is declared Callable[[Any], Any]" in refusal, refusal
+    assert "Warmup" in refusal and "Warmup.__call__" not in refusal
+
+
+def test_a_value_of_another_type_is_refused_in_a_generic_aliass_argument(said):
+    refusal = said["generic-argument"]
+    assert refusal.startswith("refused StaticDataError"), refusal
+    assert "Box.item is declared int, and the artifact holds a str there" in refusal, refusal
+
+
+@pytest.mark.parametrize(
+    ("declared", "item", "loads_"),
+    [
+        ("Box[int]", "1", True),
+        ("Box[int]", '"s"', False),
+        ("Box[int] | None", '"s"', False),
+        ("tuple[Box[int], Box[str]]", '"s"', True),  # several arguments: their union
+        ("tuple[Box[int], Box[str]]", "1.5", False),
+        ("Box[Box[int]]", '["dc","attack5_fixtures:Box",{"item":"s"}]', False),
+        ("Box", '"s"', True),  # no argument: T holds what static data stores
+    ],
+)
+def test_the_arguments_of_a_generic_alias_are_substituted_where_read(declared, item, loads_):
+    hint = eval(declared, {"Box": af.Box})
+    reader = static_data.Reader(frozenset(), hint, (af.Box,))
+    node = json.loads(f'["dc","attack5_fixtures:Box",{{"item":{item}}}]')
+    if loads_:
+        assert type(static_data.decode(node, reader)) is af.Box
+    else:
+        with pytest.raises(StaticDataError, match=r"Box\.item is declared"):
+            static_data.decode(node, reader)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (Static(af.Warmup(1)), r"Static\.value is declared Callable\[\[Any\], Any\]"),
+        (af.Box("s"), r"Box\.item is declared int, and loading refuses"),
+    ],
+)
+def test_the_writer_refuses_what_a_generic_aliass_arguments_refuse(value, reason):
+    name = "act" if type(value) is Static else "box"
+    with pytest.raises(UnencodableError, match=reason):
+        static_data.dumps_fields(af.Generics, (), (name,), (value,))
+    honest = af.Generics(jnp.ones(2))
+    static_data.dumps_fields(af.Generics, (), ("act", "box"), (honest.act, honest.box))

@@ -636,6 +636,11 @@ _texts: dict[tuple[str, str], str] = {}
 _admitted_var: contextvars.ContextVar[tuple[type, ...]] = contextvars.ContextVar(
     "pytreekit_admitted", default=()
 )
+# The declared type of the field being written: a generic alias's arguments apply to the
+# instance it holds (``Reader.for_field``).
+_declared_var: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "pytreekit_declared", default=None
+)
 
 
 def _reference(value: Any) -> str:
@@ -819,6 +824,9 @@ def _encode_fields(
 ) -> str:
     """A JSON object: a dict's string keys, or an instance's fields checked as ``cls`` declares."""
     declared = declared_types(cls) if cls is not None else {}
+    outer = _declared_var.get()
+    if cls is not None and outer is not None:  # the arguments of a generic alias, as read
+        declared = {name: _substituted(*pair, outer, cls) for name, pair in declared.items()}
     parts = []
     for name, item in state.items():
         try:
@@ -830,9 +838,13 @@ def _encode_fields(
 
 def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, depth: int) -> str:
     """A field's value, refused where the reader would refuse it: not of the declared type."""
-    if name not in declared:
-        return _encode(value, depth)
-    hint, admitted = declared[name]
+    hint, admitted = declared.get(name, _UNDECLARED)
+    if hint is None:
+        token = _declared_var.set(None)
+        try:
+            return _encode(value, depth)
+        finally:
+            _declared_var.reset(token)
     if not admits_value(hint, restored(value)):
         if _by_reference(value):  # an unsafe function: its refusal says how to allow it
             _reference(value)
@@ -841,17 +853,18 @@ def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, dep
             f"{cls.__qualname__}.{name} is declared {type_name_of(hint)}, and loading refuses a "
             f"value of another type there{callable_advice(hint, value)}",
         )
-    token = _admitted_var.set(admitted)
+    token, declared_token = _admitted_var.set(admitted), _declared_var.set(hint)
     try:
         return _encode(value, depth)
     finally:
+        _declared_var.reset(declared_token)
         _admitted_var.reset(token)
 
 
 def _by_reference(value: Any) -> bool:
     """Whether ``value`` is stored by name (``_encode_function``)."""
     kind = type(value)
-    if kind in _encoders or _codecs_by_type.get(kind) is not None:
+    if _atom(kind) or kind in _encoders or _codecs_by_type.get(kind) is not None:
         return False
     return (_learned_encoders.get(kind) or _encoder_for(value)) is _encode_function
 
@@ -1501,6 +1514,8 @@ class Reader:
 
     def for_field(self, cls: type, name: str) -> Reader:
         declared, admitted = declared_types(cls).get(name, _UNDECLARED)
+        if declared is not None and self.declared is not None:
+            declared, admitted = _substituted(declared, admitted, self.declared, cls)
         return self._with(declared, admitted, self.plain)
 
     def for_plain(self) -> Reader:
@@ -1581,6 +1596,67 @@ def _user_generic(origin: Any) -> bool:
         return False
     module = own_dict(origin).get("__module__")
     return type(module) is str and module.partition(".")[0] not in sys.stdlib_module_names
+
+
+def _substituted(
+    hint: Any, admitted: tuple[type, ...], outer: Any, cls: type
+) -> tuple[Any, tuple[type, ...]]:
+    """A field's declared type with the arguments ``outer`` gives the generic class that declares
+    it substituted for its type variables (``value: T`` of a ``Static[Callable[..., Any]]``
+    holds a ``Callable``), and the classes it names; as declared where none is given."""
+    arguments = _type_arguments(outer, cls)
+    if not arguments:
+        return hint, admitted
+    try:
+        hint = _substitute(hint, arguments, 0)
+    except Exception:  # a form that cannot take its arguments: its bound decides, as declared
+        return hint, admitted
+    return hint, tuple({id(k): k for k in _named_classes(hint, 0)}.values())
+
+
+def _substitute(hint: Any, arguments: dict[Any, Any], depth: int) -> Any:
+    if depth > 20:
+        raise RecursionError("a declared type too deep to substitute")
+    if type(hint) is typing.TypeVar:
+        return arguments.get(hint, hint)
+    parameters = getattr(hint, "__parameters__", ()) if not is_class(hint) else ()
+    if not parameters:
+        return hint
+    return hint[tuple(arguments.get(p, p) for p in parameters)]
+
+
+def _type_arguments(outer: Any, cls: type) -> dict[Any, Any]:
+    """What the generic aliases of a class ``cls`` derives from that ``outer`` names give each of
+    the class's type variables (``{T: int}`` for ``Box[int]``); several give their union."""
+    given: dict[Any, list[Any]] = {}
+    for alias in _aliases(outer, mro(cls), 0):
+        origin = typing.get_origin(alias)
+        parameters = lookup(origin, "__parameters__")
+        args = typing.get_args(alias)
+        if type(parameters) is not tuple or len(parameters) != len(args):
+            continue
+        for parameter, arg in zip(parameters, args, strict=True):
+            if type(parameter) is typing.TypeVar:
+                given.setdefault(parameter, []).append(arg)
+    return {
+        parameter: args[0] if len(args) == 1 else typing.Union[tuple(args)]  # noqa: UP007
+        for parameter, args in given.items()
+    }
+
+
+def _aliases(hint: Any, bases: tuple[type, ...], depth: int) -> Iterable[Any]:
+    """The generic aliases in a declared type whose origin is one of ``bases``."""
+    hint = _unwrapped(hint)
+    if depth > 20 or is_class(hint):
+        return
+    origin = typing.get_origin(hint)
+    if _user_generic(origin) and any(origin is base for base in bases):
+        yield hint
+        return
+    if origin is typing.Literal or origin is collections.abc.Callable:
+        return
+    for arg in typing.get_args(hint):
+        yield from _aliases(arg, bases, depth + 1)
 
 
 def _unwrapped(hint: Any) -> Any:
