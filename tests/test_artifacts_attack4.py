@@ -181,7 +181,7 @@ def test_the_refusal_of_a_mutating_keyword_asks_the_innermost_function():
     # a partial made of a partial is one (functools flattens it): refused as one
     with pytest.raises(UnencodableError, match="with overwrite_input= may write into"):
         dumps(functools.partial(functools.partial(np.median), overwrite_input=True))
-    assert static_data._mutating(functools.partial(np.median), {"overwrite_input": True})
+    assert static_data._mutating(functools.partial(np.median), (), {"overwrite_input": True})
 
 
 @pytest.mark.parametrize("func", [np.tanh, np.add, jnp.mean])

@@ -47,8 +47,10 @@ from .static_data import (
     learn,
     no_field,
     no_room,
+    overridable,
     parse,
     plain_tuple,
+    refuses_partial,
     type_name_of,
 )
 
@@ -315,6 +317,7 @@ def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str |
             if name not in fields
             and name not in table.storage.slots
             and (lookup(table.cls, name) is not MISSING or name.startswith("__"))
+            and not overridable(table, name)
         ),
         None,
     )
@@ -474,6 +477,8 @@ def _archive_trees(data: bytes, scan: Scan, trees: list[Any]) -> None:
 
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
     if depth <= MAX_DEPTH:
+        if type(node) is list and node[:1] == ["fp"]:
+            _partial_status(node[1:], names)
         for part in _parts(node, names):
             _collect(part, names, depth + 1)
 
@@ -492,6 +497,29 @@ def _parts(node: Any, names: dict[str, str]) -> Iterable[Any]:
             names[parts[0]] = status(parts[0])
         parts = parts[1:]
     return parts
+
+
+def _partial_status(parts: list[Any], names: dict[str, str]) -> None:
+    """Note a safe function as ``"refused"`` where loading refuses the partial of it (its
+    arguments would make it write into the caller's arrays), whatever else names it."""
+    name = _function_name(parts)
+    if name is None or _status(name) != "safe":
+        return
+    args = tuple(parts[1][1:]) if type(parts[1]) is list and parts[1][:1] == ["t"] else ()
+    stored = parts[2]
+    keys = stored if type(stored) is dict else stored[1::2] if type(stored) is list else ()
+    module, _, qualname = name.partition(":")
+    keywords = {key: None for key in keys if type(key) is str}
+    if refuses_partial(find_in(module, qualname)[0], args, keywords):
+        names[name] = "refused"
+
+
+def _function_name(parts: list[Any]) -> str | None:
+    """The name of an ``"fp"`` node's function stored by name (``None``: it is not)."""
+    if len(parts) != 3 or type(parts[0]) is not list or len(parts[0]) != 2:
+        return None
+    tag, name = parts[0]
+    return name if tag == "r" and type(name) is str else None
 
 
 def _status(name: str) -> str:

@@ -322,6 +322,8 @@ _WHOLE_MODULES = ("math", "numpy", "jax.numpy", "ml_dtypes")
 # id -> object, each kept alive by the dict so that its id stays its own.
 _default: dict[int, Any] = {id(type(None)): type(None)}
 _defaults_read: set[str] = set()
+# The ids of NumPy's functions on the default list: NumPy takes ``out`` positionally.
+_numpy_functions: set[int] = set()
 _added: dict[Any, Any] = {}
 _allow_lock = threading.Lock()
 
@@ -347,9 +349,16 @@ def _read_defaults() -> bool:
         return False
     with _allow_lock:
         for module in fresh:
-            _default.update((id(found), found) for found in _module_defaults(module))
-            _defaults_read.add(module)
+            _add_defaults(module)
     return True
+
+
+def _add_defaults(module: str) -> None:
+    found = _module_defaults(module)
+    _default.update((id(value), value) for value in found)
+    if module == "numpy":
+        _numpy_functions.update(id(value) for value in found if not is_class(value))
+    _defaults_read.add(module)
 
 
 def _module_defaults(module: str) -> list[Any]:
@@ -627,6 +636,11 @@ _texts: dict[tuple[str, str], str] = {}
 _admitted_var: contextvars.ContextVar[tuple[type, ...]] = contextvars.ContextVar(
     "pytreekit_admitted", default=()
 )
+# The declared type of the field being written: a generic alias's arguments apply to the
+# instance it holds (``Reader.for_field``).
+_declared_var: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "pytreekit_declared", default=None
+)
 
 
 def _reference(value: Any) -> str:
@@ -810,6 +824,9 @@ def _encode_fields(
 ) -> str:
     """A JSON object: a dict's string keys, or an instance's fields checked as ``cls`` declares."""
     declared = declared_types(cls) if cls is not None else {}
+    outer = _declared_var.get()
+    if cls is not None and outer is not None:  # the arguments of a generic alias, as read
+        declared = {name: _substituted(*pair, outer, cls) for name, pair in declared.items()}
     parts = []
     for name, item in state.items():
         try:
@@ -821,9 +838,13 @@ def _encode_fields(
 
 def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, depth: int) -> str:
     """A field's value, refused where the reader would refuse it: not of the declared type."""
-    if name not in declared:
-        return _encode(value, depth)
-    hint, admitted = declared[name]
+    hint, admitted = declared.get(name, _UNDECLARED)
+    if hint is None:
+        token = _declared_var.set(None)
+        try:
+            return _encode(value, depth)
+        finally:
+            _declared_var.reset(token)
     if not admits_value(hint, restored(value)):
         if _by_reference(value):  # an unsafe function: its refusal says how to allow it
             _reference(value)
@@ -832,17 +853,18 @@ def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, dep
             f"{cls.__qualname__}.{name} is declared {type_name_of(hint)}, and loading refuses a "
             f"value of another type there{callable_advice(hint, value)}",
         )
-    token = _admitted_var.set(admitted)
+    token, declared_token = _admitted_var.set(admitted), _declared_var.set(hint)
     try:
         return _encode(value, depth)
     finally:
+        _declared_var.reset(declared_token)
         _admitted_var.reset(token)
 
 
 def _by_reference(value: Any) -> bool:
     """Whether ``value`` is stored by name (``_encode_function``)."""
     kind = type(value)
-    if kind in _encoders or _codecs_by_type.get(kind) is not None:
+    if _atom(kind) or kind in _encoders or _codecs_by_type.get(kind) is not None:
         return False
     return (_learned_encoders.get(kind) or _encoder_for(value)) is _encode_function
 
@@ -926,7 +948,8 @@ def _encode_partial(value: functools.partial[Any], depth: int) -> str:
                 f"the function of a functools.partial is stored by name only (a function or "
                 f"class defined at module level), not as a {type_name(value.func)}",
             )
-        if part == ".keywords" and (why := _mutating(value.func, value.keywords)) is not None:
+        why = _mutating(value.func, value.args, value.keywords) if part == ".keywords" else None
+        if why is not None:
             raise _Refused(value, why)
         if part != ".func" and not _is_plain(item, depth):
             raise _Refused(
@@ -954,29 +977,50 @@ _MUTATING_KEYWORDS = {
 _PARTIAL_SLOTS = vars(functools.partial)  # read without a subclass's properties
 
 
-def _innermost(func: Any, keywords: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The function a partial of ``func`` with ``keywords`` calls, and the keywords it gets:
-    ``functools.partial`` flattens a partial of a partial into one (outer keywords win)."""
+def _innermost(
+    func: Any, args: tuple[Any, ...], keywords: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """The function a partial of ``func`` with ``args`` and ``keywords`` calls, and the arguments
+    it gets: ``functools.partial`` flattens a partial of a partial into one (inner arguments
+    first, outer keywords win)."""
     for _ in range(MAX_DEPTH):
         if not issubclass(type(func), functools.partial):
             break
+        args = (*_PARTIAL_SLOTS["args"].__get__(func), *args)
         keywords = {**_PARTIAL_SLOTS["keywords"].__get__(func), **keywords}
         func = _PARTIAL_SLOTS["func"].__get__(func)
-    return func, keywords
+    return func, args, keywords
 
 
-def _mutating(func: Any, keywords: dict[str, Any]) -> str | None:
-    """Why a partial of ``func`` with ``keywords`` is refused: a default-list function told to
-    write into its arguments (``None``: it is not)."""
-    func, keywords = _innermost(func, keywords)
-    named = sorted(set(_MUTATING_KEYWORDS).intersection(keywords))
-    if not named or _identity(func) not in _default or _identity(func) in _added:
+def _mutating(func: Any, args: tuple[Any, ...], keywords: dict[str, Any]) -> str | None:
+    """Why a partial of ``func`` with ``args`` and ``keywords`` is refused: a default-list
+    function told to write into its arguments (``None``: it is not)."""
+    func, args, keywords = _innermost(func, args, keywords)
+    if _identity(func) not in _default or _identity(func) in _added:
         return None
-    return (
-        f"a functools.partial of a function on the default list with {named[0]}= "
-        f"{_MUTATING_KEYWORDS[named[0]]}, and the default list holds functions that only "
-        f"compute: add the function with pytreekit.add_safe_references if you mean it"
-    )
+    named = sorted(set(_MUTATING_KEYWORDS).intersection(keywords))
+    if named:
+        return (
+            f"a functools.partial of a function on the default list with {named[0]}= "
+            f"{_MUTATING_KEYWORDS[named[0]]}, and the default list holds functions that only "
+            f"compute: add the function with pytreekit.add_safe_references if you mean it"
+        )
+    # A partial's arguments come before the caller's, which then land on NumPy's positional
+    # ``out`` (``partial(np.tanh, 0.0)(x)`` writes into ``x``).
+    if args and id(func) in _numpy_functions:
+        return (
+            f"a functools.partial of NumPy's {getattr(func, '__name__', type_name(func))} with "
+            f"positional arguments, which come before the caller's and so push the caller's "
+            f"array into NumPy's positional out= (which writes into it): pass them by keyword, "
+            f"or add the function with pytreekit.add_safe_references if you mean it"
+        )
+    return None
+
+
+def refuses_partial(func: Any, args: tuple[Any, ...], keywords: dict[str, Any]) -> bool:
+    """Whether loading refuses a partial of ``func`` with ``args`` and ``keywords`` (what they
+    hold aside) for the rule of ``_mutating``."""
+    return _mutating(func, args, keywords) is not None
 
 
 def _referenced(func: Any) -> bool:
@@ -993,7 +1037,7 @@ def _safe_callable(value: Any) -> bool:
     a value built from data (a codec's, an enum member, a pytree instance)."""
     kind = type(value)
     if kind is functools.partial or kind is LoadedPartial:
-        return _referenced(_innermost(value, {})[0])
+        return _referenced(_innermost(value, (), {})[0])
     return _referenced(value)
 
 
@@ -1470,6 +1514,8 @@ class Reader:
 
     def for_field(self, cls: type, name: str) -> Reader:
         declared, admitted = declared_types(cls).get(name, _UNDECLARED)
+        if declared is not None and self.declared is not None:
+            declared, admitted = _substituted(declared, admitted, self.declared, cls)
         return self._with(declared, admitted, self.plain)
 
     def for_plain(self) -> Reader:
@@ -1550,6 +1596,67 @@ def _user_generic(origin: Any) -> bool:
         return False
     module = own_dict(origin).get("__module__")
     return type(module) is str and module.partition(".")[0] not in sys.stdlib_module_names
+
+
+def _substituted(
+    hint: Any, admitted: tuple[type, ...], outer: Any, cls: type
+) -> tuple[Any, tuple[type, ...]]:
+    """A field's declared type with the arguments ``outer`` gives the generic class that declares
+    it substituted for its type variables (``value: T`` of a ``Static[Callable[..., Any]]``
+    holds a ``Callable``), and the classes it names; as declared where none is given."""
+    arguments = _type_arguments(outer, cls)
+    if not arguments:
+        return hint, admitted
+    try:
+        hint = _substitute(hint, arguments, 0)
+    except Exception:  # a form that cannot take its arguments: its bound decides, as declared
+        return hint, admitted
+    return hint, tuple({id(k): k for k in _named_classes(hint, 0)}.values())
+
+
+def _substitute(hint: Any, arguments: dict[Any, Any], depth: int) -> Any:
+    if depth > 20:
+        raise RecursionError("a declared type too deep to substitute")
+    if type(hint) is typing.TypeVar:
+        return arguments.get(hint, hint)
+    parameters = getattr(hint, "__parameters__", ()) if not is_class(hint) else ()
+    if not parameters:
+        return hint
+    return hint[tuple(arguments.get(p, p) for p in parameters)]
+
+
+def _type_arguments(outer: Any, cls: type) -> dict[Any, Any]:
+    """What the generic aliases of a class ``cls`` derives from that ``outer`` names give each of
+    the class's type variables (``{T: int}`` for ``Box[int]``); several give their union."""
+    given: dict[Any, list[Any]] = {}
+    for alias in _aliases(outer, mro(cls), 0):
+        origin = typing.get_origin(alias)
+        parameters = lookup(origin, "__parameters__")
+        args = typing.get_args(alias)
+        if type(parameters) is not tuple or len(parameters) != len(args):
+            continue
+        for parameter, arg in zip(parameters, args, strict=True):
+            if type(parameter) is typing.TypeVar:
+                given.setdefault(parameter, []).append(arg)
+    return {
+        parameter: args[0] if len(args) == 1 else typing.Union[tuple(args)]  # noqa: UP007
+        for parameter, args in given.items()
+    }
+
+
+def _aliases(hint: Any, bases: tuple[type, ...], depth: int) -> Iterable[Any]:
+    """The generic aliases in a declared type whose origin is one of ``bases``."""
+    hint = _unwrapped(hint)
+    if depth > 20 or is_class(hint):
+        return
+    origin = typing.get_origin(hint)
+    if _user_generic(origin) and any(origin is base for base in bases):
+        yield hint
+        return
+    if origin is typing.Literal or origin is collections.abc.Callable:
+        return
+    for arg in typing.get_args(hint):
+        yield from _aliases(arg, bases, depth + 1)
 
 
 def _unwrapped(hint: Any) -> Any:
@@ -2118,10 +2225,20 @@ def _hides(cls: type, name: str) -> str | None:
     found = lookup(cls, name)
     if found is MISSING or type(found) is _SLOT:
         return None
+    spec = own_dict(cls).get(markers.SPEC)
+    if spec is not None and overridable(spec.table, name):
+        return None
     return (
         f"it names the field {name!r} of {cls.__qualname__}, which the class holds already as a "
         f"{type_name(found)}; a stored value would hide it"
     )
+
+
+def overridable(table: Any, name: str) -> bool:
+    """Whether ``name`` is a class default an instance may hold a value of its own for: the
+    class binds it to a value that is no descriptor, no slot and not callable (``scale = 1.0``,
+    which ``self.scale = ...`` overrides). A callable one is what the class's code may call."""
+    return name in table.current_shadows().values and not callable(lookup(table.cls, name))
 
 
 def _dataclass_fields(cls: type) -> dict[str, dataclasses.Field[Any]] | None:
@@ -2265,7 +2382,7 @@ def _decode_partial(node: list[Any], depth: int, reader: Reader) -> Any:
         raise _Bad("'fp' takes a callable, a tuple and a dict of keywords")
     if not all(type(key) is str for key in keywords):
         raise _Bad("the keywords of a functools.partial are strings")
-    if (why := _mutating(func, keywords)) is not None:
+    if (why := _mutating(func, args, keywords)) is not None:
         raise _Bad(why)
     return LoadedPartial(func, *args, **keywords)
 
