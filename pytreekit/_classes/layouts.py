@@ -230,6 +230,14 @@ class Shadows(NamedTuple):
     # Of names, those read from the class as the very object a read of an unset field gives (a
     # value, no descriptor, not a slot): an instance holding another object holds a value.
     values: frozenset[str] = frozenset()
+    # The class's own __getattribute__ may change what a read gives: fields are read as stored
+    # (the dict entry, the slot's member), as every rebuild stores them, so no value compounds.
+    raw: bool = False
+
+    @property
+    def read(self) -> Callable[[object, str], Any]:
+        """``getattr``, or for a class with its own ``__getattribute__`` the read past it."""
+        return object.__getattribute__ if self.raw else getattr
 
     def of(self, names: tuple[str, ...]) -> tuple[str, ...]:
         """Which of ``names`` a read may answer although the instance holds no value for it."""
@@ -268,10 +276,8 @@ def shadows_of(klass: type, slots: tuple[str, ...]) -> Shadows:
     value: bound on the class or a base (a class attribute, a method, a descriptor; a slot's own
     member reads the slot), or every name if the class has a ``__getattr__`` (or its own
     ``__getattribute__``)."""
-    plain = object.__dict__["__getattribute__"]
-    everything = resolved(klass, "__getattr__") is not None or (
-        resolved(klass, "__getattribute__") is not plain
-    )
+    raw = _own_getattribute(klass)
+    everything = raw or resolved(klass, "__getattr__") is not None
     members = slot_members(klass, slots)
     # Each namespace copied in one step, as descriptor_names does.
     bound = {name for k in klass.__mro__[:-1] for name in vars(k).copy()}
@@ -282,7 +288,12 @@ def shadows_of(klass: type, slots: tuple[str, ...]) -> Shadows:
         and not (name in members and resolved(klass, name) is members[name])
     )
     values = frozenset() if everything else _plain_values(klass, names, slots)
-    return Shadows(names, everything, members, values)
+    return Shadows(names, everything, members, values, raw)
+
+
+def _own_getattribute(klass: type) -> bool:
+    """Whether ``klass`` (or a base) defines its own ``__getattribute__``."""
+    return resolved(klass, "__getattribute__") is not object.__dict__["__getattribute__"]
 
 
 def _plain_values(klass: type, names: Iterable[str], slots: tuple[str, ...]) -> frozenset[str]:

@@ -535,11 +535,13 @@ def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
 
 def pytree_getstate(self: object) -> dict[str, Any]:
     """The fields, by name, and the layout they form (names and static flags)."""
-    layout = getattr(type(self), markers.SPEC).nodes.layout_of(self)
+    spec = getattr(type(self), markers.SPEC)
+    layout = spec.nodes.layout_of(self)
+    read = spec.table.current_shadows().read  # past a __getattribute__: the values as stored
     state = {}
     for name in layout.names:
         try:
-            state[name] = picklable(getattr(self, name))
+            state[name] = picklable(read(self, name))
         except AttributeError:
             continue  # an unset field stays unset
     state[markers.FIELDS] = (layout.names, layout.static)

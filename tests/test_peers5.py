@@ -1,0 +1,131 @@
+"""The fifth probe's findings: a class's own ``__getattribute__`` (fields read as stored), a
+class value named like a field rebound after first use, names that are not NFKC-normal (declared,
+in old pickles, in messages). Differential against a twin registered by hand that flattens
+``vars(self)``, and against the undecorated class's copy and pickle."""
+
+import copy
+import pickle
+
+import jax
+import pytest
+
+from pytreekit import _markers as markers
+from pytreekit import pytree_class, replace
+
+tu = jax.tree_util
+
+
+class Scaled:
+    """Stores raw values; reading ``a`` (or ``s``) gives it doubled."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __getattribute__(self, name):
+        value = object.__getattribute__(self, name)
+        return value * 2 if name in ("a", "s") else value
+
+
+@pytree_class
+class PScaled(Scaled):
+    pass
+
+
+@pytree_class(static=("s",))
+class PScaledStatic(Scaled):
+    def __init__(self, a, s):
+        self.a = a
+        self.s = s
+
+
+@pytree_class
+class PSlotScaled:
+    __slots__ = ("a",)
+
+    def __init__(self, a):
+        self.a = a
+
+    def __getattribute__(self, name):
+        value = object.__getattribute__(self, name)
+        return value * 2 if name == "a" else value
+
+
+class Twin(Scaled):
+    pass
+
+
+tu.register_pytree_node(
+    Twin,
+    lambda o: (list(vars(o).values()), tuple(vars(o))),
+    lambda names, children: _rebuild(Twin, names, children),
+)
+
+
+def _rebuild(cls, names, children):
+    obj = object.__new__(cls)
+    obj.__dict__.update(zip(names, children, strict=True))
+    return obj
+
+
+def _stored(obj, name="a"):
+    return float(object.__getattribute__(obj, name))
+
+
+OPS = {
+    "copy": copy.copy,
+    "deepcopy": copy.deepcopy,
+    "pickle": lambda o: pickle.loads(pickle.dumps(o)),
+    "replace": lambda o: copy.copy(o) if isinstance(o, (Twin, Scaled)) else replace(o),
+    "tree_map": lambda o: tu.tree_map(lambda x: x, o),
+    "jit": lambda o: jax.jit(lambda x: x)(o),
+}
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("cls", [PScaled, PSlotScaled])
+def test_a_transforming_getattribute_keeps_the_stored_value(op, cls):
+    ref = OPS[op](Twin(1.0))
+    got = OPS[op](cls(1.0))
+    again = OPS[op](OPS[op](cls(1.0)))  # twice: a read through __getattribute__ would compound
+    assert _stored(got) == _stored(again) == _stored(ref) == 1.0
+    assert float(got.a) == 2.0  # the class's own reads still transform
+
+
+@pytest.mark.parametrize("op", ["copy", "deepcopy", "pickle"])
+def test_copy_and_pickle_match_the_undecorated_class(op):
+    assert _stored(OPS[op](PScaled(3.0))) == _stored(OPS[op](Scaled(3.0))) == 3.0
+
+
+def test_leaves_are_the_stored_values_as_the_twin_flattens():
+    assert tu.tree_leaves(PScaled(1.5)) == tu.tree_leaves(Twin(1.5)) == [1.5]
+    paths = [p for p, _ in tu.tree_flatten_with_path(PScaled(1.5))[0]]
+    assert [v for _, v in tu.tree_flatten_with_path(PScaled(1.5))[0]] == [1.5]
+    assert len(paths) == 1
+
+
+def test_a_static_field_read_as_stored():
+    obj = PScaledStatic(1.0, 5)
+    leaves, treedef = tu.tree_flatten(obj)
+    assert leaves == [1.0]
+    new = tu.tree_unflatten(treedef, leaves)
+    assert _stored(new, "s") == 5 and _stored(new, "a") == 1.0
+
+
+def test_a_plain_class_reads_its_fields_by_attribute():
+    """The generated code of a class without its own __getattribute__ is unchanged (no raw
+    reads: ``obj.a`` is the fastest read there is)."""
+
+    @pytree_class
+    class Plain:
+        def __init__(self, a):
+            self.a = a
+
+    tu.tree_leaves(Plain(1.0))
+    tu.tree_leaves(PScaled(1.0))
+    assert "_raw" not in _flatten_code(Plain).co_names
+    assert "a" in _flatten_code(Plain).co_names
+    assert "_raw" in _flatten_code(PScaled).co_names
+
+
+def _flatten_code(cls):
+    return getattr(cls, markers.SPEC).nodes.flatten.__code__
