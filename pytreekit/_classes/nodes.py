@@ -333,13 +333,27 @@ def unless_held(exactly: tuple[str, ...], storage: Storage, shadows: Shadows) ->
     lines = _slots_held([name for name in exactly if name in storage.slots], storage, shadows)
     for name in exactly:
         if name in shadows.values:  # read from the class each time: it may be given another
-            lines += [f"if obj.{name} is _cls.{name} and {name!r} not in obj.__dict__:"]
-            lines += ["    raise AttributeError"]
+            # _V_<name>: the class's value when the code was written; rebound since (to a
+            # method or property too, whose reads give other objects), the dict says.
+            seen = f"{SEEN}{name}"
+            test = f"(_cls.{name} is not {seen} or obj.{name} is {seen})"
+            lines += [f"if {test} and {name!r} not in obj.__dict__:", "    raise AttributeError"]
     keys = [n for n in exactly if n not in storage.slots and n not in shadows.values]
     if keys:
         unset = " or ".join(f"{name!r} not in _od" for name in keys)
         lines += ["_od = obj.__dict__", f"if {unset}:", "    raise AttributeError"]
     return lines
+
+
+SEEN = "_V_"  # the class's value of a field's name, when the node functions were written
+
+
+def _class_value(cls: type, name: str) -> object:
+    """What ``cls.<name>`` gives if it gives the very object the class binds, else an object
+    no read gives (a descriptor bound since: every read then asks the instance dict)."""
+    unbound = object()
+    value = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), unbound)
+    return unbound if hasattr(type(value), "__get__") else value
 
 
 def _slots_held(slots: list[str], storage: Storage, shadows: Shadows) -> list[str]:
@@ -672,6 +686,9 @@ class NodeFunctions:
         members = table.shadows.members
         slots = table.storage.slots
         self.namespace.update((f"_M{slots.index(slot)}", m) for slot, m in members.items())
+        self.namespace.update(
+            (f"{SEEN}{n}", _class_value(self.cls, n)) for n in table.shadows.values
+        )
         return unless_held(table.exactly(primary), table.storage, table.shadows)
 
     def _swap(self, function: types.FunctionType, code: types.CodeType) -> None:
