@@ -171,3 +171,18 @@ def test_a_class_value_rebound_after_first_use(kind):
 def _holds(obj):
     """What the twin flattens: the instance's attributes, pytreekit's marker aside."""
     return {k: v for k, v in vars(obj).items() if k != markers.LAYOUT}
+
+
+def test_a_declared_field_name_that_is_not_nfkc_normal_is_refused_at_decoration():
+    cls = type("T", (), {"__annotations__": {"w": float, "\u00b5": float}})
+    before = dict(vars(cls))
+    with pytest.raises(TypeError) as caught:
+        pytree_class(cls)
+    message = str(caught.value)
+    assert message.startswith("T: attribute '\\xb5' is not in the form Python gives identifiers")
+    assert "(NFKC: '\\u03bc')" in message
+    assert dict(vars(cls)).keys() == before.keys()  # a failed decoration changes nothing
+    assert not hasattr(cls, markers.SPEC)
+    # The NFKC spelling itself is a field like any other.
+    good = pytree_class(type("G", (), {"__annotations__": {"w": float, "\u03bc": float}}))
+    assert tu.tree_leaves(good(1.0, 2.0)) == [1.0, 2.0]

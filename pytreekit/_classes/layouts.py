@@ -491,6 +491,11 @@ class FixedLayouts(LayoutTable):
         key_factories: dict[str, KeyFactory],
     ) -> None:
         super().__init__(cls, storage, key_factories)
+        # A declared name the field rule refuses (built at run time: `µ` stays the micro sign,
+        # the generated __init__ stores the NFKC `μ`): refused at decoration, not at flatten.
+        refused = self._refusal(tuple(f.name for f in fields))
+        if refused is not None:
+            raise TypeError(refused[1])
         primary = self.primary = self._add(Layout(cls, fields))
         key = (primary.names, primary.static)
         if not primary.static_names:
