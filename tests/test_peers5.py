@@ -4,13 +4,16 @@ in old pickles, in messages). Differential against a twin registered by hand tha
 ``vars(self)``, and against the undecorated class's copy and pickle."""
 
 import copy
+import copyreg
 import pickle
 
 import jax
 import pytest
+from conftest import run_fresh
 
 from pytreekit import _markers as markers
 from pytreekit import pytree_class, replace
+from pytreekit._classes import layout_for
 
 tu = jax.tree_util
 
@@ -186,3 +189,55 @@ def test_a_declared_field_name_that_is_not_nfkc_normal_is_refused_at_decoration(
     # The NFKC spelling itself is a field like any other.
     good = pytree_class(type("G", (), {"__annotations__": {"w": float, "\u03bc": float}}))
     assert tu.tree_leaves(good(1.0, 2.0)) == [1.0, 2.0]
+
+
+@pytree_class
+class Own:
+    def __init__(self, values):
+        for name, value in values.items():
+            setattr(self, name, value)
+
+
+class _Reduced:
+    """Pickles as ``reduced``: what a pickle written before the field rule refused a name that
+    is not NFKC-normal holds."""
+
+    def __init__(self, reduced):
+        self.reduced = reduced
+
+    def __reduce__(self):
+        return self.reduced
+
+
+def test_an_old_pickle_holding_a_name_that_is_not_nfkc_normal_loads_under_its_nfkc_name():
+    micro = "\u00b5"
+    state = {"w": 1.0, micro: 2.0, markers.FIELDS: (("w", micro), (False, False))}
+    held = _Reduced((copyreg._reconstructor, (Own, object, None), state))
+    layout = _Reduced((layout_for, (Own, ("w", micro), (False, False))))
+    # Where the state holds the NFKC name too, the other keeps its spelling and is refused.
+    both = {"\u03bc": 3.0, micro: 2.0}
+    clash = _Reduced((copyreg._reconstructor, (Own, object, None), both))
+    data = pickle.dumps((held, layout)).hex(), pickle.dumps(clash).hex()
+    out = run_fresh(
+        """
+        import pickle, sys
+        import jax
+        obj, layout = pickle.loads(bytes.fromhex(sys.argv[1]))
+        print(sorted(vars(obj)), jax.tree_util.tree_leaves(obj))
+        print(layout.names, type(obj).__pytreekit_spec__.nodes.layout_of(obj) is layout)
+        new = jax.tree_util.tree_map(lambda x: x + 1, obj)
+        print(sorted((k, v) for k, v in vars(new).items() if not k.startswith("__")))
+        clash = pickle.loads(bytes.fromhex(sys.argv[2]))
+        try:
+            jax.tree_util.tree_leaves(clash)
+        except TypeError as error:
+            print(str(error).split(",")[0])
+        """,
+        *data,
+    )
+    assert out.splitlines() == [
+        "['w', '\u03bc'] [1.0, 2.0]",
+        "('w', '\u03bc') True",
+        "[('w', 2.0), ('\u03bc', 3.0)]",
+        "Own: attribute '\\xb5' is not in the form Python gives identifiers (NFKC: '\\u03bc')",
+    ]

@@ -165,12 +165,29 @@ def published(cls: type) -> LayoutTable | None:
 
 def layout_for(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
     """The interned layout of ``cls`` with these fields (what unpickling a layout calls)."""
+    names = tuple(as_read(list(names)).values())
     table = published(cls)
     if table is None:
         # The class itself is being unpickled by value and this is one of its own attributes
         # (a generated __init__'s layout); its table is built when its spec arrives.
         return Layout(cls, records(names, static))
     return table.intern(tuple(names), tuple(static))
+
+
+def as_read(names: list[str]) -> dict[str, str]:
+    """Each of the pickled attribute ``names`` and the name to load it under: its NFKC form (the
+    name ``obj.µ`` in source reads) for one that is not NFKC-normal, where no other name is so
+    (pickled before the field rule refused such names: it was what tree_map gave it)."""
+    taken = set(names)
+    renamed = {}
+    for name in names:
+        normal = name if name.isascii() else unicodedata.normalize("NFKC", name)
+        if normal != name and normal not in taken:
+            taken.add(normal)
+            renamed[name] = normal
+        else:
+            renamed[name] = name
+    return renamed
 
 
 # Pickles name layout_for where pytreekit 0.2.0 defined it (pytreekit/_layouts.py, now an alias of
