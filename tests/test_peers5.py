@@ -5,14 +5,16 @@ in old pickles, in messages). Differential against a twin registered by hand tha
 
 import copy
 import copyreg
+import dataclasses
+import functools
 import pickle
 
 import jax
 import pytest
 from conftest import run_fresh
 
+from pytreekit import FrozenInstanceError, fields, pytree_class, replace
 from pytreekit import _markers as markers
-from pytreekit import pytree_class, replace
 from pytreekit._classes import layout_for
 
 tu = jax.tree_util
@@ -241,3 +243,98 @@ def test_an_old_pickle_holding_a_name_that_is_not_nfkc_normal_loads_under_its_nf
         "[('w', 2.0), ('\u03bc', 3.0)]",
         "Own: attribute '\\xb5' is not in the form Python gives identifiers (NFKC: '\\u03bc')",
     ]
+
+
+MICRO, MU = "\u00b5", "\u03bc"
+
+
+@pytree_class
+class WithMu:
+    w: float
+    μ: float = 0.0  # Greek mu, the NFKC form
+
+
+def test_replace_of_a_name_whose_nfkc_form_is_a_field_says_so_with_both_spellings():
+    with pytest.raises(TypeError) as caught:
+        replace(WithMu(1.0), **{MICRO: 5.0})
+    assert str(caught.value) == (
+        "replace(): WithMu has no field '\\xb5'; its fields are ('w', '\\u03bc'). '\\u03bc' "
+        "is, the NFKC form Python gives the identifier '\\xb5' in source (`obj.\u03bc`): pass "
+        "replace(obj, **{'\\u03bc': ...})."
+    )
+    with pytest.raises(TypeError, match=r"^replace\(\): WithMu has no field 'x'; its fields are "):
+        replace(WithMu(1.0), x=5.0)
+    assert replace(WithMu(1.0), **{MU: 5.0}).μ == 5.0
+
+
+@pytree_class
+@dataclasses.dataclass
+class SetsMicro:
+    w: float
+
+    def __post_init__(self):
+        setattr(self, MICRO, 3.0)
+
+
+def test_a_post_init_setting_a_name_that_is_not_nfkc_normal_gets_the_nfkc_message():
+    with pytest.raises(TypeError) as caught:
+        SetsMicro(1.0)
+    message = str(caught.value)
+    assert message.startswith("SetsMicro: attribute '\\xb5' is not in the form Python gives")
+    assert "(NFKC: '\\u03bc')" in message and "Declare" not in message
+
+
+@pytree_class(frozen=True)
+class FrozenOwn:
+    b = None
+
+    def __init__(self, w, b=None):
+        self.w = w
+        if b is not None:
+            self.b = b
+
+    @functools.cached_property
+    def cached(self):
+        return 3
+
+    @property
+    def shown(self):
+        return 1
+
+
+@pytree_class(frozen=True)
+class FrozenAnn:
+    w: float
+
+
+def _frozen_error(action):
+    with pytest.raises(FrozenInstanceError) as caught:
+        action()
+    return str(caught.value)
+
+
+def test_frozen_delete_of_a_non_field_says_it_is_no_field():
+    obj = FrozenOwn(1.0)
+    message = _frozen_error(lambda: delattr(obj, "cache"))
+    assert message.startswith("cannot delete 'cache' of frozen FrozenOwn instance: it is no field")
+    held = _frozen_error(lambda: delattr(obj, "w"))
+    assert held == "cannot delete field 'w' of frozen FrozenOwn instance."
+    assert vars(obj) == {"w": 1.0}
+
+
+@pytest.mark.parametrize(("name", "kind"), [("cached", "cached_property"), ("shown", "property")])
+def test_frozen_assignment_through_a_property_says_what_the_class_binds(name, kind):
+    message = _frozen_error(lambda: setattr(FrozenOwn(1.0), name, 2))
+    assert f"the class binds it to a {kind}, which is not a field" in message
+    assert "compute it with" not in message
+
+
+def test_frozen_assignment_to_a_field_of_other_instances_says_this_instance_has_none():
+    assert [f.name for f in fields(FrozenOwn(1.0, 2.0))] == ["w", "b"]
+    message = _frozen_error(lambda: setattr(FrozenOwn(1.0), "b", 2.0))
+    assert "it is not a field of this instance (the fields of a class without annotations" in (
+        message
+    )
+    assert "Declare" not in message and "Set 'b' in __init__" in message
+    annotated = _frozen_error(lambda: setattr(FrozenAnn(1.0), "z", 2.0))
+    assert "Declare 'z' as a field" in annotated

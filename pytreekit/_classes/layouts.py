@@ -571,6 +571,9 @@ class FixedLayouts(LayoutTable):
                 extras = self._extras(instance_dict, layout)
             if len(extras) > len(self.storage.descriptor_fields):
                 extra = extras[-1]
+                refused = self._refusal((extra,))  # declaring it would not help
+                if refused is not None:
+                    raise TypeError(refused[1])
                 raise TypeError(
                     f"{self.cls.__qualname__}.{where} set attribute {extra!r}, which is not a "
                     f"field, so JAX transformations would drop it. Declare it in the class body "

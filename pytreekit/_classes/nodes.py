@@ -24,6 +24,7 @@ import re
 import sys
 import threading
 import types
+import unicodedata
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -768,10 +769,7 @@ class NodeFunctions:
         layout = table.layout_of(obj)
         for name in changes:
             if name not in layout.names:
-                raise TypeError(
-                    f"replace(): {self.cls.__qualname__} has no field {name!r}; its fields are "
-                    f"{layout.names}."
-                )
+                raise TypeError(_no_such_field(self.cls, name, layout.names))
         new: Any = object.__new__(self.cls)
         read = table.shadows.read
         for name in layout.names:
@@ -804,3 +802,16 @@ class NodeFunctions:
                     f"for it, so it cannot be flattened. Set it in __init__ (or give the field a "
                     f"default)."
                 ) from None
+
+
+def _no_such_field(cls: type, name: str, names: tuple[str, ...]) -> str:
+    """``replace()``'s error for ``name``, which is none of ``names``: names printed escaped (a
+    name that is not NFKC-normal prints like its NFKC form)."""
+    normal = unicodedata.normalize("NFKC", name)
+    hint = ""
+    if normal != name and normal in names:
+        hint = (
+            f" {normal!a} is, the NFKC form Python gives the identifier {name!a} in source "
+            f"(`obj.{normal}`): pass replace(obj, **{{{normal!a}: ...}})."
+        )
+    return f"replace(): {cls.__qualname__} has no field {name!a}; its fields are {names!a}.{hint}"
