@@ -54,9 +54,7 @@ def frozen_setattr(self: object, name: str, value: Any) -> None:
         cls = type(self).__qualname__
         if not _holds(self, name):  # replace() would refuse it too: say what works
             raise FrozenInstanceError(
-                f"cannot assign to {name!r} of frozen {cls} instance: it is not a field, and a "
-                f"frozen instance takes no new attributes. Declare {name!r} as a field, or "
-                f"compute it with a functools.cached_property."
+                f"cannot assign to {name!r} of frozen {cls} instance: {_why(self, name)}"
             )
         raise FrozenInstanceError(
             f"cannot assign to field {name!r} of frozen {cls} instance; "
@@ -76,10 +74,35 @@ def _holds(obj: object, name: str) -> bool:
     return any(name in ((s,) if isinstance(s, str) else s) for s in slots)
 
 
-def frozen_delattr(self: object, name: str) -> None:
-    raise FrozenInstanceError(
-        f"cannot delete field {name!r} of frozen {type(self).__qualname__} instance."
+def _why(obj: object, name: str) -> str:
+    """Why ``name``, which is no field of ``obj``, takes no assignment, and what works."""
+    bound = next((k.__dict__[name] for k in type(obj).__mro__ if name in k.__dict__), None)
+    if hasattr(type(bound), "__get__") and not callable(bound):  # a property, cached_property
+        return (
+            f"the class binds it to a {type(bound).__name__}, which is not a field, and a frozen "
+            f"instance takes no assignment through it. Read it; its value follows the fields."
+        )
+    if dataclasses.is_dataclass(obj):
+        return (
+            f"it is not a field, and a frozen instance takes no new attributes. Declare "
+            f"{name!r} as a field, or compute it with a functools.cached_property."
+        )
+    return (
+        f"it is not a field of this instance (the fields of a class without annotations are the "
+        f"attributes its __init__ set, each instance its own), and a frozen instance takes no "
+        f"new attributes. Set {name!r} in __init__, or compute it with a "
+        f"functools.cached_property."
     )
+
+
+def frozen_delattr(self: object, name: str) -> None:
+    cls = type(self).__qualname__
+    if not _holds(self, name):
+        raise FrozenInstanceError(
+            f"cannot delete {name!r} of frozen {cls} instance: it is no field of it (a frozen "
+            f"instance has no attribute but its fields to delete)."
+        )
+    raise FrozenInstanceError(f"cannot delete field {name!r} of frozen {cls} instance.")
 
 
 def is_frozen_setattr(method: object) -> bool:

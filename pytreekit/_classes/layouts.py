@@ -165,12 +165,29 @@ def published(cls: type) -> LayoutTable | None:
 
 def layout_for(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
     """The interned layout of ``cls`` with these fields (what unpickling a layout calls)."""
+    names = tuple(as_read(list(names)).values())
     table = published(cls)
     if table is None:
         # The class itself is being unpickled by value and this is one of its own attributes
         # (a generated __init__'s layout); its table is built when its spec arrives.
         return Layout(cls, records(names, static))
     return table.intern(tuple(names), tuple(static))
+
+
+def as_read(names: list[str]) -> dict[str, str]:
+    """Each of the pickled attribute ``names`` and the name to load it under: its NFKC form (the
+    name ``obj.µ`` in source reads) for one that is not NFKC-normal, where no other name is so
+    (pickled before the field rule refused such names: it was what tree_map gave it)."""
+    taken = set(names)
+    renamed = {}
+    for name in names:
+        normal = name if name.isascii() else unicodedata.normalize("NFKC", name)
+        if normal != name and normal not in taken:
+            taken.add(normal)
+            renamed[name] = normal
+        else:
+            renamed[name] = name
+    return renamed
 
 
 # Pickles name layout_for where pytreekit 0.2.0 defined it (pytreekit/_layouts.py, now an alias of
@@ -230,6 +247,14 @@ class Shadows(NamedTuple):
     # Of names, those read from the class as the very object a read of an unset field gives (a
     # value, no descriptor, not a slot): an instance holding another object holds a value.
     values: frozenset[str] = frozenset()
+    # The class's own __getattribute__ may change what a read gives: fields are read as stored
+    # (the dict entry, the slot's member), as every rebuild stores them, so no value compounds.
+    raw: bool = False
+
+    @property
+    def read(self) -> Callable[[object, str], Any]:
+        """``getattr``, or for a class with its own ``__getattribute__`` the read past it."""
+        return object.__getattribute__ if self.raw else getattr
 
     def of(self, names: tuple[str, ...]) -> tuple[str, ...]:
         """Which of ``names`` a read may answer although the instance holds no value for it."""
@@ -268,10 +293,8 @@ def shadows_of(klass: type, slots: tuple[str, ...]) -> Shadows:
     value: bound on the class or a base (a class attribute, a method, a descriptor; a slot's own
     member reads the slot), or every name if the class has a ``__getattr__`` (or its own
     ``__getattribute__``)."""
-    plain = object.__dict__["__getattribute__"]
-    everything = resolved(klass, "__getattr__") is not None or (
-        resolved(klass, "__getattribute__") is not plain
-    )
+    raw = _own_getattribute(klass)
+    everything = raw or resolved(klass, "__getattr__") is not None
     members = slot_members(klass, slots)
     # Each namespace copied in one step, as descriptor_names does.
     bound = {name for k in klass.__mro__[:-1] for name in vars(k).copy()}
@@ -282,7 +305,12 @@ def shadows_of(klass: type, slots: tuple[str, ...]) -> Shadows:
         and not (name in members and resolved(klass, name) is members[name])
     )
     values = frozenset() if everything else _plain_values(klass, names, slots)
-    return Shadows(names, everything, members, values)
+    return Shadows(names, everything, members, values, raw)
+
+
+def _own_getattribute(klass: type) -> bool:
+    """Whether ``klass`` (or a base) defines its own ``__getattribute__``."""
+    return resolved(klass, "__getattribute__") is not object.__dict__["__getattribute__"]
 
 
 def _plain_values(klass: type, names: Iterable[str], slots: tuple[str, ...]) -> frozenset[str]:
@@ -480,6 +508,11 @@ class FixedLayouts(LayoutTable):
         key_factories: dict[str, KeyFactory],
     ) -> None:
         super().__init__(cls, storage, key_factories)
+        # A declared name the field rule refuses (built at run time: `µ` stays the micro sign,
+        # the generated __init__ stores the NFKC `μ`): refused at decoration, not at flatten.
+        refused = self._refusal(tuple(f.name for f in fields))
+        if refused is not None:
+            raise TypeError(refused[1])
         primary = self.primary = self._add(Layout(cls, fields))
         key = (primary.names, primary.static)
         if not primary.static_names:
@@ -538,6 +571,9 @@ class FixedLayouts(LayoutTable):
                 extras = self._extras(instance_dict, layout)
             if len(extras) > len(self.storage.descriptor_fields):
                 extra = extras[-1]
+                refused = self._refusal((extra,))  # declaring it would not help
+                if refused is not None:
+                    raise TypeError(refused[1])
                 raise TypeError(
                     f"{self.cls.__qualname__}.{where} set attribute {extra!r}, which is not a "
                     f"field, so JAX transformations would drop it. Declare it in the class body "

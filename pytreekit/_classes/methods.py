@@ -45,7 +45,7 @@ from .._compat import (
 )
 from .._messages import looks_like_array, unhashable_error
 from .frozen import frozen_delattr, frozen_setattr
-from .layouts import Layout, LayoutTable
+from .layouts import Layout, LayoutTable, as_read
 from .pickling import picklable, restored
 from .spec import Options, own_spec
 
@@ -535,11 +535,13 @@ def _joined(items: Sequence[Any], flat: bool = False) -> list[Any]:
 
 def pytree_getstate(self: object) -> dict[str, Any]:
     """The fields, by name, and the layout they form (names and static flags)."""
-    layout = getattr(type(self), markers.SPEC).nodes.layout_of(self)
+    spec = getattr(type(self), markers.SPEC)
+    layout = spec.nodes.layout_of(self)
+    read = spec.table.current_shadows().read  # past a __getattribute__: the values as stored
     state = {}
     for name in layout.names:
         try:
-            state[name] = picklable(getattr(self, name))
+            state[name] = picklable(read(self, name))
         except AttributeError:
             continue  # an unset field stays unset
     state[markers.FIELDS] = (layout.names, layout.static)
@@ -550,14 +552,17 @@ def pytree_setstate(self: object, state: Any) -> None:
     """Write the fields to storage directly: no ``__init__``, no ``__setattr__``."""
     dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
     layout_state = None
-    for name, value in {**(dict_state or {}), **(slot_state or {})}.items():
+    items: dict[str, Any] = {**(dict_state or {}), **(slot_state or {})}
+    names = as_read(list(items))
+    for name, value in items.items():
         if name == markers.FIELDS:
             layout_state = value
         elif name != markers.LAYOUT:
-            object.__setattr__(self, name, restored(value))
+            object.__setattr__(self, names.get(name, name), restored(value))
     table: LayoutTable = getattr(type(self), markers.SPEC).table
     if layout_state is not None:
-        layout = table.intern(tuple(layout_state[0]), tuple(layout_state[1]))
+        fields = tuple(names.get(str(name), str(name)) for name in layout_state[0])
+        layout = table.intern(fields, tuple(layout_state[1]))
     elif isinstance((dict_state or {}).get(markers.LAYOUT), Layout):  # pickled by pytreekit 0.2.0
         layout = dict_state[markers.LAYOUT]
     else:
