@@ -31,14 +31,16 @@ from pytreekit._artifacts.static_data import (
 )
 
 M = "attack4_fixtures"
+# jnp.tanh as static data names it (JAX 0.4.35 names it jax.nn:tanh, later JAX jax.numpy:tanh)
+TANH = dumps(jnp.tanh)[len(MAGIC) :].decode()
 # case -> (the honest text, the attacker's): each edits one static field of Model's aux data.
 EDITS = {
     "nested-partial": (
         '["r","numpy:nan_to_num"]',
         '["fp",["fp",["r","numpy:nan_to_num"],["t"],{}],["t"],{"copy":false}]',
     ),
-    "codec-as-callable": ('["r","jax.numpy:tanh"]', f'["x","{M}:Warmup",1]'),
-    "codec-in-partial": ('["r","jax.numpy:tanh"]', f'["fp",["x","{M}:Warmup",1],["t"],{{}}]'),
+    "codec-as-callable": (TANH, f'["x","{M}:Warmup",1]'),
+    "codec-in-partial": (TANH, f'["fp",["x","{M}:Warmup",1],["t"],{{}}]'),
     "ufunc-where": ('["r","numpy:tanh"]', '["fp",["r","numpy:tanh"],["t"],{"where":false}]'),
     "codec-bypass": (
         f'["x","{M}:Clip",["t",-1.0,1.0]]',
