@@ -704,8 +704,9 @@ class _Description:
         if uses > 2:
             return True
         return any(
-            _reaches(module, function.module.name, name)
+            _reaches(module, owner, name)
             for module in self.project.modules
+            for owner in dict.fromkeys((function.module.name, *function.module.import_names))
             if module is not function.module
             and name in module.words()
             and self.project.parse(module) is not None
@@ -862,7 +863,7 @@ class _ClassReading:
             return False
         owner, _, name = qualified.rpartition(".")
         for candidate in self.project.modules:
-            if candidate.name == owner and self.project.parse(candidate) is not None:
+            if candidate.named(owner) and self.project.parse(candidate) is not None:
                 function = candidate.functions.get(name)
                 return function is not None and _only_sets_attributes(function)
         return False

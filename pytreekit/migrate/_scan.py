@@ -187,6 +187,9 @@ class Module:
     # module-level names a class statement binds and something else binds again (a second
     # class statement, an assignment, a def, an import): name -> what binds it again
     rebound_classes: dict[str, str] = field(default_factory=dict)
+    # every dotted name it may be imported by (a namespace package's), longest first; ``name``
+    # is the shortest (the one its classes are qualified by)
+    import_names: tuple[str, ...] = ()
     _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
     _words: frozenset[str] | None = None
     _texts: list[str] | None = None
@@ -194,7 +197,13 @@ class Module:
 
     @property
     def package(self) -> str:
-        return self.name if self.path.name == "__init__.py" else self.name.rpartition(".")[0]
+        # the longest name: a relative import in a namespace package is relative to it
+        name = self.import_names[0] if self.import_names else self.name
+        return name if self.path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def named(self, name: str) -> bool:
+        """Whether ``name`` is one of the dotted names this module may be imported by."""
+        return name == self.name or name in self.import_names
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """The qualified name an expression (``jtu.register_pytree_node``) refers to, or None."""
@@ -363,7 +372,7 @@ class Project:
         if qualname is None:
             return None
         owner, _, name = qualname.rpartition(".")
-        if owner == module.name and name in module.classes:
+        if module.named(owner) and name in module.classes:
             return module.classes[name]
         seen: set[str] = set()
         for _ in range(8):
@@ -412,7 +421,8 @@ class Project:
         if self._by_name is None:
             self._by_name = {}
             for module in self.modules:
-                self._by_name[module.name] = None if module.name in self._by_name else module
+                for known in dict.fromkeys((module.name, *module.import_names)):
+                    self._by_name[known] = None if known in self._by_name else module
         return self._by_name.get(name)
 
     @property
@@ -576,6 +586,21 @@ def module_name(path: Path) -> tuple[str, Path]:
     return ".".join(parts) or path.stem, directory
 
 
+def module_names(path: Path, roots: Sequence[Path] = ()) -> tuple[str, ...]:
+    """Every dotted name a file may be imported by: a directory without ``__init__.py`` below
+    a given path may be a namespace package (``pkg/sub/base.py`` is ``pkg.sub.base`` from the
+    given directory) or a directory on ``sys.path`` (``base``, ``src/pkg/a.py`` is ``pkg.a``);
+    which one is not in the text, so each is a name of the module. Longest first."""
+    name, directory = module_name(path)
+    names = [name]
+    resolved = directory.resolve()
+    while any(root in resolved.parents for root in roots):
+        name = f"{resolved.name}.{name}"
+        names.insert(0, name)
+        resolved = resolved.parent
+    return tuple(names)
+
+
 def _display(path: Path) -> str:
     try:
         return path.relative_to(Path.cwd()).as_posix()
@@ -596,7 +621,8 @@ def scan(
     a decorator a parsed class uses (followed until nothing new is found). Other modules are
     parsed only when an analysis step needs them and their text says it might
     (``Project.parsed``)."""
-    modules = [_read(path) for path in python_files(paths, exclude)]
+    roots = [path.resolve() for path in paths if path.is_dir()]
+    modules = [_read(path, roots) for path in python_files(paths, exclude)]
     project = Project(modules, {})
     pending = [module for module in modules if module.error is None and module.skipped is None]
     wanted = [module for module in pending if _CANDIDATE.search(module.source)]
@@ -618,7 +644,8 @@ def scan(
         wanted = [
             module
             for module in pending
-            if module.name in homes or (pattern and pattern.search(module.source))
+            if any(module.named(name) for name in homes)
+            or (pattern and pattern.search(module.source))
         ]
     return project
 
@@ -664,9 +691,10 @@ def _related(project: Project) -> re.Pattern[str] | None:
     return re.compile("|".join(parts), re.MULTILINE) if parts else None
 
 
-def _read(path: Path) -> Module:
+def _read(path: Path, roots: Sequence[Path] = ()) -> Module:
     name, root = module_name(path)
     module = Module(path=path, display=_display(path), name=name, root=root, source="")
+    module.import_names = module_names(path, roots)
     raw = _regular_bytes(module)
     if raw is None:
         return module
@@ -1204,7 +1232,7 @@ def _unresolved(module: Module, registration: cst.CSTNode) -> str:
         )
     qualified = module.qualify(node)
     owner = qualified.rpartition(".")[0] if qualified is not None else ""
-    if owner == module.name:
+    if module.named(owner):
         return "defined in this module, not imported from jax.tree_util"
     if owner:
         return f"imported from {owner}, not from jax.tree_util"

@@ -1,0 +1,99 @@
+"""Defects the codemod8 probe found (namespace packages, methods named in strings, subclasses
+the codemod cannot enumerate, ...): each test fails without its fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require
+
+require("libcst")
+
+from migrate_helpers import codemod, write  # noqa: E402
+
+ROOT = str(Path(__file__).resolve().parents[1])
+
+
+def _entries(result: Any) -> dict[str, dict[str, Any]]:
+    return {entry["class"]: entry for entry in result.report["registrations"]}
+
+
+def _python(directory: Path, code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(directory), ROOT])}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+BASE = """
+import jax
+
+
+class Base:
+    def __init__(self, w):
+        self.w = w
+
+
+jax.tree_util.register_pytree_node(Base, lambda b: ((b.w,), None), lambda _, c: Base(*c))
+"""
+
+REGISTERED_SUB = """
+from jax.tree_util import register_pytree_node_class
+
+from pkg.sub.base import Base
+
+
+@register_pytree_node_class
+class Sub(Base):
+    def __init__(self, w, extra):
+        super().__init__(w)
+        self.extra = extra
+        self.cache = {}
+
+    def tree_flatten(self):
+        return (self.w,), (self.extra,)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0], *aux)
+"""
+
+
+# -- r1. a directory without __init__.py ----------------------------------------------------------
+
+
+def test_a_namespace_subpackage_keeps_the_hierarchy_importable(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/sub/base.py": BASE, "pkg/sub/fermion.py": REGISTERED_SUB},
+    )
+    result = codemod(tmp_path, "--report", "json", ".")
+    entries = _entries(result)
+    assert "not in the scanned files" not in entries["Sub"]["reason"], entries["Sub"]
+    assert entries["Base"]["verdict"] != "rewritten" or entries["Sub"]["verdict"] == "rewritten"
+    run = _python(tmp_path, "import pkg.sub.fermion as f; f.Sub(1.0, 2); f.Base(1.0)")
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("imports", ["from pkg.a import Base", "from pkg.a import Base as _B"])
+def test_a_subclass_in_a_namespace_package_makes_the_base_unsafe(
+    imports: str, tmp_path: Path
+) -> None:
+    base = imports.rpartition(" ")[2]
+    sub = f"{imports}\n\n\nclass Sub({base}):\n    pass\n"
+    write(tmp_path, {"pkg/a.py": BASE, "pkg/b.py": sub})
+    result = codemod(tmp_path, "--report", "json", ".")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK204"), entry
+    assert "Sub" in entry["reason"]
