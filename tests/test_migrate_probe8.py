@@ -97,3 +97,48 @@ def test_a_subclass_in_a_namespace_package_makes_the_base_unsafe(
     [entry] = result.report["registrations"]
     assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK204"), entry
     assert "Sub" in entry["reason"]
+
+
+# -- r2. a method named in a string ---------------------------------------------------------------
+
+DECORATED = """
+from jax.tree_util import register_pytree_node_class
+
+
+@register_pytree_node_class
+class Base:
+    def __init__(self, x):
+        self.x = x
+
+    def tree_flatten(self):
+        return (self.x,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+BY_STRING = {
+    "getattr": (
+        "def parts(o):\n    return getattr(o, 'tree_flatten')()\n\n\n"
+        "RESULT = parts(Base(1.0))\n"
+    ),
+    "methodcaller": (
+        "import operator\n\n_parts = operator.methodcaller('tree_flatten')\n"
+        "RESULT = _parts(Base(1.0))\n"
+    ),
+    "hasattr": 'RESULT = hasattr(Base(1.0), "tree_unflatten")\n',
+}
+
+
+@pytest.mark.parametrize("how", sorted(BY_STRING))
+def test_a_method_named_in_a_string_is_kept(how: str, tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": DECORATED})
+    (tmp_path / "pkg/c.py").write_text("from pkg.a import Base\n\n" + BY_STRING[how])
+    before = _python(tmp_path, "import pkg.c; print(bool(pkg.c.RESULT))")
+    assert before.returncode == 0, before.stderr
+    result = codemod(tmp_path, "--report", "json", ".")
+    assert "names it in a string" in str(result.report), result.report
+    after = _python(tmp_path, "import pkg.c; print(bool(pkg.c.RESULT))")
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout == "True\n"

@@ -676,6 +676,13 @@ class _Description:
         if bare:
             # ``to_parts = tree_flatten`` in the body runs when the class is made
             return f"{info.name}'s body uses it by name ({code(bare[0])})"
+        # ``getattr(o, "tree_flatten")``, ``methodcaller("tree_flatten")``, ``hasattr``: a string
+        # naming the method may reach it on any object, this class's too
+        literal = re.compile(rf"""(?<![\w'"])[rRuU]?(['"]){name}\1""")
+        for module in self.project.modules:
+            found = literal.search(module.source)
+            if found is not None:
+                return f"{module.name} names it in a string ({found.group(0)})"
         pattern = re.compile(rf"\.{name}\b")
         # only this class's own registration goes with the method: another one passing it
         # (``register_pytree_node(B, A.tree_flatten, ...)``) would lose it
