@@ -120,8 +120,7 @@ class Base:
 
 BY_STRING = {
     "getattr": (
-        "def parts(o):\n    return getattr(o, 'tree_flatten')()\n\n\n"
-        "RESULT = parts(Base(1.0))\n"
+        "def parts(o):\n    return getattr(o, 'tree_flatten')()\n\n\nRESULT = parts(Base(1.0))\n"
     ),
     "methodcaller": (
         "import operator\n\n_parts = operator.methodcaller('tree_flatten')\n"
