@@ -141,3 +141,93 @@ def test_a_method_named_in_a_string_is_kept(how: str, tmp_path: Path) -> None:
     after = _python(tmp_path, "import pkg.c; print(bool(pkg.c.RESULT))")
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout == "True\n"
+
+
+# -- r3-r7, r12. subclasses the codemod cannot enumerate for sure ---------------------------------
+
+UNSURE = {
+    "renamed re-export": {
+        "pkg/__init__.py": "from .a import Base as PublicBase\n",
+        "pkg/b.py": "from pkg import PublicBase\n\n\nclass Sub(PublicBase):\n    pass\n",
+    },
+    "chain of renames": {
+        "pkg/__init__.py": "from .a import Base as Core\n",
+        "pkg/c.py": "from pkg import Core as Thing\n",
+        "pkg/b.py": "from pkg.c import Thing\n\n\nclass Sub(Thing):\n    pass\n",
+    },
+    "conditional re-export under an alias": {
+        "pkg/__init__.py": "try:\n    from .a import Base\nexcept ImportError:\n    Base = None\n",
+        "pkg/b.py": "from pkg import Base as B\n\n\nclass Sub(B):\n    pass\n",
+    },
+    "star import with __all__": {
+        "pkg/__init__.py": "from .a import *\nfrom .c import *\n",
+        "pkg/c.py": "__all__ = ['other']\n\n\nclass Base:\n    pass\n\n\ndef other():\n    pass\n",
+        "pkg/b.py": "from pkg import Base\n\n\nclass Sub(Base):\n    pass\n",
+    },
+    "explicit import rebound by a star import": {
+        "pkg/__init__.py": "from .c import Base\nfrom .a import *\n",
+        "pkg/c.py": "class Base:\n    pass\n",
+        "pkg/b.py": "from pkg import Base\n\n\nclass Sub(Base):\n    pass\n",
+    },
+    "submodule under another name": {
+        "pkg/__init__.py": "from . import a as impl\n",
+        "pkg/b.py": "from pkg import impl\n\n\nclass Sub(impl.Base):\n    pass\n",
+    },
+    "type() with computed bases": {
+        "pkg/__init__.py": "",
+        "pkg/b.py": "from pkg.a import Base\n\n_bases = (Base,)\nSub = type('Sub', _bases, {})\n",
+    },
+    "type() with concatenated bases": {
+        "pkg/__init__.py": "",
+        "pkg/b.py": "from pkg.a import Base\n\nSub = type('Sub', (Base,) + (), {})\n",
+    },
+    "types.new_class": {
+        "pkg/__init__.py": "",
+        "pkg/b.py": (
+            "import types\n\nfrom pkg.a import Base\n\nSub = types.new_class('Sub', (Base,))\n"
+        ),
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSURE))
+def test_a_subclass_the_codemod_cannot_enumerate_leaves_the_base_unsafe(
+    case: str, tmp_path: Path
+) -> None:
+    write(tmp_path, {"pkg/a.py": DECORATED, **UNSURE[case]})
+    probe = "import jax, pkg.b; print(jax.tree_util.tree_leaves(pkg.b.Sub(1.5)) == [1.5])"
+    before = _python(tmp_path, probe)
+    assert before.stdout == "False\n", before.stderr
+    result = codemod(tmp_path, "--report", "json", ".")
+    entries = _entries(result)
+    assert (entries["Base"]["verdict"], entries["Base"]["code"]) == ("unsafe", "PTK204")
+    after = _python(tmp_path, probe)
+    assert after.stdout == "False\n", after.stderr
+
+
+def test_a_star_import_honours_all_and_still_finds_the_base(tmp_path: Path) -> None:
+    # a private name __all__ exports is bound by the star import: the subclass is found
+    files = {
+        "pkg/__init__.py": "from .a import *\n",
+        "pkg/a.py": DECORATED.replace("Base", "_Base") + "\n__all__ = ['_Base']\n",
+        "pkg/b.py": "from pkg import _Base as Base\n\n\nclass Sub(Base):\n    pass\n",
+    }
+    write(tmp_path, files)
+    result = codemod(tmp_path, "--report", "json", ".")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK204")
+    assert "subclass Sub" in entry["reason"], entry
+
+
+def test_a_subclass_in_a_module_this_python_cannot_parse_leaves_the_base_unsafe(
+    tmp_path: Path,
+) -> None:
+    # ``class Sub[T](Base)`` is 3.12 syntax: on 3.11 the module is left, and its class may
+    # still subclass Base; the class statement itself must select the module
+    sub = "from pkg.a import Base\n\n\nclass Sub[T](Base):\n    pass\n"
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": DECORATED, "pkg/b.py": sub})
+    result = codemod(tmp_path, "--report", "json", ".")
+    entries = _entries(result)
+    assert entries["Base"]["verdict"] == "unsafe", entries["Base"]
+    assert entries["Base"]["code"] == "PTK204"
+    assert "Sub" in entries["Base"]["reason"]

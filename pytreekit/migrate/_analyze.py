@@ -225,6 +225,7 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
         if not unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
             hidden_subs = project.hidden_subclasses(info)
             unsure = project.unsure_bases(info)
+            opaque = project.opaque_makers(info)
             if hidden_subs:
                 module, hidden = hidden_subs[0]
                 where = "" if module is info.module else f" (in {module.name})"
@@ -241,8 +242,17 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                     Refusal(
                         "PTK204",
                         f"base {written} of {name} (in {module.name}) may be {info.name} (the "
-                        f"name is bound conditionally or more than once): such a subclass "
-                        f"would become a pytree too",
+                        f"codemod cannot tell which class the name is bound to): such a "
+                        f"subclass would become a pytree too",
+                    )
+                )
+            elif opaque:
+                module, call = opaque[0]
+                outcome.rewrite.unsafe.append(
+                    Refusal(
+                        "PTK204",
+                        f"{module.name} makes a class by {call}, from bases the codemod cannot "
+                        f"read: if it subclasses {info.name}, it would become a pytree too",
                     )
                 )
         if unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
