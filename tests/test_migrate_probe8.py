@@ -231,3 +231,31 @@ def test_a_subclass_in_a_module_this_python_cannot_parse_leaves_the_base_unsafe(
     assert entries["Base"]["verdict"] == "unsafe", entries["Base"]
     assert entries["Base"]["code"] == "PTK204"
     assert "Sub" in entries["Base"]["reason"]
+
+
+# -- r10. --verify with no instance recorded; r11. a bare name in a method body ----------------
+
+
+def test_verify_without_an_instance_keeps_the_not_proven_line(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": DECORATED})
+    result = codemod(
+        tmp_path, f"--verify={sys.executable} -c 'import pkg.a'", "--report", "json", "."
+    )
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry
+    assert not entry.get("verified"), entry
+    assert any("no instance was built" in why for why in entry["not_proven"]), entry
+
+
+def test_a_bare_name_in_a_method_body_is_not_a_use_of_the_method(tmp_path: Path) -> None:
+    source = DECORATED.replace(
+        "from jax.tree_util import register_pytree_node_class",
+        "from jax.tree_util import register_pytree_node_class, tree_flatten",
+    ) + ("\n    def size(self):\n        return len(tree_flatten(self.x)[0])\n")
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": source})
+    result = codemod(tmp_path, "--report", "json", ".")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry
+    assert sorted(entry["changes"]["removed"]) == ["tree_flatten", "tree_unflatten"], entry
+    run = _python(tmp_path, "import pkg.a; print(pkg.a.Base(2.0).size())")
+    assert run.stdout == "1\n", run.stderr

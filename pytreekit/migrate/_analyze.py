@@ -1711,7 +1711,9 @@ def _bare_names(node: cst.ClassDef, name: str) -> list[cst.CSTNode]:
             self.statement = statement
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            for part in (*node.decorators, node.params, node.body):  # its own name is no use
+            # its own name is no use, and its body does not see the class's names (a bare
+            # ``tree_flatten`` there is a module-level one, jax's): decorators and defaults do
+            for part in (*node.decorators, node.params):
                 part.visit(self)
             return False
 
