@@ -259,3 +259,56 @@ def test_a_bare_name_in_a_method_body_is_not_a_use_of_the_method(tmp_path: Path)
     assert sorted(entry["changes"]["removed"]) == ["tree_flatten", "tree_unflatten"], entry
     run = _python(tmp_path, "import pkg.a; print(pkg.a.Base(2.0).size())")
     assert run.stdout == "1\n", run.stderr
+
+
+# -- r9. PTK114 and a name rebound to a tuple before the call -------------------------------------
+
+STATIC = """
+import jax
+
+
+@jax.tree_util.register_pytree_node_class
+class S:
+    def __init__(self, w, positions):
+        self.w = w
+        self.positions = positions
+
+    def tree_flatten(self):
+        return (self.w,), self.positions
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0], aux)
+
+
+def make(flag=True):
+{body}
+    return S(1.0, pos)
+
+
+OUT = jax.tree_util.tree_leaves(make())
+"""
+
+
+def test_a_list_rebound_to_a_tuple_before_the_call_is_rewritten(tmp_path: Path) -> None:
+    body = "    pos = [1, 2]\n    pos = tuple(pos)"
+    write(tmp_path, {"m.py": STATIC.format(body=body)})
+    result = codemod(tmp_path, "--report", "json", "m.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry
+    run = _python(tmp_path, "import m; print(m.OUT)")
+    assert run.stdout == "[1.0]\n", run.stderr
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    pos = [1, 2]\n    if flag:\n        pos = tuple(pos)",  # may not run
+        "    pos = (1, 2)\n    pos = [1, 2]",  # the list is the last
+    ],
+)
+def test_a_list_that_may_still_reach_the_call_is_ptk114(body: str, tmp_path: Path) -> None:
+    write(tmp_path, {"m.py": STATIC.format(body=body)})
+    result = codemod(tmp_path, "--report", "json", "m.py")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK114"), entry

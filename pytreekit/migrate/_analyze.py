@@ -473,7 +473,7 @@ class _InitProof:
                     if id(module) not in scopes:
                         scopes[id(module)] = _call_scopes(module.tree)
                     scope = scopes[id(module)].get(id(call), module.tree)
-                    value = _unhashable_binding(scope, argument.value)
+                    value = _unhashable_binding(scope, argument.value, call)
                     if value is not None:
                         shown = f"{argument.value} = {code(value)}"
                         argument = value
@@ -1649,11 +1649,30 @@ def _call_scopes(tree: cst.Module) -> dict[int, cst.CSTNode]:
     return scopes
 
 
-def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+def _unhashable_binding(
+    scope: cst.CSTNode, name: str, call: cst.CSTNode | None = None
+) -> cst.BaseExpression | None:
     """A value ``scope`` (a function, or the module) binds ``name`` to that is a list, a dict
     or a set (any of its bindings: the cautious side), not looking into nested functions and
-    classes."""
+    classes. A binding to something else that surely runs after all of those and before
+    ``call`` (a statement of the scope's own body: ``pos = tuple(pos)``) is what reaches it."""
     found: list[cst.BaseExpression] = []
+    body = scope.body if isinstance(scope, cst.Module) else getattr(scope, "body", None)
+    statements = body if isinstance(body, Sequence) else suite_statements(body) if body else []
+    definite = {id(statement) for statement in statements} | {
+        id(small)
+        for statement in statements
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+    }
+    state = {"rebound": False, "called": False}
+
+    def bound(node: cst.CSTNode, value: cst.BaseExpression) -> None:
+        if _unhashable(value):
+            found.append(value)
+            state["rebound"] = False
+        elif not state["called"] and id(node) in definite:
+            state["rebound"] = True
 
     class Bindings(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -1665,21 +1684,18 @@ def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | N
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
+        def visit_Call(self, node: cst.Call) -> None:
+            if node is call:
+                state["called"] = True
+
         def visit_Assign(self, node: cst.Assign) -> None:
-            if any(
-                isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets
-            ) and _unhashable(node.value):
-                found.append(node.value)
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+                bound(node, node.value)
 
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
             value = node.value
-            if (
-                isinstance(node.target, cst.Name)
-                and node.target.value == name
-                and value is not None
-                and _unhashable(value)
-            ):
-                found.append(value)
+            if isinstance(node.target, cst.Name) and node.target.value == name and value:
+                bound(node, value)
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
             target = node.target
@@ -1687,7 +1703,7 @@ def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | N
                 found.append(node.value)
 
     scope.visit(Bindings())
-    return found[0] if found else None
+    return found[0] if found and not state["rebound"] else None
 
 
 def _calls(tree: cst.CSTNode) -> list[cst.Call]:
