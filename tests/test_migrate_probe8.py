@@ -312,3 +312,24 @@ def test_a_list_that_may_still_reach_the_call_is_ptk114(body: str, tmp_path: Pat
     result = codemod(tmp_path, "--report", "json", "m.py")
     [entry] = result.report["registrations"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK114"), entry
+
+
+# -- r8. a static fed by .tolist() or .copy() -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ("    pos = [1, 2].copy()", "pos = [1, 2].copy()"),
+        ("    import numpy as np\n    pos = np.arange(2).tolist()", "np.arange(2).tolist()"),
+    ],
+)
+def test_a_static_fed_by_tolist_or_copy_is_named_not_proven(
+    body: str, shown: str, tmp_path: Path
+) -> None:
+    write(tmp_path, {"m.py": STATIC.format(body=body).replace("OUT = ", "# OUT = ")})
+    result = codemod(tmp_path, "--check", "--report", "json", "m.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry
+    [statics] = [why for why in entry["not_proven"] if why.startswith("statics hashable")]
+    assert shown in statics and "maybe a list" in statics, statics

@@ -338,6 +338,7 @@ class _InitProof:
 
     project: Project
     options: Options
+    maybe_lists: dict[ClassInfo, str]  # a static that may get a list: where
 
     def _check_inverse(
         self, info: ClassInfo, carried: Carried, run: InitRun, unflatten: Unflatten
@@ -473,10 +474,16 @@ class _InitProof:
                     if id(module) not in scopes:
                         scopes[id(module)] = _call_scopes(module.tree)
                     scope = scopes[id(module)].get(id(call), module.tree)
-                    value = _unhashable_binding(scope, argument.value, call)
+                    name = argument.value
+                    value = _unhashable_binding(scope, name, call) or _unhashable_binding(
+                        scope, name, call, _maybe_list
+                    )
                     if value is not None:
-                        shown = f"{argument.value} = {code(value)}"
+                        shown = f"{name} = {code(value)}"
                         argument = value
+                if _maybe_list(argument):  # ``a.tolist()``, ``a.copy()``: a list or not
+                    where = f"{attribute} gets {shown} in {module.name}, maybe a list"
+                    self.maybe_lists.setdefault(info, where)
                 if _unhashable(argument):
                     raise Refusal(
                         "PTK114",
@@ -510,6 +517,7 @@ class _Description:
     project: Project
     options: Options
     path_reader: str
+    maybe_lists: dict[ClassInfo, str]
 
     def _describe(
         self,
@@ -640,7 +648,8 @@ class _Description:
             )
         unproven = ["code outside the scanned files"]
         if static:
-            unproven.insert(0, "statics hashable at run time")
+            maybe = self.maybe_lists.get(info)
+            unproven.insert(0, f"statics hashable at run time{f' ({maybe})' if maybe else ''}")
         if through_init and any("converted" in note for note in notes):
             unproven.insert(0, "conversions in __init__ idempotent")
         annotated = [
@@ -1045,6 +1054,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
     def __init__(self, project: Project, options: Options) -> None:
         self.project = project
         self.options = options
+        self.maybe_lists = {}
         # every registration naming a class counts, the conditional ones too: a second
         # ``register_pytree_node_class(A)`` under ``try`` runs on the rewritten class as well
         counts: dict[ClassInfo, int] = {}
@@ -1587,7 +1597,9 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
             depth -= character == ")"
             position += 1
         arguments = source[match.end() : position]
-        if re.search(r"[\[{]|\b(?:list|dict|set|sorted|vars)\s*\(", arguments):
+        if re.search(
+            r"[\[{]|\b(?:list|dict|set|sorted|vars)\s*\(|\.(?:tolist|copy)\s*\(", arguments
+        ):
             return True
         # a name bound to one elsewhere in the text (``pos = [1, 2]; S(w, pos)``)
         if _UNHASHABLE_BINDING.search(source) and re.search(r"\b[A-Za-z_]\w*\b", arguments):
@@ -1595,7 +1607,9 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
     return False
 
 
-_UNHASHABLE_BINDING = re.compile(r"[^=!<>]=[ \t]*(?:[\[{]|(?:list|dict|set|sorted|vars)[ \t]*\()")
+_UNHASHABLE_BINDING = re.compile(
+    r"[^=!<>]=[ \t]*(?:[\[{]|(?:list|dict|set|sorted|vars)[ \t]*\()|\.(?:tolist|copy)[ \t]*\("
+)
 
 
 def _builds_own(call: cst.Call) -> bool:
@@ -1649,8 +1663,17 @@ def _call_scopes(tree: cst.Module) -> dict[int, cst.CSTNode]:
     return scopes
 
 
+def _maybe_list(node: cst.BaseExpression) -> bool:
+    """``a.tolist()``, ``a.copy()``: a list when ``a`` is one (or an array), unknowable here."""
+    func = node.func if isinstance(node, cst.Call) else None
+    return isinstance(func, cst.Attribute) and func.attr.value in ("tolist", "copy")
+
+
 def _unhashable_binding(
-    scope: cst.CSTNode, name: str, call: cst.CSTNode | None = None
+    scope: cst.CSTNode,
+    name: str,
+    call: cst.CSTNode | None = None,
+    predicate: Callable[[cst.BaseExpression], bool] = _unhashable,
 ) -> cst.BaseExpression | None:
     """A value ``scope`` (a function, or the module) binds ``name`` to that is a list, a dict
     or a set (any of its bindings: the cautious side), not looking into nested functions and
@@ -1668,7 +1691,7 @@ def _unhashable_binding(
     state = {"rebound": False, "called": False}
 
     def bound(node: cst.CSTNode, value: cst.BaseExpression) -> None:
-        if _unhashable(value):
+        if predicate(value):
             found.append(value)
             state["rebound"] = False
         elif not state["called"] and id(node) in definite:
@@ -1699,7 +1722,7 @@ def _unhashable_binding(
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
             target = node.target
-            if isinstance(target, cst.Name) and target.value == name and _unhashable(node.value):
+            if isinstance(target, cst.Name) and target.value == name and predicate(node.value):
                 found.append(node.value)
 
     scope.visit(Bindings())
