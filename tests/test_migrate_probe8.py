@@ -333,3 +333,37 @@ def test_a_static_fed_by_tolist_or_copy_is_named_not_proven(
     assert entry["verdict"] == "rewritten", entry
     [statics] = [why for why in entry["not_proven"] if why.startswith("statics hashable")]
     assert shown in statics and "maybe a list" in statics, statics
+
+
+# -- r13. a banner above a deleted registration, the next statement with its own comment -------
+
+BANNER = """
+import jax
+
+
+class P:
+    def __init__(self, x):
+        self.x = x
+
+
+# ---- registrations ----
+
+jax.tree_util.register_pytree_node(P, lambda p: ((p.x,), None), lambda _, c: P(*c))
+
+# helper does things
+def helper():
+    return 1
+"""
+
+
+def test_a_banner_and_the_next_statements_own_comment_are_both_kept(tmp_path: Path) -> None:
+    write(tmp_path, {"mod.py": BANNER})
+    result = codemod(tmp_path, "--report", "json", "mod.py")
+    [entry] = result.report["registrations"]
+    assert entry["verdict"] == "rewritten", entry
+    after = (tmp_path / "mod.py").read_text()
+    assert "register_pytree_node(P" not in after
+    banner, own = after.index("# ---- registrations ----"), after.index("# helper does things")
+    assert banner < own < after.index("def helper")
+    assert after.count("# ---- registrations ----") == 1
+    assert codemod(tmp_path, "--check", "mod.py").code == 0
