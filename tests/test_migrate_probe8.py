@@ -367,3 +367,12 @@ def test_a_banner_and_the_next_statements_own_comment_are_both_kept(tmp_path: Pa
     assert banner < own < after.index("def helper")
     assert after.count("# ---- registrations ----") == 1
     assert codemod(tmp_path, "--check", "mod.py").code == 0
+
+
+def test_type_with_no_bases_does_not_make_the_base_unsafe(tmp_path: Path) -> None:
+    # ``type("X", tuple(), {})`` subclasses nothing: the base is rewritten as before
+    other = "import pkg.a\n\nX = type('X', tuple(), {})\n"
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": DECORATED, "pkg/b.py": other})
+    result = codemod(tmp_path, "--report", "json", ".")
+    [entry] = result.report["registrations"]
+    assert (entry["verdict"], entry["code"]) == ("rewritten", None), entry

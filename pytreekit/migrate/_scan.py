@@ -1056,12 +1056,20 @@ def _type_call(module: Module, call: ast.Call) -> None:
     computed (``type("D", bases, {})``, ``types.new_class``) is kept as opaque."""
     func = call.func
     called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    bases = call.args[1] if len(call.args) == 3 else None
+    empty = (  # ``tuple()``: no base
+        isinstance(bases, ast.Call)
+        and isinstance(bases.func, ast.Name)
+        and bases.func.id in ("tuple", "list")
+        and not bases.args
+        and not bases.keywords
+    )
     if called == "new_class" or (
         called == "type"
-        and len(call.args) == 3
+        and bases is not None
+        and not empty
         and not (
-            isinstance(call.args[1], (ast.Tuple, ast.List))
-            and all(_ast_dotted(b) for b in call.args[1].elts)
+            isinstance(bases, (ast.Tuple, ast.List)) and all(_ast_dotted(b) for b in bases.elts)
         )
     ):
         module.opaque.append(ast.unparse(call)[:80])
@@ -1075,8 +1083,8 @@ def _type_call(module: Module, call: ast.Call) -> None:
         return
     name = call.args[0]
     shown = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "?"
-    bases = tuple(filter(None, (_ast_dotted(b) for b in call.args[1].elts)))
-    module.hidden.append(HiddenClass(shown, "built by type(...)", bases))
+    named = tuple(filter(None, (_ast_dotted(b) for b in call.args[1].elts)))
+    module.hidden.append(HiddenClass(shown, "built by type(...)", named))
 
 
 def _ast_dotted(node: ast.expr) -> str | None:
