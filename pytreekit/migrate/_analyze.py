@@ -225,6 +225,7 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
         if not unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
             hidden_subs = project.hidden_subclasses(info)
             unsure = project.unsure_bases(info)
+            opaque = project.opaque_makers(info)
             if hidden_subs:
                 module, hidden = hidden_subs[0]
                 where = "" if module is info.module else f" (in {module.name})"
@@ -241,8 +242,17 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                     Refusal(
                         "PTK204",
                         f"base {written} of {name} (in {module.name}) may be {info.name} (the "
-                        f"name is bound conditionally or more than once): such a subclass "
-                        f"would become a pytree too",
+                        f"codemod cannot tell which class the name is bound to): such a "
+                        f"subclass would become a pytree too",
+                    )
+                )
+            elif opaque:
+                module, call = opaque[0]
+                outcome.rewrite.unsafe.append(
+                    Refusal(
+                        "PTK204",
+                        f"{module.name} makes a class by {call}, from bases the codemod cannot "
+                        f"read: if it subclasses {info.name}, it would become a pytree too",
                     )
                 )
         if unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
@@ -328,6 +338,7 @@ class _InitProof:
 
     project: Project
     options: Options
+    maybe_lists: dict[ClassInfo, str]  # a static that may get a list: where
 
     def _check_inverse(
         self, info: ClassInfo, carried: Carried, run: InitRun, unflatten: Unflatten
@@ -463,10 +474,16 @@ class _InitProof:
                     if id(module) not in scopes:
                         scopes[id(module)] = _call_scopes(module.tree)
                     scope = scopes[id(module)].get(id(call), module.tree)
-                    value = _unhashable_binding(scope, argument.value)
+                    name = argument.value
+                    value = _unhashable_binding(scope, name, call) or _unhashable_binding(
+                        scope, name, call, _maybe_list
+                    )
                     if value is not None:
-                        shown = f"{argument.value} = {code(value)}"
+                        shown = f"{name} = {code(value)}"
                         argument = value
+                if _maybe_list(argument):  # ``a.tolist()``, ``a.copy()``: a list or not
+                    where = f"{attribute} gets {shown} in {module.name}, maybe a list"
+                    self.maybe_lists.setdefault(info, where)
                 if _unhashable(argument):
                     raise Refusal(
                         "PTK114",
@@ -500,6 +517,7 @@ class _Description:
     project: Project
     options: Options
     path_reader: str
+    maybe_lists: dict[ClassInfo, str]
 
     def _describe(
         self,
@@ -630,7 +648,8 @@ class _Description:
             )
         unproven = ["code outside the scanned files"]
         if static:
-            unproven.insert(0, "statics hashable at run time")
+            maybe = self.maybe_lists.get(info)
+            unproven.insert(0, f"statics hashable at run time{f' ({maybe})' if maybe else ''}")
         if through_init and any("converted" in note for note in notes):
             unproven.insert(0, "conversions in __init__ idempotent")
         annotated = [
@@ -676,6 +695,13 @@ class _Description:
         if bare:
             # ``to_parts = tree_flatten`` in the body runs when the class is made
             return f"{info.name}'s body uses it by name ({code(bare[0])})"
+        # ``getattr(o, "tree_flatten")``, ``methodcaller("tree_flatten")``, ``hasattr``: a string
+        # naming the method may reach it on any object, this class's too
+        literal = re.compile(rf"""(?<![\w'"])[rRuU]?(['"]){name}\1""")
+        for module in self.project.modules:
+            found = literal.search(module.source)
+            if found is not None:
+                return f"{module.name} names it in a string ({found.group(0)})"
         pattern = re.compile(rf"\.{name}\b")
         # only this class's own registration goes with the method: another one passing it
         # (``register_pytree_node(B, A.tree_flatten, ...)``) would lose it
@@ -704,8 +730,9 @@ class _Description:
         if uses > 2:
             return True
         return any(
-            _reaches(module, function.module.name, name)
+            _reaches(module, owner, name)
             for module in self.project.modules
+            for owner in dict.fromkeys((function.module.name, *function.module.import_names))
             if module is not function.module
             and name in module.words()
             and self.project.parse(module) is not None
@@ -862,7 +889,7 @@ class _ClassReading:
             return False
         owner, _, name = qualified.rpartition(".")
         for candidate in self.project.modules:
-            if candidate.name == owner and self.project.parse(candidate) is not None:
+            if candidate.named(owner) and self.project.parse(candidate) is not None:
                 function = candidate.functions.get(name)
                 return function is not None and _only_sets_attributes(function)
         return False
@@ -1027,6 +1054,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
     def __init__(self, project: Project, options: Options) -> None:
         self.project = project
         self.options = options
+        self.maybe_lists = {}
         # every registration naming a class counts, the conditional ones too: a second
         # ``register_pytree_node_class(A)`` under ``try`` runs on the rewritten class as well
         counts: dict[ClassInfo, int] = {}
@@ -1569,7 +1597,9 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
             depth -= character == ")"
             position += 1
         arguments = source[match.end() : position]
-        if re.search(r"[\[{]|\b(?:list|dict|set|sorted|vars)\s*\(", arguments):
+        if re.search(
+            r"[\[{]|\b(?:list|dict|set|sorted|vars)\s*\(|\.(?:tolist|copy)\s*\(", arguments
+        ):
             return True
         # a name bound to one elsewhere in the text (``pos = [1, 2]; S(w, pos)``)
         if _UNHASHABLE_BINDING.search(source) and re.search(r"\b[A-Za-z_]\w*\b", arguments):
@@ -1577,7 +1607,9 @@ def _may_pass_unhashable(source: str, name: str) -> bool:
     return False
 
 
-_UNHASHABLE_BINDING = re.compile(r"[^=!<>]=[ \t]*(?:[\[{]|(?:list|dict|set|sorted|vars)[ \t]*\()")
+_UNHASHABLE_BINDING = re.compile(
+    r"[^=!<>]=[ \t]*(?:[\[{]|(?:list|dict|set|sorted|vars)[ \t]*\()|\.(?:tolist|copy)[ \t]*\("
+)
 
 
 def _builds_own(call: cst.Call) -> bool:
@@ -1631,11 +1663,39 @@ def _call_scopes(tree: cst.Module) -> dict[int, cst.CSTNode]:
     return scopes
 
 
-def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+def _maybe_list(node: cst.BaseExpression) -> bool:
+    """``a.tolist()``, ``a.copy()``: a list when ``a`` is one (or an array), unknowable here."""
+    func = node.func if isinstance(node, cst.Call) else None
+    return isinstance(func, cst.Attribute) and func.attr.value in ("tolist", "copy")
+
+
+def _unhashable_binding(
+    scope: cst.CSTNode,
+    name: str,
+    call: cst.CSTNode | None = None,
+    predicate: Callable[[cst.BaseExpression], bool] = _unhashable,
+) -> cst.BaseExpression | None:
     """A value ``scope`` (a function, or the module) binds ``name`` to that is a list, a dict
     or a set (any of its bindings: the cautious side), not looking into nested functions and
-    classes."""
+    classes. A binding to something else that surely runs after all of those and before
+    ``call`` (a statement of the scope's own body: ``pos = tuple(pos)``) is what reaches it."""
     found: list[cst.BaseExpression] = []
+    body = scope.body if isinstance(scope, cst.Module) else getattr(scope, "body", None)
+    statements = body if isinstance(body, Sequence) else suite_statements(body) if body else []
+    definite = {id(statement) for statement in statements} | {
+        id(small)
+        for statement in statements
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+    }
+    state = {"rebound": False, "called": False}
+
+    def bound(node: cst.CSTNode, value: cst.BaseExpression) -> None:
+        if predicate(value):
+            found.append(value)
+            state["rebound"] = False
+        elif not state["called"] and id(node) in definite:
+            state["rebound"] = True
 
     class Bindings(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -1647,29 +1707,26 @@ def _unhashable_binding(scope: cst.CSTNode, name: str) -> cst.BaseExpression | N
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
+        def visit_Call(self, node: cst.Call) -> None:
+            if node is call:
+                state["called"] = True
+
         def visit_Assign(self, node: cst.Assign) -> None:
-            if any(
-                isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets
-            ) and _unhashable(node.value):
-                found.append(node.value)
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+                bound(node, node.value)
 
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
             value = node.value
-            if (
-                isinstance(node.target, cst.Name)
-                and node.target.value == name
-                and value is not None
-                and _unhashable(value)
-            ):
-                found.append(value)
+            if isinstance(node.target, cst.Name) and node.target.value == name and value:
+                bound(node, value)
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
             target = node.target
-            if isinstance(target, cst.Name) and target.value == name and _unhashable(node.value):
+            if isinstance(target, cst.Name) and target.value == name and predicate(node.value):
                 found.append(node.value)
 
     scope.visit(Bindings())
-    return found[0] if found else None
+    return found[0] if found and not state["rebound"] else None
 
 
 def _calls(tree: cst.CSTNode) -> list[cst.Call]:
@@ -1693,7 +1750,9 @@ def _bare_names(node: cst.ClassDef, name: str) -> list[cst.CSTNode]:
             self.statement = statement
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            for part in (*node.decorators, node.params, node.body):  # its own name is no use
+            # its own name is no use, and its body does not see the class's names (a bare
+            # ``tree_flatten`` there is a module-level one, jax's): decorators and defaults do
+            for part in (*node.decorators, node.params):
                 part.visit(self)
             return False
 

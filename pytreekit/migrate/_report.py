@@ -141,7 +141,8 @@ def _entry(outcome: Outcome, verify: str | None) -> dict[str, Any]:
             "unsafe": [{"code": u.code, "reason": u.reason} for u in plan.unsafe],
         }
         entry["proven"] = plan.proven
-        entry["not_proven"] = plan.unproven if verify is None else []
+        # a rewrite --verify saw no instance of keeps what it could not prove
+        entry["not_proven"] = [] if outcome.verified else plan.unproven
         entry["verified"] = outcome.verified or None
     return entry
 

@@ -296,9 +296,9 @@ class _Transformer(cst.CSTTransformer):
             return statement
         statement = _spaced(statement, carry, first=first)
         lines = list(statement.leading_lines)
-        if banner and all(line.comment is None for line in _with_comment(lines, None)):
-            # no comment of its own (the codemod's aside): it goes on the section the banner
-            # heads
+        if banner and not _detached(_with_comment(lines, None)):
+            # no banner of its own (a comment right above it, or the codemod's, is none): it
+            # goes on the section the banner heads, above the statement's own comments
             blank = 0 if first else _blank_lines(lines)
             lines = lines[:blank] + banner[_blank_lines(banner) :] + lines[blank:]
             if first:

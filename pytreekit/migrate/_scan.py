@@ -187,6 +187,12 @@ class Module:
     # module-level names a class statement binds and something else binds again (a second
     # class statement, an assignment, a def, an import): name -> what binds it again
     rebound_classes: dict[str, str] = field(default_factory=dict)
+    # every dotted name it may be imported by (a namespace package's), longest first; ``name``
+    # is the shortest (the one its classes are qualified by)
+    import_names: tuple[str, ...] = ()
+    # classes made by calls whose bases the codemod cannot read (``type("D", bases, {})``,
+    # ``types.new_class(...)``), as written
+    opaque: list[str] = field(default_factory=list)
     _lines: list[int] = field(default_factory=list)  # where each top-level statement starts
     _words: frozenset[str] | None = None
     _texts: list[str] | None = None
@@ -194,7 +200,13 @@ class Module:
 
     @property
     def package(self) -> str:
-        return self.name if self.path.name == "__init__.py" else self.name.rpartition(".")[0]
+        # the longest name: a relative import in a namespace package is relative to it
+        name = self.import_names[0] if self.import_names else self.name
+        return name if self.path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def named(self, name: str) -> bool:
+        """Whether ``name`` is one of the dotted names this module may be imported by."""
+        return name == self.name or name in self.import_names
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """The qualified name an expression (``jtu.register_pytree_node``) refers to, or None."""
@@ -363,7 +375,7 @@ class Project:
         if qualname is None:
             return None
         owner, _, name = qualname.rpartition(".")
-        if owner == module.name and name in module.classes:
+        if module.named(owner) and name in module.classes:
             return module.classes[name]
         seen: set[str] = set()
         for _ in range(8):
@@ -395,24 +407,40 @@ class Project:
         if _other_bindings(holder, name):
             return None
         if name in holder.names:
+            # a star import may bind it again, before or after: the order is not kept
+            if any(self._star_binds(s, name) is not False for s in holder.star_imports):
+                return None
             return holder.names[name]
-        if name.startswith("_"):
-            return None  # a star import binds no private name (without ``__all__``)
         for source in reversed(holder.star_imports):  # the last one binding it wins
-            origin = self.module_named(source)
-            if origin is None or self.parse(origin) is None:
+            binds = self._star_binds(source, name)
+            if binds is None:
                 return None  # it may bind the name: no telling which class it is
-            bound = {*origin.classes, *origin.names, *origin.aliases, *origin.functions}
-            if name in bound or origin.star_imports:
+            if binds:
                 return f"{source}.{name}"
         return None
+
+    def _star_binds(self, source: str, name: str) -> bool | None:
+        """Whether ``from source import *`` binds ``name`` (None: cannot tell)."""
+        origin = self.module_named(source)
+        if origin is None or self.parse(origin) is None:
+            return None
+        exported = _all_names(origin.source)
+        if exported is not None:
+            return name in exported
+        if "__all__" in origin.source:
+            return None  # built some other way than one literal
+        if name.startswith("_"):
+            return False  # a star import binds no private name (without ``__all__``)
+        bound = {*origin.classes, *origin.names, *origin.aliases, *origin.functions}
+        return True if name in bound else None if origin.star_imports else False
 
     def module_named(self, name: str) -> Module | None:
         """The one scanned module of that dotted name (None: none, or two files)."""
         if self._by_name is None:
             self._by_name = {}
             for module in self.modules:
-                self._by_name[module.name] = None if module.name in self._by_name else module
+                for known in dict.fromkeys((module.name, *module.import_names)):
+                    self._by_name[known] = None if known in self._by_name else module
         return self._by_name.get(name)
 
     @property
@@ -477,22 +505,46 @@ class Project:
         found: list[tuple[Module, str, str]] = []
         for module in self.modules:
             if module.tree is None:
+                found += _unreadable_subclasses(module, info.name)
                 continue
             made = [(c.name, [w for _, w in c.bases]) for c in module.classes.values()]
             made += [(h.name, list(h.bases)) for h in module.hidden]
             for name, bases in made:
                 for written in bases:
                     head = re.split(r"[\[(]", written)[0]
-                    if head.rpartition(".")[2] != info.name:
-                        continue
                     try:
                         qualified = module.qualify(cst.parse_expression(head))
                     except cst.ParserSyntaxError:
                         continue
+                    # under another name (``from pkg import Base as B``): the name it imports
+                    spelled = {head.rpartition(".")[2], (qualified or "").rpartition(".")[2]}
+                    if info.name not in spelled:
+                        continue
                     if qualified is None or self.lookup(module, qualified) is not None:
                         continue
-                    if self.module_named(qualified.rpartition(".")[0]) is not None:
+                    # ``pkg.impl.Base`` where ``impl`` is a submodule bound under another
+                    # name: a scanned package above it is enough to be unsure
+                    owner = qualified.rpartition(".")[0].split(".")
+                    heads = (".".join(owner[:n]) for n in range(len(owner), 0, -1))
+                    if any(self.module_named(h) is not None for h in heads):
                         found.append((module, name, written))
+        return found
+
+    def opaque_makers(self, info: ClassInfo) -> list[tuple[Module, str]]:
+        """Calls that make a class from bases the codemod cannot read (``type("D", bases,
+        {})``, ``types.new_class``) in a module that may reach ``info``: (module, call)."""
+        names = {info.module.name, *info.module.import_names}
+        found: list[tuple[Module, str]] = []
+        for module in self.modules:
+            if not module.opaque:
+                continue
+            bound = {*module.names.values(), *module.star_imports, module.name}
+            if any(
+                n == q or n.startswith(f"{q}.") or q.startswith(f"{n}.")
+                for n in names
+                for q in bound
+            ):
+                found.append((module, module.opaque[0]))
         return found
 
 
@@ -566,6 +618,9 @@ def excluded(path: Path, patterns: Sequence[str]) -> bool:
     )
 
 
+_TYPE_PARAMS_TEXT = r"(?:\[[^\]]*\][ \t]*)?"
+
+
 def module_name(path: Path) -> tuple[str, Path]:
     """The dotted name a file is imported by, and the directory it is imported from."""
     parts = [] if path.name == "__init__.py" else [path.stem]
@@ -574,6 +629,21 @@ def module_name(path: Path) -> tuple[str, Path]:
         parts.insert(0, directory.name)
         directory = directory.parent
     return ".".join(parts) or path.stem, directory
+
+
+def module_names(path: Path, roots: Sequence[Path] = ()) -> tuple[str, ...]:
+    """Every dotted name a file may be imported by: a directory without ``__init__.py`` below
+    a given path may be a namespace package (``pkg/sub/base.py`` is ``pkg.sub.base`` from the
+    given directory) or a directory on ``sys.path`` (``base``, ``src/pkg/a.py`` is ``pkg.a``);
+    which one is not in the text, so each is a name of the module. Longest first."""
+    name, directory = module_name(path)
+    names = [name]
+    resolved = directory.resolve()
+    while any(root in resolved.parents for root in roots):
+        name = f"{resolved.name}.{name}"
+        names.insert(0, name)
+        resolved = resolved.parent
+    return tuple(names)
 
 
 def _display(path: Path) -> str:
@@ -596,7 +666,8 @@ def scan(
     a decorator a parsed class uses (followed until nothing new is found). Other modules are
     parsed only when an analysis step needs them and their text says it might
     (``Project.parsed``)."""
-    modules = [_read(path) for path in python_files(paths, exclude)]
+    roots = [path.resolve() for path in paths if path.is_dir()]
+    modules = [_read(path, roots) for path in python_files(paths, exclude)]
     project = Project(modules, {})
     pending = [module for module in modules if module.error is None and module.skipped is None]
     wanted = [module for module in pending if _CANDIDATE.search(module.source)]
@@ -618,7 +689,8 @@ def scan(
         wanted = [
             module
             for module in pending
-            if module.name in homes or (pattern and pattern.search(module.source))
+            if any(module.named(name) for name in homes)
+            or (pattern and pattern.search(module.source))
         ]
     return project
 
@@ -639,6 +711,8 @@ def _related(project: Project) -> re.Pattern[str] | None:
     decorators: set[str] = set()
     for info in relevant.values():
         names.add(info.name)
+    _add_renames(project, names)
+    for info in relevant.values():
         for qualified, written in info.bases:
             bases.add(re.split(r"[\[(]", written)[0].rpartition(".")[2])
             if qualified is not None:  # imported under another name
@@ -653,20 +727,71 @@ def _related(project: Project) -> re.Pattern[str] | None:
         parts.append(rf"{start}class[ \t]+(?:{'|'.join(map(re.escape, sorted(bases)))})\b")
     if names:
         joined = "|".join(map(re.escape, sorted(names)))
-        parts.append(rf"{start}class[ \t]+\w+[ \t]*\([^)]*\b(?:{joined})\b")
+        parts.append(rf"{start}class[ \t]+\w+[ \t]*{_TYPE_PARAMS}\([^)]*\b(?:{joined})\b")
         # the class bound under another name (``from pkg.a import Base as _Base``, ``B2 =
         # pkg.Base``), or built by ``type(...)``: a subclass there spells the other name
         parts.append(rf"\b(?:{joined})[ \t]+as[ \t]+\w")
         parts.append(rf"{start}\w+[ \t]*=[ \t]*[\w.]*\b(?:{joined})[ \t]*(?:#|$)")
         parts.append(rf"\btype[ \t]*\([^)]*\([^)]*\b(?:{joined})\b")
+        parts.append(_OPAQUE_CALL.pattern)
     if decorators:
         parts.append(rf"{start}def[ \t]+(?:{'|'.join(map(re.escape, sorted(decorators)))})\b")
     return re.compile("|".join(parts), re.MULTILINE) if parts else None
 
 
-def _read(path: Path) -> Module:
+_CLASS_LINE = re.compile(
+    rf"^[ \t]*class[ \t]+(\w+)[ \t]*{_TYPE_PARAMS_TEXT}\(([^)]*)\)", re.MULTILINE
+)
+
+
+def _unreadable_subclasses(module: Module, name: str) -> list[tuple[Module, str, str]]:
+    """Classes of a module the codemod could not parse (newer syntax: ``class Sub[T](Base)``
+    on 3.11) whose bases' text names ``name``: they may be its subclasses."""
+    if module.error is None or name not in module.source:
+        return []
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    return [
+        (module, match.group(1), match.group(2).strip())
+        for match in _CLASS_LINE.finditer(module.source)
+        if word.search(match.group(2))
+    ]
+
+
+_ALL = re.compile(r"^__all__[ \t]*(?::[^=]*)?=[ \t]*[\[(]([^\])]*)[\])]", re.MULTILINE)
+
+
+def _all_names(source: str) -> frozenset[str] | None:
+    """The names a module-level ``__all__ = [...]`` of string literals lists, when it is the
+    only mention of ``__all__`` (None otherwise)."""
+    found = _ALL.findall(source)
+    if len(found) != 1 or source.count("__all__") != 1:
+        return None
+    items = [item.strip() for item in found[0].split(",") if item.strip()]
+    if not all(re.fullmatch(r"""(['"])\w+\1""", item) for item in items):
+        return None
+    return frozenset(item[1:-1] for item in items)
+
+
+def _add_renames(project: Project, names: set[str]) -> None:
+    """Add the names parsed modules bind ``names`` under (``from .a import Base as
+    PublicBase``, ``Thing = Core``), and those names' own renames: a subclass may spell any."""
+    while True:
+        found = {
+            local
+            for module in project.modules
+            if module.tree is not None
+            for local, qualified in (*module.names.items(), *module.aliases.items())
+            if qualified.rpartition(".")[2] in names and local not in names
+        }
+        if not found:
+            return
+        names.update(found)
+
+
+def _read(path: Path, roots: Sequence[Path] = ()) -> Module:
     name, root = module_name(path)
     module = Module(path=path, display=_display(path), name=name, root=root, source="")
+    module.import_names = module_names(path, roots)
     raw = _regular_bytes(module)
     if raw is None:
         return module
@@ -927,18 +1052,39 @@ def _ast_targets(target: ast.expr) -> list[ast.Name]:
 
 
 def _type_call(module: Module, call: ast.Call) -> None:
-    """``type("D", (B,), {})``: a class made by a call, its bases named."""
+    """``type("D", (B,), {})``: a class made by a call, its bases named. One whose bases are
+    computed (``type("D", bases, {})``, ``types.new_class``) is kept as opaque."""
+    func = call.func
+    called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    bases = call.args[1] if len(call.args) == 3 else None
+    empty = (  # ``tuple()``: no base
+        isinstance(bases, ast.Call)
+        and isinstance(bases.func, ast.Name)
+        and bases.func.id in ("tuple", "list")
+        and not bases.args
+        and not bases.keywords
+    )
+    if called == "new_class" or (
+        called == "type"
+        and bases is not None
+        and not empty
+        and not (
+            isinstance(bases, (ast.Tuple, ast.List)) and all(_ast_dotted(b) for b in bases.elts)
+        )
+    ):
+        module.opaque.append(ast.unparse(call)[:80])
+        return
     if not (
-        isinstance(call.func, ast.Name)
-        and call.func.id == "type"
+        isinstance(func, ast.Name)
+        and func.id == "type"
         and len(call.args) == 3
         and isinstance(call.args[1], (ast.Tuple, ast.List))
     ):
         return
     name = call.args[0]
     shown = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "?"
-    bases = tuple(filter(None, (_ast_dotted(b) for b in call.args[1].elts)))
-    module.hidden.append(HiddenClass(shown, "built by type(...)", bases))
+    named = tuple(filter(None, (_ast_dotted(b) for b in call.args[1].elts)))
+    module.hidden.append(HiddenClass(shown, "built by type(...)", named))
 
 
 def _ast_dotted(node: ast.expr) -> str | None:
@@ -951,8 +1097,14 @@ def _ast_dotted(node: ast.expr) -> str | None:
 
 
 # A class statement inside a block, or a call of ``type``: worth a walk of the module.
-_MAYBE_HIDDEN = re.compile(r"(?:^|(?<=\r))[ \t\f]+class[ \t]|\btype[ \t]*\(", re.MULTILINE)
-_TYPE_CALL = re.compile(r"\btype[ \t]*\([^)]*,[ \t\r\n]*[(\[]")
+_MAYBE_HIDDEN = re.compile(
+    r"(?:^|(?<=\r))[ \t\f]+class[ \t]|\btype[ \t]*\(|\bnew_class[ \t]*\(", re.MULTILINE
+)
+_TYPE_CALL = re.compile(r"\btype[ \t]*\([^)]*,|\bnew_class[ \t]*\(")
+# a class made by a call whose bases may not be written out: ``type("D", bases, {})``,
+# ``types.new_class("D", (B,))``
+_OPAQUE_CALL = re.compile(r"\btype[ \t]*\([^(),]*,|\bnew_class[ \t]*\(")
+_TYPE_PARAMS = _TYPE_PARAMS_TEXT  # ``class Sub[T](Base)`` (3.12)
 
 
 def _base_name(module: Module, node: cst.BaseExpression) -> str | None:
@@ -1204,7 +1356,7 @@ def _unresolved(module: Module, registration: cst.CSTNode) -> str:
         )
     qualified = module.qualify(node)
     owner = qualified.rpartition(".")[0] if qualified is not None else ""
-    if owner == module.name:
+    if module.named(owner):
         return "defined in this module, not imported from jax.tree_util"
     if owner:
         return f"imported from {owner}, not from jax.tree_util"
