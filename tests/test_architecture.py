@@ -207,3 +207,39 @@ def test_no_class_is_longer_than_250_lines():
             if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 250:
                 long.append(f"{_module_name(path)}.{node.name}")
     assert long == []
+
+
+def test_no_import_cycle_through_a_package_either():
+    # `from . import sibling` imports the package's __init__ first: an edge to the package, which
+    # lint-imports' layers (one container) do not see. Function-local imports count too. The
+    # top package, which only re-exports (`from .. import _markers` names a module), is left out.
+    edges: dict[str, set[str]] = {}
+    modules = {_module_name(path): path for path in CORE}
+    names = {f"pytreekit.{m}".removesuffix(".__init__") for m in modules}
+    for module, path in modules.items():
+        name = f"pytreekit.{module}".removesuffix(".__init__")
+        package = name if module.endswith("__init__") else name.rpartition(".")[0]
+        found = edges.setdefault(name, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name in names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                source = (
+                    node.module if not node.level else ".".join(filter(None, [base, node.module]))
+                )
+                found.update({source} & names)
+                found.update({f"{source}.{a.name}" for a in node.names} & names)
+    cycles = []
+    for start in set(edges) - {"pytreekit"}:  # a path from a module back to itself
+        stack, seen = [start], set()
+        while stack:
+            for target in edges.get(stack.pop(), set()) - {"pytreekit"}:
+                if target == start:
+                    cycles.append(start)
+                elif target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+    assert sorted(set(cycles)) == []

@@ -27,9 +27,11 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+# By its name: `from . import` would import this package's __init__, which imports this module.
+import pytreekit._classes.torch_seen as torch_seen
+
 from .. import _markers as markers
 from .._messages import ACCUSE, close_match
-from . import torch_seen
 from .fields import MISSING, Field, check_static_value
 
 # The class attributes pytreekit sets: a pytree class's ClassSpec (see _spec), and the layout of
