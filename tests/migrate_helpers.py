@@ -9,6 +9,8 @@ import importlib.util
 import io
 import itertools
 import json
+import os
+import subprocess
 import sys
 import textwrap
 import types
@@ -24,6 +26,20 @@ import pytreekit
 from pytreekit.migrate import main
 
 FIXTURES = Path(__file__).resolve().parent / "migrate_fixtures"
+ROOT = str(Path(__file__).resolve().parents[1])
+
+# A class registered by hand with register_pytree_node, the base of the hierarchy tests.
+HAND_REGISTERED_BASE = """
+import jax
+
+
+class Base:
+    def __init__(self, w):
+        self.w = w
+
+
+jax.tree_util.register_pytree_node(Base, lambda b: ((b.w,), None), lambda _, c: Base(*c))
+"""
 
 
 @dataclass
@@ -50,6 +66,26 @@ def codemod(directory: Path, *args: str) -> Result:
         except SystemExit as exit:  # argparse's usage errors
             code = int(exit.code or 0)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def by_class(result: Result) -> dict[str, dict[str, Any]]:
+    """The report's registrations, by class."""
+    return {entry["class"]: entry for entry in result.report["registrations"]}
+
+
+def python_in(directory: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in a fresh interpreter, from ``directory`` (on its path, with pytreekit):
+    the rewritten tree as its own users import it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(directory), ROOT])}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def write(directory: Path, files: dict[str, str]) -> None:

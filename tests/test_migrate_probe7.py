@@ -3,52 +3,17 @@ rebound class names, misnamed causes, ...): each test fails without its fix."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import require
 
 require("libcst")
 
-from migrate_helpers import codemod, write  # noqa: E402
-
-ROOT = str(Path(__file__).resolve().parents[1])
-
-
-def _entries(result: Any) -> dict[str, dict[str, Any]]:
-    return {entry["class"]: entry for entry in result.report["registrations"]}
-
-
-def _python(directory: Path, code: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(directory), ROOT])}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
+from migrate_helpers import HAND_REGISTERED_BASE as BASE  # noqa: E402
+from migrate_helpers import by_class, codemod, python_in, write  # noqa: E402
 
 # -- 1. a base reached through a package's re-export ----------------------------------------------
-
-BASE = """
-import jax
-
-
-class Base:
-    def __init__(self, w):
-        self.w = w
-
-
-jax.tree_util.register_pytree_node(Base, lambda b: ((b.w,), None), lambda _, c: Base(*c))
-"""
 
 REGISTERED_SUB = """
 from jax.tree_util import register_pytree_node_class
@@ -88,11 +53,11 @@ def test_a_registered_subclass_through_a_reexport_keeps_the_tree_importable(
     sub = REGISTERED_SUB.format(imports=imports, base=base)
     write(tmp_path, {"pkg/__init__.py": init, "pkg/a.py": BASE, "pkg/b.py": sub})
     result = codemod(tmp_path, "--report", "json", "pkg")
-    entries = _entries(result)
+    entries = by_class(result)
     assert entries["Base"]["code"] == "PTK113", entries["Base"]
     assert "Sub" in entries["Base"]["reason"]
     assert "not in the scanned files" not in entries["Sub"]["reason"]
-    run = _python(tmp_path, "import pkg.b; pkg.b.Sub(1.0, 2); pkg.a.Base(1.0)")
+    run = python_in(tmp_path, "import pkg.b; pkg.b.Sub(1.0, 2); pkg.a.Base(1.0)")
     assert run.returncode == 0, run.stderr
 
 
@@ -156,7 +121,7 @@ def test_a_second_registration_through_a_reexport_is_counted(tmp_path: Path) -> 
     result = codemod(tmp_path, "--report", "json", "pkg")
     codes = sorted(entry["code"] for entry in result.report["registrations"])
     assert codes == ["PTK102", "PTK110"]
-    run = _python(tmp_path, "import pkg.compat; pkg.a.Base(1.0).tree_flatten()")
+    run = python_in(tmp_path, "import pkg.compat; pkg.a.Base(1.0).tree_flatten()")
     assert run.returncode == 0, run.stderr
 
 
@@ -216,7 +181,9 @@ def test_a_class_body_alias_keeps_the_method(alias: str, tmp_path: Path) -> None
     assert entry["verdict"] == "rewritten"
     method = alias.rpartition("(")[2].rstrip(")").split()[-1]
     assert f"def {method}" in (tmp_path / "layers.py").read_text()
-    run = _python(tmp_path, "import layers, jax; jax.tree_util.tree_leaves(layers.Linear(1.0, 2))")
+    run = python_in(
+        tmp_path, "import layers, jax; jax.tree_util.tree_leaves(layers.Linear(1.0, 2))"
+    )
     assert run.returncode == 0, run.stderr
 
 
@@ -237,7 +204,7 @@ def test_a_subclass_under_another_name_is_found(sub: str, tmp_path: Path) -> Non
     assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK204")
     leaf = "jax.tree_util.tree_leaves(pkg.b.Sub(1.0))[0]"
     code = f"import jax, pkg.b; assert type({leaf}).__name__ == 'Sub'"
-    assert _python(tmp_path, code).returncode == 0
+    assert python_in(tmp_path, code).returncode == 0
 
 
 # -- 4. a subclass not made by a module-level class statement ------------------------------------
@@ -269,7 +236,7 @@ def test_a_hidden_registered_subclass_leaves_the_base(tmp_path: Path) -> None:
     base, sub = result.report["registrations"]
     assert sub["code"] == "PTK102"
     assert base["verdict"] == "left" and base["code"] in ("PTK110", "PTK113"), base
-    assert _python(tmp_path, "import mod; mod.C(1.0)").returncode == 0
+    assert python_in(tmp_path, "import mod; mod.C(1.0)").returncode == 0
 
 
 # -- 5. a class name bound twice at module level -----------------------------------------------
@@ -395,7 +362,7 @@ def test_a_plain_annotated_class_is_reported_to_become_a_dataclass(tmp_path: Pat
     assert "dataclass: becomes a dataclass (it annotates values, kind)" in text.err + text.out
     codemod(tmp_path, "sig.py")
     check = "import dataclasses, sig; assert dataclasses.is_dataclass(sig.Signal(1.0, 'soft'))"
-    assert _python(tmp_path, check).returncode == 0
+    assert python_in(tmp_path, check).returncode == 0
 
 
 def test_a_class_annotating_class_vars_only_is_not_reported_as_a_dataclass(
@@ -494,7 +461,7 @@ def test_a_banner_above_a_deleted_registration_is_kept(tmp_path: Path) -> None:
     banner = text.index("# Register custom objects with jax.")
     assert banner < text.index("PTK111") < text.index("register_pytree_node(Other")
     assert "register_pytree_node(A" not in text
-    assert _python(tmp_path, "import mod; mod.A(1.0)").returncode == 0
+    assert python_in(tmp_path, "import mod; mod.A(1.0)").returncode == 0
 
 
 def test_a_banner_heading_the_next_statement_is_kept_once(tmp_path: Path) -> None:
@@ -508,7 +475,7 @@ def test_a_banner_heading_the_next_statement_is_kept_once(tmp_path: Path) -> Non
     assert after.count("# Register custom objects with jax.") == 1
     banner = after.index("# Register custom objects")
     assert banner < after.index("VALUE = 1")
-    assert _python(tmp_path, "import mod; mod.A(1.0)").returncode == 0
+    assert python_in(tmp_path, "import mod; mod.A(1.0)").returncode == 0
 
 
 def test_attributes_set_on_the_class_at_module_level_do_not_rebind_it(tmp_path: Path) -> None:

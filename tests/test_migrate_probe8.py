@@ -3,50 +3,16 @@ the codemod cannot enumerate, ...): each test fails without its fix."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import require
 
 require("libcst")
 
-from migrate_helpers import codemod, write  # noqa: E402
-
-ROOT = str(Path(__file__).resolve().parents[1])
-
-
-def _entries(result: Any) -> dict[str, dict[str, Any]]:
-    return {entry["class"]: entry for entry in result.report["registrations"]}
-
-
-def _python(directory: Path, code: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(directory), ROOT])}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-BASE = """
-import jax
-
-
-class Base:
-    def __init__(self, w):
-        self.w = w
-
-
-jax.tree_util.register_pytree_node(Base, lambda b: ((b.w,), None), lambda _, c: Base(*c))
-"""
+from migrate_helpers import HAND_REGISTERED_BASE as BASE  # noqa: E402
+from migrate_helpers import by_class, codemod, python_in, write  # noqa: E402
 
 REGISTERED_SUB = """
 from jax.tree_util import register_pytree_node_class
@@ -79,10 +45,10 @@ def test_a_namespace_subpackage_keeps_the_hierarchy_importable(tmp_path: Path) -
         {"pkg/__init__.py": "", "pkg/sub/base.py": BASE, "pkg/sub/fermion.py": REGISTERED_SUB},
     )
     result = codemod(tmp_path, "--report", "json", ".")
-    entries = _entries(result)
+    entries = by_class(result)
     assert "not in the scanned files" not in entries["Sub"]["reason"], entries["Sub"]
     assert entries["Base"]["verdict"] != "rewritten" or entries["Sub"]["verdict"] == "rewritten"
-    run = _python(tmp_path, "import pkg.sub.fermion as f; f.Sub(1.0, 2); f.Base(1.0)")
+    run = python_in(tmp_path, "import pkg.sub.fermion as f; f.Sub(1.0, 2); f.Base(1.0)")
     assert run.returncode == 0, run.stderr
 
 
@@ -134,11 +100,11 @@ BY_STRING = {
 def test_a_method_named_in_a_string_is_kept(how: str, tmp_path: Path) -> None:
     write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": DECORATED})
     (tmp_path / "pkg/c.py").write_text("from pkg.a import Base\n\n" + BY_STRING[how])
-    before = _python(tmp_path, "import pkg.c; print(bool(pkg.c.RESULT))")
+    before = python_in(tmp_path, "import pkg.c; print(bool(pkg.c.RESULT))")
     assert before.returncode == 0, before.stderr
     result = codemod(tmp_path, "--report", "json", ".")
     assert "names it in a string" in str(result.report), result.report
-    after = _python(tmp_path, "import pkg.c; print(bool(pkg.c.RESULT))")
+    after = python_in(tmp_path, "import pkg.c; print(bool(pkg.c.RESULT))")
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout == "True\n"
 
@@ -196,12 +162,12 @@ def test_a_subclass_the_codemod_cannot_enumerate_leaves_the_base_unsafe(
 ) -> None:
     write(tmp_path, {"pkg/a.py": DECORATED, **UNSURE[case]})
     probe = "import jax, pkg.b; print(jax.tree_util.tree_leaves(pkg.b.Sub(1.5)) == [1.5])"
-    before = _python(tmp_path, probe)
+    before = python_in(tmp_path, probe)
     assert before.stdout == "False\n", before.stderr
     result = codemod(tmp_path, "--report", "json", ".")
-    entries = _entries(result)
+    entries = by_class(result)
     assert (entries["Base"]["verdict"], entries["Base"]["code"]) == ("unsafe", "PTK204")
-    after = _python(tmp_path, probe)
+    after = python_in(tmp_path, probe)
     assert after.stdout == "False\n", after.stderr
 
 
@@ -227,7 +193,7 @@ def test_a_subclass_in_a_module_this_python_cannot_parse_leaves_the_base_unsafe(
     sub = "from pkg.a import Base\n\n\nclass Sub[T](Base):\n    pass\n"
     write(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": DECORATED, "pkg/b.py": sub})
     result = codemod(tmp_path, "--report", "json", ".")
-    entries = _entries(result)
+    entries = by_class(result)
     assert entries["Base"]["verdict"] == "unsafe", entries["Base"]
     assert entries["Base"]["code"] == "PTK204"
     assert "Sub" in entries["Base"]["reason"]
@@ -257,7 +223,7 @@ def test_a_bare_name_in_a_method_body_is_not_a_use_of_the_method(tmp_path: Path)
     [entry] = result.report["registrations"]
     assert entry["verdict"] == "rewritten", entry
     assert sorted(entry["changes"]["removed"]) == ["tree_flatten", "tree_unflatten"], entry
-    run = _python(tmp_path, "import pkg.a; print(pkg.a.Base(2.0).size())")
+    run = python_in(tmp_path, "import pkg.a; print(pkg.a.Base(2.0).size())")
     assert run.stdout == "1\n", run.stderr
 
 
@@ -296,7 +262,7 @@ def test_a_list_rebound_to_a_tuple_before_the_call_is_rewritten(tmp_path: Path) 
     result = codemod(tmp_path, "--report", "json", "m.py")
     [entry] = result.report["registrations"]
     assert entry["verdict"] == "rewritten", entry
-    run = _python(tmp_path, "import m; print(m.OUT)")
+    run = python_in(tmp_path, "import m; print(m.OUT)")
     assert run.stdout == "[1.0]\n", run.stderr
 
 
