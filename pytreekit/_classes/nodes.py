@@ -34,6 +34,7 @@ import pytreekit._classes.torch_seen as torch_seen
 
 from .. import _markers as markers
 from .._compat import static_hash
+from .._names import MISSING, lookup
 from .frozen import begin_init, end_init
 from .layouts import (
     FLAT,
@@ -352,9 +353,8 @@ SEEN = "_V_"  # the class's value of a field's name, when the node functions wer
 def _class_value(cls: type, name: str) -> object:
     """What ``cls.<name>`` gives if it gives the very object the class binds, else an object
     no read gives (a descriptor bound since: every read then asks the instance dict)."""
-    unbound = object()
-    value = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), unbound)
-    return unbound if hasattr(type(value), "__get__") else value
+    value = lookup(cls, name)
+    return object() if value is MISSING or hasattr(type(value), "__get__") else value
 
 
 def _slots_held(slots: list[str], storage: Storage, shadows: Shadows) -> list[str]:
