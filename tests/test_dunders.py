@@ -1,6 +1,7 @@
 """__eq__ (array-aware), __hash__ and __repr__."""
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -325,3 +326,43 @@ def test_repr_shows_a_field_not_set_yet_as_unset():
 
 def test_repr_names_functions_by_qualified_name():
     assert repr(Pair(jnp.ones(1), len)) == "Pair(a=f32[1], b=<function len>, tag='t')"
+
+
+class _AnswersEveryName:
+    """Neither an array nor a pytree: its ``__getattr__`` answers ``shape`` and ``dtype`` too."""
+
+    def __getattr__(self, name: str) -> float:
+        return 1.0
+
+    def __repr__(self) -> str:
+        return "_AnswersEveryName()"
+
+
+def test_repr_takes_only_a_tuple_shape_for_an_array():
+    assert repr(Pair(_AnswersEveryName(), 1)) == "Pair(a=_AnswersEveryName(), b=1, tag='t')"
+
+    @pytree_class
+    class Lenient:
+        def __init__(self, x: Any) -> None:
+            self.x = x
+
+        def __getattr__(self, name: str) -> float:
+            return 1.0
+
+    assert repr(Lenient(jnp.ones(2))).endswith(".Lenient(x=f32[2])")
+
+
+def test_repr_shows_the_fields_of_a_pytree_class_with_a_shape_and_a_dtype():
+    @pytree_class
+    class Param:
+        value: jax.Array
+
+        @property
+        def shape(self) -> tuple[int, ...]:
+            return tuple(self.value.shape)
+
+        @property
+        def dtype(self) -> Any:
+            return self.value.dtype
+
+    assert repr(Pair(Param(jnp.ones(3)), 0)).endswith(".Param(value=f32[3]), b=0, tag='t')")

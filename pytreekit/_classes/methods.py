@@ -466,17 +466,19 @@ def summarise(value: Any) -> str:
 
 def _expand(value: Any, inside: set[int]) -> list[Any]:
     """``value`` as text and values still to summarise, in order."""
-    if looks_like_array(value):
+    # A pytree instance shows its fields even if it has a shape and a dtype (a parameter class).
+    owner: type | None = getattr(type(value).__repr__, markers.OWNER, None)
+    if owner is not None:
+        return _instance(value, owner, inside)
+    # Only a tuple is a shape: a ``__getattr__`` that answers every name is no array.
+    if looks_like_array(value) and isinstance(value.shape, tuple):
         return [_Text(f"{_dtype_name(value.dtype)}[{','.join(str(d) for d in value.shape)}]")]
     container = _CONTAINERS.get(type(value))
     if container is not None:
         return container(value)
     if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
         return [_Text(f"<function {value.__qualname__}>")]
-    owner: type | None = getattr(type(value).__repr__, markers.OWNER, None)
-    if owner is None:
-        return [_Text(repr(value))]
-    return _instance(value, owner, inside)
+    return [_Text(repr(value))]
 
 
 def _instance(value: Any, owner: type, inside: set[int]) -> list[Any]:
