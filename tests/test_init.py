@@ -4,6 +4,7 @@ import functools
 import inspect
 import linecache
 import sys
+import threading
 import traceback
 import warnings
 
@@ -11,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import run_threads
 
 import pytreekit
 from pytreekit import field, pytree_class
@@ -488,6 +490,44 @@ def test_an_init_calling_functions_of_imported_modules_runs_in_one_frame():
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match=r"Layer\.n\b"):
         Layer(1.0, [2])
+
+
+def _decorate_layer():
+    @pytree_class(static=("n",))
+    class Layer:
+        def __init__(self, w, n):
+            self.w = np.sqrt(w) + jnp.zeros(n)
+            self.n = n
+
+    return Layer
+
+
+def test_classes_decorated_from_many_threads_each_get_the_one_frame_init():
+    # The imports a file binds are cached per file; threads decorating at once, while the
+    # source cache is dropped under them, must each find the names and compile the one frame.
+    made = []
+    stop = []
+
+    def decorate():
+        for _ in range(5):
+            made.append(_decorate_layer())
+
+    def drop_sources():
+        while not stop:
+            linecache.clearcache()
+
+    dropper = threading.Thread(target=drop_sources)
+    dropper.start()
+    try:
+        run_threads([decorate] * 6)
+    finally:
+        stop.append(True)
+        dropper.join()
+    assert len(made) == 30
+    for cls in made:
+        assert "proven" in cls.__pytreekit_spec__.init_proof
+        assert cls.__init__.__code__.co_filename == __file__
+        assert float(cls(4.0, 2).w[0]) == 2.0
 
 
 def test_imports_under_try_and_if_count(tmp_path, monkeypatch):
