@@ -1260,3 +1260,82 @@ def test_the_primary_layout_of_a_nested_instance_is_read_beyond_the_cap():
     data = _aux(HoldsUnits, ["w", "units"], [False, True], [["t", _unit(["act"])]])
     loaded = nodes.unflatten(load_aux(nodes, data), [jnp.ones(1)])
     assert loaded.units == (Unit(),) and len(_learned_layouts.get(Unit)) == MAX_LEARNED_LAYOUTS
+
+
+_ITEM_ABSTRACTS = [
+    collections.abc.Iterable,
+    collections.abc.Container,
+    collections.abc.Reversible,
+    collections.abc.Collection,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Set,
+    collections.abc.MutableSet,
+]
+_HELD = [[1, 2], [1, "x"], (3,), ("x",), frozenset({1}), frozenset({"x"}), "ab", {1: "x"}, {"x": 1}]
+
+
+@pytest.mark.parametrize("abstract", _ITEM_ABSTRACTS, ids=lambda a: a.__name__)
+@pytest.mark.parametrize("value", _HELD, ids=repr)
+def test_a_standard_abstract_container_checks_its_items_as_isinstance_would(abstract, value):
+    """``Container[Callable]`` held whatever loading built: every abstract container a loaded
+    value can be has its items checked against the argument, as ``isinstance`` per item would."""
+    expected = isinstance(value, abstract) and all(isinstance(item, int) for item in value)
+    assert admits_value(abstract[int], value) == expected
+
+
+@pytest.mark.parametrize("abstract", [collections.abc.Mapping, collections.abc.MutableMapping])
+@pytest.mark.parametrize("value", [{"a": 1}, {"a": "b"}, {1: 1}, [("a", 1)]], ids=repr)
+def test_a_standard_abstract_mapping_checks_keys_and_values(abstract, value):
+    expected = isinstance(value, abstract) and all(
+        isinstance(k, str) and isinstance(v, int) for k, v in value.items()
+    )
+    assert admits_value(abstract[str, int], value) == expected
+
+
+def test_a_callable_in_an_abstract_container_is_held_to_what_a_callable_field_admits():
+    class Schedule:  # a callable object, as a codec could decode
+        def __call__(self, x: object) -> object:
+            return x
+
+    callable_items = collections.abc.Container[collections.abc.Callable[..., typing.Any]]
+    assert not admits_value(callable_items, [Schedule()])
+    assert admits_value(callable_items, [jnp.tanh])
+
+
+class _Kind(typing.Generic[typing.TypeVar("_K")]):
+    pass
+
+
+class _SubKind(_Kind[int]):
+    pass
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        _Kind[int],
+        _Kind,
+        int,
+        int | str,
+        typing.Union[int, _Kind[str]],  # noqa: UP007 - the typing form, not only |
+        typing.Optional[float],  # noqa: UP045
+        typing.Any,
+        object,
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("value", [int, bool, str, float, _Kind, _SubKind, type(None)], ids=repr)
+def test_a_type_field_admits_the_classes_issubclass_does(target, value):
+    """``type[Box[int]]`` held any class, and ``type[Any]`` none: each admits the classes
+    ``issubclass`` against the target's classes (a generic alias's origin) does."""
+
+    def classes(hint: typing.Any) -> tuple[type, ...]:
+        if hint is typing.Any:
+            return (object,)
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):
+            return tuple(c for arg in typing.get_args(hint) for c in classes(arg))
+        return (typing.get_origin(hint) or hint,)
+
+    assert admits_value(type[target], value) == issubclass(value, classes(target))
+    assert not admits_value(type[target], value())  # an instance is no class

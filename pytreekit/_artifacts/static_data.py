@@ -1731,8 +1731,20 @@ def _all_of(hint: Any, items: Iterable[Any], depth: int) -> bool:
 
 
 def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
-    target = args[0] if args else object
-    return is_class(value) and (not is_class(target) or _derives(value, target))
+    return is_class(value) and _class_admits(args[0] if args else object, value, depth)
+
+
+def _class_admits(target: Any, value: type, depth: int) -> bool:
+    """Whether the class ``value`` is one ``type[target]`` admits: ``type[Box[int]]`` holds a
+    ``Box``, ``type[A | B]`` either; a target this cannot tell (a TypeVar) admits every class."""
+    target = _unwrapped(target)
+    if depth > 20 or target is Any or target is object:
+        return True
+    origin = _origin(target)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_class_admits(arg, value, depth + 1) for arg in typing.get_args(target))
+    target = target if origin is None else origin
+    return not is_class(target) or _derives(value, target)
 
 
 def _derives(kind: type, cls: type) -> bool:
@@ -1789,11 +1801,15 @@ def _abstract_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
 
 _ABSTRACT = (
     collections.abc.Iterable,
+    collections.abc.Container,
+    collections.abc.Reversible,
     collections.abc.Collection,
     collections.abc.Sequence,
     collections.abc.MutableSequence,
     collections.abc.Set,
+    collections.abc.MutableSet,
     collections.abc.Mapping,
+    collections.abc.MutableMapping,
 )
 _CONTAINERS: tuple[tuple[type, Check], ...] = (
     (tuple, _tuple_of),
