@@ -652,7 +652,8 @@ def _put_back(cls: type, kept: Mapping[str, Any], as_written: Mapping[str, Any])
 def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
     message = (
         f"{cls.__qualname__} inherits from a pytree class, so it is made a pytree class too, "
-        f"with its parent's options; that failed: {error} Decorate {cls.__qualname__} with "
+        f"with its parent's options; that failed: {error or type(error).__name__} Decorate "
+        f"{cls.__qualname__} with "
         f"@pytree_class(...) and the options it needs."
     )
 

@@ -530,6 +530,53 @@ def test_classes_decorated_from_many_threads_each_get_the_one_frame_init():
         assert float(cls(4.0, 2).w[0]) == 2.0
 
 
+_GENERIC_INITS = {
+    "own": (
+        "import pytreekit\n\n"
+        "@pytreekit.pytree_class\n"
+        "class Pair:\n"
+        "    def __init__[U](self, a: U, b: list[U]):\n"
+        "        self.a = a\n"
+        "        self.b = b\n"
+    ),
+    "bound": (
+        "import pytreekit\n\n"
+        "def init[T](self, a: T, b: T):\n"
+        "    self.a = a\n"
+        "    self.b = b\n\n"
+        "@pytreekit.pytree_class\n"
+        "class Pair:\n"
+        "    __init__ = init\n"
+    ),
+    "subclass": (
+        "import pytreekit\n\n"
+        "@pytreekit.pytree_class\n"
+        "class Base:\n"
+        "    def __init__(self, a):\n"
+        "        self.a = a\n\n"
+        "class Pair(Base):\n"
+        "    def __init__[U](self, a: U, b: U):\n"
+        "        self.a = a\n"
+        "        self.b = b\n"
+    ),
+}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="def f[T] is Python 3.12 syntax")
+@pytest.mark.parametrize("kind", list(_GENERIC_INITS))
+def test_an_init_with_its_own_type_parameters_is_kept(kind, tmp_path, monkeypatch):
+    # 3.12 compiles a generic def inside a scope of its type parameters: its code is not the
+    # module's constant, and decorating raised a bare StopIteration.
+    (tmp_path / f"generic_init_{kind}.py").write_text(_GENERIC_INITS[kind])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(f"generic_init_{kind}")
+    pair = module.Pair(jnp.ones(2), jnp.zeros(3))
+    leaves, treedef = jax.tree_util.tree_flatten(pair)
+    assert [leaf.shape for leaf in leaves] == [(2,), (3,)]
+    back = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert type(back) is module.Pair and vars(back).keys() >= {"a", "b"}
+
+
 def test_imports_under_try_and_if_count(tmp_path, monkeypatch):
     source = (
         "import pytreekit\n"

@@ -502,6 +502,9 @@ def _definition(
     definition = tree.body[0].body[0] if wrapped else tree.body[0]  # type: ignore[attr-defined]
     if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
         return None
+    # A generic def (3.12's ``def f[T]``) is compiled inside a scope of its type parameters.
+    if getattr(definition, "type_params", None):  # pragma: Python 3.12+
+        return None
     if _compiles_to(code, [definition]):
         return definition, []
     prelude = _prelude(code, code.co_filename, lines)
