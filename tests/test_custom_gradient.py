@@ -134,5 +134,5 @@ def test_a_cotangent_of_the_wrong_shape_names_the_vjp_fn_and_the_field():
         r"Scaled\.__call__: its vjp_fn returned a cotangent of shape "
         r"\(3,\) for self\.w, whose shape is \(\)"
     )
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(ValueError, match=message):
         jax.grad(lambda s: s(2.0))(Scaled(jnp.asarray(1.0)))

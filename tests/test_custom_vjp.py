@@ -238,8 +238,31 @@ def test_cotangent_of_the_wrong_shape_names_the_rule_the_argument_and_the_field(
             rf"<locals>\.Scale\.f: the bwd rule .*{bwd.__name__} returned a cotangent of shape "
             rf"\(3,\) for {culprit}.*Return one of shape"
         )
-        with pytest.raises(TypeError, match=message):
+        with pytest.raises(ValueError, match=message):
             jax.grad(lambda s, x: s.f(x))(scale, x)
+
+
+def test_a_cotangent_of_the_wrong_shape_raises_what_jax_custom_vjp_raises():
+    @jax.custom_vjp
+    def reference(x):
+        return 2.0 * x
+
+    reference.defvjp(lambda x: (2.0 * x, None), lambda _, g: (jnp.ones(3),))
+    with pytest.raises(Exception) as expected:
+        jax.grad(lambda x: reference(x).sum())(jnp.ones(2))
+
+    @pytree_class
+    class Doubler:
+        w: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.w * x
+
+    Doubler.f.defvjp(lambda self, x: (self.w * x, None), lambda _, g: (None, jnp.ones(3)))
+    with pytest.raises(Exception) as raised:
+        jax.grad(lambda x: Doubler(jnp.ones(2)).f(x).sum())(jnp.ones(2))
+    assert type(raised.value) is type(expected.value) is ValueError
 
 
 def test_a_cotangent_of_an_argument_whose_unflatten_refuses_ints_names_the_argument():
@@ -269,7 +292,7 @@ def test_a_cotangent_of_an_argument_whose_unflatten_refuses_ints_names_the_argum
         lambda self, checked: (self.f(checked), None),
         lambda residuals, g: (None, Checked(jnp.ones(3))),
     )
-    with pytest.raises(TypeError, match=r"Scale\.f: .* of shape \(3,\) for checked, whose shape"):
+    with pytest.raises(ValueError, match=r"Scale\.f: .* of shape \(3,\) for checked, whose shape"):
         jax.grad(lambda c: Scale(jnp.array(2.0)).f(c).sum())(Checked(jnp.ones(2)))
 
 

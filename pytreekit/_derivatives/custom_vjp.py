@@ -122,7 +122,8 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
                 shape = tuple(getattr(cotangent, "shape", ()))
                 if shape != tuple(primal.shape):
                     where = _leaf_name(arguments_split, position, names)
-                    raise TypeError(
+                    # ValueError, as jax.custom_vjp's own check of a cotangent's shape
+                    raise ValueError(
                         f"{self.name}: {self._bwd_rule()} returned a cotangent of shape {shape} "
                         f"for {where}, whose shape is {tuple(primal.shape)}; a cotangent has its "
                         f"primal's shape. Return one of shape {tuple(primal.shape)} for {where} "
