@@ -89,7 +89,9 @@ __all__ = [
     "safe_references",
 ]
 
-__version__ = "0.4.0"
+# Between releases, a development version of the next one: a wheel built from the tree is never
+# taken for the last release (pip keeps an installed wheel of the same version).
+__version__ = "0.5.0.dev0"
 
 # For pdoc: docstrings use Google-style sections (Args:, Returns:, Raises:) over reST markup.
 __docformat__ = "google"

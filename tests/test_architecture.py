@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 import jax
+from packaging.version import Version
 
 import pytreekit
 from pytreekit import _markers
@@ -157,7 +158,12 @@ def test_the_version_has_one_source():
     assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pytreekit.__version__"}
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     released = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, flags=re.M)
-    assert released[0] == pytreekit.__version__
+    version = Version(pytreekit.__version__)
+    unreleased = changelog.split("## [Unreleased]", 1)[1].split(f"## [{released[0]}]", 1)[0]
+    if version.is_devrelease:  # between releases: the next one's, with changes waiting for it
+        assert version.release > Version(released[0]).release and "\n- " in unreleased
+    else:
+        assert str(version) == released[0]
     for version in released:
         section = changelog.split(f"## [{version}]", 1)[1].split("\n## ", 1)[0]
         # The hash of a release commit can only be written after it: until then, its tag.
