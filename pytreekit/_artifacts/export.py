@@ -343,17 +343,18 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
 
     Args:
         artifact: What ``Exported.serialize()`` wrote, the bytes of a ``torch.export.save`` file
-            (a zip archive: its ``.json`` members are read as torch reads the program and its
-            treespecs, compressed or not), or the text ``treespec_dumps`` wrote (read as JSON,
-            as ``treespec_loads`` reads it, and searched as it is).
+            (a zip archive: every member is read as torch reads the program and its treespecs,
+            compressed or not, whatever its name), or the text ``treespec_dumps`` wrote (read as
+            JSON, as ``treespec_loads`` reads it, and searched as it is).
 
     Returns:
         One ``ArtifactReference(name, status)`` per name; allow the ``"refused"`` ones you trust
         with ``add_safe_references`` before loading.
 
     Raises:
-        ValueError: ``artifact`` is a zip archive holding a ``.json`` member that cannot be read
-            (a bad checksum, say), which torch's own reader might read.
+        ValueError: ``artifact`` is a zip archive holding a member that cannot be read (a bad
+            checksum, say), which torch's own reader might read, or whose members decompress to
+            more than 100 times its size (or 256 MiB more than it): do not load it.
 
     >>> import pytreekit
     >>> pytreekit.artifact_references(b"PTK1" + b'["r","os:system"]')
@@ -370,7 +371,7 @@ _OPAQUE = frozenset({"c", "b", "f", "dt", "i", "u"})
 
 def _static_trees(artifact: bytes | bytearray | str) -> list[Any]:
     """Every static-data tree in ``artifact``: raw (jax.export), in JSON text as torch reads it
-    (a treespec), in the JSON members of a zip archive (a .pt2)."""
+    (a treespec), in the members of a zip archive (a .pt2)."""
     data: bytes | str
     if isinstance(artifact, (bytes, bytearray)):
         data = bytes(artifact)
@@ -406,7 +407,7 @@ def _raw_trees(text: str, scan: Scan, trees: list[Any]) -> None:
     start = text.find(MAGIC_TEXT)
     while start >= 0:
         with contextlib.suppress(ValueError, StopIteration, RecursionError):
-            trees.append(scan(text, start + len(MAGIC_TEXT))[0])
+            _keep(scan(text, start + len(MAGIC_TEXT))[0], trees)
         if start > skip and text[start - 1] == '"':
             skip = _quoted_tree(text, start - 1, scan, trees)
         start = text.find(MAGIC_TEXT, start + 1)
@@ -426,8 +427,16 @@ def _quoted_tree(text: str, quote: int, scan: Scan, trees: list[Any]) -> int:
         return quote + 1
     with contextlib.suppress(ValueError, StopIteration, RecursionError):
         if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
-            trees.append(scan(inner, len(MAGIC_TEXT))[0])
+            _keep(scan(inner, len(MAGIC_TEXT))[0], trees)
     return end
+
+
+def _keep(tree: Any, trees: list[Any]) -> None:
+    """Keep a tree only if it is a list, as static data is: a value after each magic (a string
+    such as the ``"PTK1"`` of ``"PTK1"PTK1"...``) held the audit's memory at ten times the
+    text's size."""
+    if type(tree) is list and tree:
+        trees.append(tree)
 
 
 def _json_trees(data: bytes | str, scan: Scan, trees: list[Any]) -> None:
@@ -447,32 +456,66 @@ def _json_trees(data: bytes | str, scan: Scan, trees: list[Any]) -> None:
             stack.extend((part, level) for part in reversed(list(parts)))
         elif kind is str and node.startswith(MAGIC_TEXT):
             with contextlib.suppress(ValueError, StopIteration, RecursionError):
-                trees.append(scan(node, len(MAGIC_TEXT))[0])
+                _keep(scan(node, len(MAGIC_TEXT))[0], trees)
         elif kind is str and level < _QUOTED and node.lstrip(" \t\n\r")[:1] in ("[", "{"):
             with contextlib.suppress(ValueError, RecursionError):
                 stack.append((json.loads(node), level + 1))
 
 
+# The audit decompresses the members of a zip archive up to a budget: 100 times the archive's
+# size, and at most 256 MiB more than that size. An archive torch.export.save wrote is stored, not
+# compressed (its members are smaller than it is); deflated JSON is about 10 times smaller, so an
+# honest archive fits. Deflate reaches about 1000 times: past the budget an archive is refused, its
+# audit time and memory bounded by the archive's size (a member of "PTK1 repeated, 57 kB deflated
+# to 40 MB, took 25 s and 644 MB).
+_AMPLIFICATION = 100
+_EXTRA_CAP = 256 * 2**20
+
+
+def _budget(size: int) -> int:
+    """How many decompressed bytes the audit reads of a zip archive of ``size`` bytes."""
+    return size + min((_AMPLIFICATION - 1) * size, _EXTRA_CAP)
+
+
 def _archive_trees(data: bytes, scan: Scan, trees: list[Any]) -> None:
-    """The trees in the JSON members of a zip archive (a .pt2: ``torch.export.load`` reads the
-    program, its treespecs inside, from ``models/<name>.json``), compressed or not."""
+    """The trees in every member of a zip archive (a .pt2), compressed or not. Every member:
+    ``torch.export.load`` reads a program from each ``models/`` member whatever its name ends
+    with, and the members torch reads change between its versions."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):  # no zip archive
         return
+    left = _budget(len(data))
     for member in archive.infolist():
-        if not member.filename.endswith(".json"):
-            continue
-        try:
-            content = archive.read(member)
-        except Exception as error:  # a bad CRC, a compression zipfile does not know, ...
-            raise ValueError(
-                f"artifact_references() cannot read {member.filename!r} in the zip archive "
-                f"given ({type(error).__name__}: {error!s:.200}), which torch's reader may read: "
-                f"do not load the archive."
-            ) from None
+        content = _read_member(archive, member, left, len(data))
+        left -= len(content)
         _raw_trees(content.decode("latin-1"), scan, trees)
         _json_trees(content, scan, trees)
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, size: int) -> bytes:
+    """The bytes of ``member``, read up to ``left`` decompressed bytes: beyond that (or the size
+    it declares beyond that) a ``ValueError``, as for a member that cannot be read."""
+    name = member.filename
+    if member.file_size <= left:
+        try:
+            with archive.open(member) as stream:
+                content = stream.read(left + 1)  # streams: decompresses at most this much
+        except Exception as error:  # a bad CRC, a compression zipfile does not know, ...
+            raise ValueError(
+                f"artifact_references() cannot read {name!r:.200} in the zip archive given "
+                f"({type(error).__name__}: {error!s:.200}), which torch's reader may read: do "
+                f"not load the archive."
+            ) from None
+        if len(content) <= left:
+            return content
+    raise ValueError(
+        f"artifact_references() reads at most {_budget(size)} decompressed bytes of a zip "
+        f"archive of {size} bytes ({_AMPLIFICATION} times its size, at most {_EXTRA_CAP} bytes "
+        f"more than it), and its members reach that at {name!r:.200}: a .pt2 that "
+        f"torch.export.save wrote is not compressed; this archive may be a zip bomb: do not "
+        f"load it."
+    )
 
 
 def _collect(node: Any, names: dict[str, str], depth: int) -> None:
