@@ -141,6 +141,7 @@ def machine() -> dict[str, Any]:
             versions[package] = "absent"
     return {
         "date": datetime.date.today().isoformat(),
+        "commit": _commit(),
         "cpu": cpu,
         "cores": os.cpu_count(),
         "python": platform.python_version(),
@@ -148,6 +149,21 @@ def machine() -> dict[str, Any]:
         "jax_backend": jax.default_backend(),
         "versions": versions,
     }
+
+
+def _commit() -> str:
+    """The source tree's commit (``git describe``), ``-dirty`` with changes not committed."""
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return described.stdout.strip()
 
 
 def import_times(runs: int) -> dict[str, Any]:

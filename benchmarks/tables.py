@@ -225,15 +225,16 @@ def repeats(results: dict[str, Any]) -> int:
     )
 
 
-def spreads(results: dict[str, Any]) -> tuple[float, float]:
-    """The median and the worst spread (slowest/fastest repeat of one measurement)."""
+def spreads(results: dict[str, Any]) -> tuple[float, float, str]:
+    """The median and the worst spread (slowest/fastest repeat of one measurement), and the
+    measurement the worst was in."""
     found = sorted(
-        float(m["spread"])
-        for by_size in measurements(results).values()
-        for measured in by_size.values()
+        (float(m["spread"]), f"{operation} at {size} layers")
+        for operation, by_size in measurements(results).items()
+        for size, measured in by_size.items()
         for m in measured.values()
     )
-    return statistics.median(found), found[-1]
+    return statistics.median(spread for spread, _ in found), found[-1][0], found[-1][1]
 
 
 def machine(results: dict[str, Any]) -> str:
@@ -246,12 +247,15 @@ def machine(results: dict[str, Any]) -> str:
         f"Python {info['python']} on {info['platform']}, JAX backend {info['jax_backend']}; "
         f"{versions}."
     )
+    if info.get("commit"):
+        note += f" The code measured is commit `{info['commit']}`."
     if repeats(results) > 1:
-        median_spread, worst_spread = spreads(results)
+        median_spread, worst_spread, worst_where = spreads(results)
         note += (
             f" Each figure is a median of {repeats(results)} repeats; the spread between the "
             f"slowest and the fastest repeat of one measurement was {median_spread:.2f}x "
-            f"(median) and {worst_spread:.2f}x (worst)."
+            f"(median) and {worst_spread:.2f}x (worst: {worst_where}, where ratios that differ "
+            f"by less than that spread are noise)."
         )
     if results.get("missing"):
         missing = "; ".join(f"{style}: {why}" for style, why in results["missing"].items())

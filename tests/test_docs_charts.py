@@ -115,9 +115,21 @@ def test_units_are_the_tables_own() -> None:
 def test_the_run_note_says_where_and_how_noisy_and_flags_a_smoke_run() -> None:
     note = tables.machine(made_up_results())
     assert "2026-11-26" in note and "Test CPU" in note and "jax 0.10.2" in note
-    assert "median of 11 repeats" in note and "4.10x (worst)" in note
+    assert "median of 11 repeats" in note and "4.10x (worst: " in note
+    # where the worst spread was: a measurement whose ratios are the least certain
+    found = [
+        (float(m["spread"]), f"(worst: {operation} at {size} layers")
+        for operation, by_size in tables.measurements(made_up_results()).items()
+        for size, measured in by_size.items()
+        for m in measured.values()
+    ]
+    assert any(where in note for spread, where in found if spread == max(found)[0])
     assert "Not measured: flax.struct: flax is not installed" in note
     assert "smoke run" not in note
+    assert "commit" not in note  # a run that recorded none
+    committed = made_up_results()
+    committed["machine"]["commit"] = "v0.4.0-12-gabc1234"
+    assert "The code measured is commit `v0.4.0-12-gabc1234`." in tables.machine(committed)
     smoke = tables.machine(made_up_results(repeats=1))
     assert "A smoke run, not a measurement" in smoke
     assert "spread" not in smoke  # one repeat has none
