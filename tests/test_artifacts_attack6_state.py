@@ -20,7 +20,9 @@ torch = require("torch")
 
 import attack6_state_fixtures as af  # noqa: E402
 
-from pytreekit._artifacts.static_data import MAX_LEARNED_LAYOUTS  # noqa: E402
+import pytreekit  # noqa: E402
+from pytreekit._artifacts import export  # noqa: E402
+from pytreekit._artifacts.static_data import MAX_LEARNED_LAYOUTS, StaticDataError  # noqa: E402
 
 WRITER = """
 import sys, torch
@@ -295,3 +297,48 @@ def test_torch_export_load_unpickles_example_inputs_checked(tmp_path):
         assert any("static field scale is declared float" in seen for seen in out["logged"])
     else:
         assert result[0] == "StaticDataError" and "static field scale" in result[1], result
+
+
+# -- the check itself, on states no honest pickle holds -----------------------------------------
+
+_L3 = (("weight", "act", "scale"), (False, True, True))
+_P2 = (("weight", "act"), (False, True))
+
+
+@pytest.mark.parametrize(
+    ("state", "needle"),
+    [
+        ([1, 2], "its state is a list, not the dict pytreekit writes"),
+        ({"weight": 1}, "holds no layout"),
+        ({"weight": 1, "__pytreekit_fields__": (("weight", "weight"), (False, False))}, "twice"),
+        (
+            {"weight": 1, "act": af.gelu, "scale": 1.0, 7: 0, "__pytreekit_fields__": _L3},
+            "a value under a int key",
+        ),
+        (
+            {"weight": 1, "act": af.gelu, "__pytreekit_fields__": _L3},
+            "names the field 'scale' without a value",
+        ),
+        (
+            {"weight": 1, "act": af.gelu, "scale": [1.0], "__pytreekit_fields__": _L3},
+            "static field scale is declared float",
+        ),
+    ],
+)
+def test_a_malformed_state_is_refused_naming_the_class(state, needle):
+    with pytreekit.safe_references([af.gelu]), pytest.raises(StaticDataError) as caught:
+        export.check_restricted_state(af.Linear, state)
+    message = str(caught.value)
+    assert message.startswith(
+        "torch.load(weights_only=True) cannot restore a attack6_state_fixtures.Linear: "
+    )
+    assert needle in message
+
+
+def test_an_unhashable_static_value_is_refused():
+    state = {"weight": 1, "act": af.gelu, "scale": 1.0, "__pytreekit_fields__": _L3}
+    with pytreekit.safe_references([af.gelu]):
+        export.check_restricted_state(af.Linear, state)  # honest: passes
+        with pytest.raises(StaticDataError, match="static field act holds a list"):
+            plain = {"weight": 1, "act": [af.gelu], "__pytreekit_fields__": _P2}
+            export.check_restricted_state(af.Plain, plain)

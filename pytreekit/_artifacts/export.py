@@ -387,7 +387,9 @@ def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], di
     extra = next((key for key in items if type(key) is not str or key not in names), None)
     if extra is not None:
         raise StaticDataError(
-            f"its state holds a value under {extra!r:.60}, which its layout does not name. "
+            f"its state holds a value under "
+            f"{f'{extra!r:.60}' if type(extra) is str else f'a {type_name(extra)} key'}, which "
+            f"its layout does not name. "
             f"{_NOT_WRITTEN}"
         )
     missing = next((name for name in names if name not in items), None)
