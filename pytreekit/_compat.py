@@ -474,3 +474,21 @@ def json_scanner() -> Callable[[str, int], tuple[Any, int]]:
         json.JSONDecoder(), "scan_once", "json.JSONDecoder", why
     )
     return scan
+
+
+# -- torch's weights-only unpickler ---------------------------------------------------------------
+
+# torch.load(weights_only=True) rebuilds an allowed class's instance in the pure-Python loop of
+# this module (torch 2.x: ``Unpickler.load``), which calls ``inst.__setstate__(state)`` itself.
+# Plain pickle calls it from C, and copy from ``copy``: neither frame is this module's.
+TORCH_RESTRICTED_UNPICKLER = "torch._weights_only_unpickler"
+_getframe: Callable[[int], Any] | None = getattr(sys, "_getframe", None)
+
+
+def called_by_torch_restricted_unpickler(depth: int = 1) -> bool:
+    """Whether the caller of the function calling this (``depth`` frames up) runs in torch's
+    weights-only unpickler: one frame read, for ``__setstate__``."""
+    if _getframe is None:  # an interpreter without frames: check every state
+        return True
+    frame = _getframe(depth + 1)
+    return frame is not None and frame.f_globals.get("__name__") == TORCH_RESTRICTED_UNPICKLER

@@ -18,13 +18,14 @@ import contextlib
 import io
 import json
 import sys
+import types
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 from .. import _markers as markers
-from .._classes import NodeFunctions
+from .._classes import NodeFunctions, restored, restricted_state_check
 from .._compat import export_lock, export_registries, jax_from_children, json_scanner
 from .._messages import type_name
 from .._names import MISSING, find_in, is_class, lookup
@@ -36,6 +37,7 @@ from .static_data import (
     StaticDataError,
     UnencodableError,
     admits_value,
+    allowing_advice,
     callable_advice,
     codec_named,
     declared_types,
@@ -52,6 +54,7 @@ from .static_data import (
     plain_tuple,
     refuses_partial,
     type_name_of,
+    unadmitted,
 )
 
 C = TypeVar("C", bound=type)
@@ -163,7 +166,7 @@ def _data_state(nodes: NodeFunctions, raw: bytes | str) -> State:
     if primary is None or names != primary.names or static != primary.static:
         if type(written) not in (str, type(None)) or not _well_formed(names, static, value_nodes):
             raise _no_layout(tree[1])
-        _refuse_unknown_names(nodes, names)
+        _refuse_unknown_names(nodes.table, names)
     if len(value_nodes) != sum(static):
         raise _no_layout(tree[1])
     values = (
@@ -228,7 +231,7 @@ def _pickled_state(nodes: NodeFunctions, state: Any) -> State:
     _, names, static, statics = state
     if not _well_formed(names, static, statics) or type(statics) is not tuple:
         raise _no_layout(version)
-    _refuse_unknown_names(nodes, names)
+    _refuse_unknown_names(nodes.table, names)
     for name, value in zip(_static_names(names, static), statics, strict=False):
         _check_value(name, value, None)
     return written, names, static, statics, []
@@ -283,12 +286,11 @@ def _check_value(name: str, value: Any, declared: Any) -> None:
         )
 
 
-def _refuse_unknown_names(nodes: NodeFunctions, names: tuple[str, ...]) -> None:
+def _refuse_unknown_names(table: Any, names: tuple[str, ...]) -> None:
     """Refuse names no instance of the class could hold as fields, and layouts beyond the cap,
     before the class's table learns them: the table's field rule says which (``refusal``); an
     artifact may besides never name what the class holds already (a method, a property) unless
     it is a declared field or a slot: the stored value would hide it."""
-    table = nodes.table
     primary = table.primary
     known = primary.name_set if primary is not None else frozenset()
     if all(name in known for name in names) and len(names) == len(known):
@@ -321,6 +323,127 @@ def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str |
         ),
         None,
     )
+
+
+# -- torch.load(weights_only=True) -------------------------------------------------------------
+
+_RESTRICTED = "torch.load(weights_only=True)"
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+_NOT_WRITTEN = (
+    "pytreekit writes no such state for the class as it is now: the checkpoint was edited, or "
+    "written from another version of the class (save it again from the class as it is now)."
+)
+
+
+def check_restricted_state(cls: type, state: Any) -> None:
+    """Refuse a state torch's weights-only unpickler hands ``cls.__setstate__`` where ``load_aux``
+    would refuse the same fields as aux data, before anything is written: its names (for an
+    annotated class exactly its fields, static as declared; none hiding what the class holds),
+    each static value (its declared type, the references it holds, hashable), and the layout
+    cap; then record the layout it names. A ``StaticDataError`` naming the class and field."""
+    try:
+        names, static, items = _restricted_parts(state)
+        table = getattr(cls, markers.SPEC).table
+        _restricted_names(table, names, static)
+        declared = declared_types(cls)
+        for name in _static_names(names, static):
+            hint, admitted = declared.get(name, (None, ()))
+            _restricted_value(name, restored(items[name]), hint, admitted)
+        learn([], [(table.cls, names)])
+    except StaticDataError as error:
+        raise StaticDataError(
+            f"{_RESTRICTED} cannot restore a {cls.__module__}.{cls.__qualname__}: {error} "
+            f"Nothing was loaded; a checkpoint you trust also loads with weights_only=False."
+        ) from None
+
+
+def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], dict[str, Any]]:
+    """(field names, static flags, values by name) of a state as ``pytree_getstate`` writes it."""
+    parts = state if type(state) is tuple and len(state) == 2 else (state,)
+    if not all(part is None or type(part) is dict for part in parts) or parts == (None, None):
+        raise StaticDataError(
+            f"its state is a {type_name(state)}, not the dict pytreekit writes. {_NOT_WRITTEN}"
+        )
+    items: dict[Any, Any] = {}
+    for part in parts:
+        items.update(part or {})
+    layout = items.pop(markers.FIELDS, None)
+    if not (
+        type(layout) is tuple
+        and len(layout) == 2
+        and type(layout[0]) is tuple
+        and type(layout[1]) is tuple
+        and len(layout[0]) == len(layout[1])
+        and all(type(name) is str for name in layout[0])
+        and all(type(flag) is bool for flag in layout[1])
+    ):
+        raise StaticDataError(
+            f"its state holds no layout (field names and static flags under "
+            f"{markers.FIELDS!r}), which pytreekit writes in every state. {_NOT_WRITTEN}"
+        )
+    names, static = layout
+    if len(set(names)) != len(names):
+        raise StaticDataError(f"its layout names a field twice. {_NOT_WRITTEN}")
+    extra = next((key for key in items if type(key) is not str or key not in names), None)
+    if extra is not None:
+        raise StaticDataError(
+            f"its state holds a value under "
+            f"{f'{extra!r:.60}' if type(extra) is str else f'a {type_name(extra)} key'}, which "
+            f"its layout does not name. "
+            f"{_NOT_WRITTEN}"
+        )
+    missing = next((name for name in names if name not in items), None)
+    if missing is not None:
+        raise StaticDataError(
+            f"its layout names the field {missing!r} without a value. {_NOT_WRITTEN}"
+        )
+    return names, static, items
+
+
+def _restricted_names(table: Any, names: tuple[str, ...], static: tuple[bool, ...]) -> None:
+    """The names and flags as ``load_aux`` asks them: declared now, none hiding, within the cap."""
+    now_names, now_static = table.declared_for(names)
+    if now_names != names:  # an annotated class: exactly its fields, in their order
+        missing = next((name for name in now_names if name not in names), None)
+        extra = next((name for name in names if name not in now_names), None)
+        wrong = (
+            f"it leaves out the field {missing!r}"
+            if missing is not None
+            else f"it names the field {extra!r:.60}, which the class does not declare"
+            if extra is not None
+            else f"it holds the fields in the order {names}, where the class declares {now_names}"
+        )
+        raise StaticDataError(f"{wrong}. {_NOT_WRITTEN}")
+    if now_static != static:
+        raise StaticDataError(
+            f"it marks the fields {_static_names(names, static)} static, where the class "
+            f"declares {_static_names(names, now_static)} static. {_NOT_WRITTEN}"
+        )
+    primary = table.primary
+    if primary is None or primary.names != names:
+        _refuse_unknown_names(table, names)
+
+
+def _restricted_value(name: str, value: Any, hint: Any, admitted: tuple[type, ...]) -> None:
+    found = unadmitted(value, admitted)
+    if found is not MISSING and (is_class(found) or isinstance(found, _FUNCTIONS)):
+        what = "class" if is_class(found) else "function"
+        ref = f"{getattr(found, '__module__', '?')}:{getattr(found, '__qualname__', '?')}"
+        allowed = "the safe references" if hint is None else "the safe references nor a class"
+        raise StaticDataError(
+            f"the static field {name} holds the {what} {ref!r:.120}, which is none of "
+            f"{allowed}{'' if hint is None else ' its declared type names'} (so the checkpoint "
+            f"would decide what the model calls). {allowing_advice(ref)}."
+        )
+    _check_value(name, value, hint)
+    if found is not MISSING:
+        raise StaticDataError(
+            f"the static field {name} holds a {type_name(found)}, of a class an artifact may "
+            f"name there only if it is a safe reference or the field's declared type names it."
+        )
+
+
+restricted_state_check(check_restricted_state)
 
 
 # -- auditing -----------------------------------------------------------------------------------

@@ -2132,6 +2132,46 @@ def _admits(admitted: tuple[type, ...], cls: type) -> bool:
     )
 
 
+def unadmitted(value: Any, admitted: tuple[type, ...], depth: int = 0) -> Any:
+    """The first class, function or object in ``value`` (a static value another loader built:
+    torch's weights-only unpickler) that static data could not hold there (``MISSING``: none):
+    a class that is no safe reference and none of ``admitted`` (the classes the field's declared
+    type names), a function that is no safe reference, an object of such a class."""
+    kind = type(value)
+    if _atom(kind) or depth > MAX_DEPTH:
+        return MISSING
+    if is_class(value):
+        return MISSING if is_safe_reference(value) or _admits(admitted, value) else value
+    parts: Iterable[Any]
+    if kind is list or kind is set or kind is frozenset or kind is tuple:
+        parts = value
+    elif kind is dict:
+        parts = (part for entry in value.items() for part in entry)
+    elif kind is functools.partial:
+        parts = (value.func, *value.args, *value.keywords.values())
+    elif is_safe_reference(value) or _value_kind(kind):
+        return MISSING
+    elif not (is_safe_reference(kind) or _admits(admitted, kind)):
+        return value  # a function, or an object of a class static data would not name here
+    elif issubclass(kind, tuple):
+        parts = _items(value)  # a NamedTuple: its items too
+    else:
+        return MISSING
+    return next(
+        (
+            found
+            for part in parts
+            if (found := unadmitted(part, admitted, depth + 1)) is not MISSING
+        ),
+        MISSING,
+    )
+
+
+def _value_kind(kind: type) -> bool:
+    """Whether static data stores a value of ``kind`` without naming its class (a dtype)."""
+    return _derives(kind, np.dtype) or _is_torch(kind, "dtype") or _is_torch(kind, "device")
+
+
 def _dotted(name: str) -> bool:
     return all(part.isidentifier() for part in name.split("."))
 

@@ -26,6 +26,7 @@ from .layouts import (
 )
 from .methods import apply as apply_methods
 from .methods import plan as plan_methods
+from .methods import restricted_state_check
 from .nodes import NodeFunctions
 from .pickling import StandIn, new_object, restored
 from .replace import replace
@@ -64,6 +65,7 @@ __all__ = [
     "replace",
     "resolved",
     "restored",
+    "restricted_state_check",
     "spec_of",
     "table_for",
 ]

@@ -40,6 +40,7 @@ from .._compat import (
     DATACLASS_EQ_FIELD_BY_FIELD,
     DATACLASSES_REPLACE,
     HAS_COPY_REPLACE,
+    called_by_torch_restricted_unpickler,
     signature,
     unannotate_self,
 )
@@ -550,8 +551,31 @@ def pytree_getstate(self: object) -> dict[str, Any]:
     return state
 
 
+def _unchecked(cls: type, state: Any) -> None:
+    raise TypeError(
+        f"torch.load(weights_only=True) cannot restore a {cls.__qualname__}: the check of its "
+        f"state is not installed (import pytreekit, not only pytreekit._classes)."
+    )
+
+
+# What a state from torch's weights-only unpickler must pass before anything is written: the
+# artifacts wing installs its check (``restricted_state_check``), as it reads jax.export's aux
+# data; until then every such state is refused. Plain pickle runs code anyway, and pickles written
+# before may hold values their declaration does not admit: they load unchecked.
+_restricted_check: list[Callable[[type, Any], None]] = [_unchecked]
+
+
+def restricted_state_check(check: Callable[[type, Any], None]) -> None:
+    """Install ``check(cls, state)``: it raises for a state torch's weights-only unpickler gives
+    ``__setstate__`` that loading must refuse, and records the layout it names."""
+    _restricted_check[0] = check
+
+
 def pytree_setstate(self: object, state: Any) -> None:
-    """Write the fields to storage directly: no ``__init__``, no ``__setattr__``."""
+    """Write the fields to storage directly: no ``__init__``, no ``__setattr__``. A state from
+    torch's weights-only unpickler is checked first (``restricted_state_check``)."""
+    if called_by_torch_restricted_unpickler():
+        _restricted_check[0](type(self), state)
     dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
     layout_state = None
     items: dict[str, Any] = {**(dict_state or {}), **(slot_state or {})}
