@@ -379,6 +379,15 @@ def test_a_protocol_with_more_members_or_a_concrete_class_is_no_callable(protoco
     assert not admits_value(protocol, jnp.tanh)
 
 
+def test_a_class_derived_from_a_callback_protocol_is_admitted_as_by_its_classes():
+    """Declared ``Activation``: an ``Implementation`` the user derived from it (its class named by
+    the declaration), as before; ``type[Activation]`` admits that class, not every callable."""
+    assert admits_value(Activation, Implementation())
+    assert Activation in static_data._named_classes(Activation, 0)
+    assert admits_value(type[Activation], Implementation)
+    assert not admits_value(type[Activation], Warmup)
+
+
 def test_a_callback_protocol_field_writes_a_function_and_loads_it(tmp_path):
     @pytreekit.pytree_class
     class M:

@@ -1685,6 +1685,9 @@ def _named_classes(hint: Any, depth: int) -> Iterable[type]:
     """The classes a declared type admits as values: not those of a ``Callable``'s signature
     (its parameters and result are no value the field holds), nor ``object`` (which would admit
     every class)."""
+    protocol = _callback_origin(_unwrapped(hint, protocols=False))
+    if protocol is not None:  # its classes may hold it, as a Callable holds a class
+        yield protocol
     hint = _unwrapped(hint)
     if depth > 20 or hint is object or hint is type:
         return
@@ -1774,7 +1777,7 @@ def _aliases(hint: Any, bases: tuple[type, ...], depth: int) -> Iterable[Any]:
         yield from _aliases(arg, bases, depth + 1)
 
 
-def _unwrapped(hint: Any) -> Any:
+def _unwrapped(hint: Any, protocols: bool = True) -> Any:
     """The type a wrapping form declares: ``Final[int]`` and ``NewType("Id", int)`` declare
     ``int``, a ``TypeVar`` its bound or constraints (``Any`` without), a type alias its value."""
     for _ in range(20):
@@ -1791,18 +1794,24 @@ def _unwrapped(hint: Any) -> Any:
         elif is_type_alias(hint):
             hint = _alias_value(hint, ())
         elif _derives(kind, type):
-            return collections.abc.Callable if _callback_protocol(hint) else hint
+            return collections.abc.Callable if protocols and _callback_protocol(hint) else hint
         else:
             origin = typing.get_origin(hint)
             if origin is typing.Final or origin is typing.Annotated:
                 hint = typing.get_args(hint)[0] if typing.get_args(hint) else Any
             elif is_type_alias(origin):  # Fn[jax.Array] of ``type Fn[T] = Callable[[T], T]``
                 hint = _alias_value(origin, typing.get_args(hint))
-            elif is_class(origin) and _callback_protocol(origin):
+            elif protocols and is_class(origin) and _callback_protocol(origin):
                 return collections.abc.Callable
             else:
                 return hint
     return Any
+
+
+def _callback_origin(hint: Any) -> type | None:
+    """The callback protocol ``hint`` is (``Activation``) or parametrises (``Activation[T]``)."""
+    cls = hint if is_class(hint) else typing.get_origin(hint)
+    return cls if is_class(cls) and _callback_protocol(cls) else None
 
 
 def _alias_value(alias: Any, args: tuple[Any, ...]) -> Any:
@@ -1882,6 +1891,9 @@ def type_name_of(hint: Any) -> str:
 def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
     """Whether ``value`` (built from static data) is of the declared type ``hint``, decided
     without running any of the value's code; a type this cannot tell admits every value."""
+    protocol = _callback_origin(hint)
+    if protocol is not None and _derives(type(value), protocol):
+        return True  # an instance of a class the user derived from the protocol
     hint = _unwrapped(hint)
     if depth > 20 or hint is Any or hint is object:
         return True
@@ -1935,7 +1947,7 @@ def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
 def _class_admits(target: Any, value: type, depth: int) -> bool:
     """Whether the class ``value`` is one ``type[target]`` admits: ``type[Box[int]]`` holds a
     ``Box``, ``type[A | B]`` either; a target this cannot tell (a TypeVar) admits every class."""
-    target = _unwrapped(target)
+    target = _unwrapped(target, protocols=False)  # type[Activation]: a class deriving from it
     if depth > 20 or target is Any or target is object:
         return True
     origin = _origin(target)
