@@ -368,7 +368,8 @@ def test_a_callback_protocol_admits_what_callable_admits(protocol):
 @pytest.mark.parametrize("protocol", [Activation, Checked, Extended, Derived, GenericCallback])
 def test_what_is_a_callback_protocol_agrees_with_typing(protocol):
     """Differential: typing's own reading of a protocol's members (``__protocol_attrs__``)."""
-    members = typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
+    read = getattr(typing, "_get_protocol_attrs", None)  # private: 3.12+ also caches it
+    members = read(protocol) if read is not None else protocol.__protocol_attrs__
     assert set(members) - {"__protocol_attrs__"} == {"__call__"}
     assert static_data._callback_protocol(protocol)
 
