@@ -492,3 +492,30 @@ def called_by_torch_restricted_unpickler(depth: int = 1) -> bool:
         return True
     frame = _getframe(depth + 1)
     return frame is not None and frame.f_globals.get("__name__") == TORCH_RESTRICTED_UNPICKLER
+
+
+# -- typing_extensions' spellings of typing's forms (attack6) ----------------------------------
+# typing_extensions has its own TypeAliasType (3.11, and a backport of later features on 3.12+)
+# and Protocol: told by identity with the module's own, found only if a user already imported
+# it (a hint spelt with one means it is), so pytreekit never imports typing_extensions.
+
+
+def _extension(name: str) -> Any:
+    module = sys.modules.get("typing_extensions")
+    return vars(module).get(name) if type(module) is ModuleType else None
+
+
+def is_type_alias(hint: object) -> bool:
+    """Whether ``hint`` is a type alias (``type A = ...`` or ``TypeAliasType("A", ...)``)."""
+    kind = type(hint)
+    if TYPE_ALIAS is not None and kind is TYPE_ALIAS:
+        return True
+    extension = _extension("TypeAliasType")
+    return extension is not None and kind is extension
+
+
+def protocol_bases() -> tuple[type, ...]:
+    """typing's ``Protocol`` and ``Generic``, and typing_extensions' ``Protocol`` if imported."""
+    extension = _extension("Protocol")
+    bases: tuple[Any, ...] = (typing.Protocol, typing.Generic)
+    return (*bases, extension) if extension is not None else bases

@@ -106,9 +106,9 @@ class allow_pickled_artifacts:
     only. **Unsafe**: unpickling runs whatever code the artifact names; use it only for artifacts
     you trust, and export them again to get data.
 
-    The permission ends with the block: a task or a copied context created inside, or a thread
-    started inside (also where threads inherit the context, ``PYTHON_THREAD_INHERIT_CONTEXT=1``),
-    does not have it.
+    The permission ends with the block, also for a task or a copied context created inside (one
+    running in this thread while the block is open has it); a thread started inside never has it
+    (also where threads inherit the context, ``PYTHON_THREAD_INHERIT_CONTEXT=1``).
 
     Args:
         *classes: The pytree classes whose pickled static fields may be read.

@@ -38,11 +38,13 @@ from .._classes import StandIn, restored
 from .._compat import (
     ABSTRACT_BUFFER,
     DATACLASS_PARAMS,
-    TYPE_ALIAS,
     class_annotations,
     dataclass_frozen,
     enum_members,
     is_field,
+    is_type_alias,
+    protocol_bases,
+    written_by_dataclasses,
 )
 from .._messages import looks_like_array, type_name
 from .._names import (
@@ -69,7 +71,7 @@ class UnencodableError(TypeError):
     (``"[1].activation"``, ``""`` at the top); ``reason`` and ``advice`` are the two halves of the
     message, for a caller that names the class and field first."""
 
-    def __init__(self, path: str, value: Any, reason: str) -> None:
+    def __init__(self, path: str, value: Any, reason: str, advice: str | None = None) -> None:
         self.path = path
         self.value_type = type_name(value)
         self.reason = reason
@@ -83,7 +85,7 @@ class UnencodableError(TypeError):
             else f"register a codec for {self.value_type} with pytreekit.register_static_codec"
             f"({kind.__qualname__}, encode, decode), "
         )
-        self.advice = (
+        self.advice = advice or (
             f"Store a plain value (numbers, strings, bytes, None; tuples, lists, dicts and "
             f"frozensets of them; dtypes, enum members, NamedTuples, frozen dataclasses and "
             f"pytree classes of them; functools.partial; functions and classes defined at module "
@@ -112,8 +114,9 @@ class _Bad(Exception):
 
 
 class _Refused(_Bad):
-    def __init__(self, value: Any, reason: str) -> None:
+    def __init__(self, value: Any, reason: str, advice: str | None = None) -> None:
         super().__init__(reason, value)
+        self.advice = advice  # what to do, where the general advice (a codec, pickle) is wrong
 
 
 # -- what loading may run ------------------------------------------------------------------------
@@ -496,6 +499,15 @@ _ML_DTYPES: dict[str, np.dtype[Any]] = {
 _ML_NAMES = {dtype.type: name for name, dtype in _ML_DTYPES.items()}
 # What dtype.str gives for NumPy's own dtypes (what np.dtype parses without a warning).
 _DTYPE_STR = re.compile(r"[<>|][biufcmMOSUV][0-9]{0,9}(\[[0-9]{0,9}[A-Za-z]{1,7}\])?\Z")
+# What a stored dtype may be: items no bigger than a numeric dtype's (complex256: 32 bytes) give
+# room to spare for short strings, where a b"|V999999999" would make a model allocating with it
+# ask for a gigabyte an item; and no object dtype, whose items are Python objects, not numbers:
+# no array JAX or torch computes on holds them.
+_MAX_DTYPE_ITEM = 64
+
+
+def _storable_dtype(dtype: np.dtype[Any]) -> bool:
+    return dtype.itemsize <= _MAX_DTYPE_ITEM and dtype.kind != "O"
 
 
 def _dtype_spec(dtype: np.dtype[Any]) -> str | None:
@@ -503,7 +515,12 @@ def _dtype_spec(dtype: np.dtype[Any]) -> str | None:
     if name is not None:
         return name
     spec = dtype.str
-    if dtype.fields is None and _DTYPE_STR.match(spec) and np.dtype(spec) == dtype:
+    if (
+        dtype.fields is None
+        and _DTYPE_STR.match(spec)
+        and _storable_dtype(dtype)
+        and np.dtype(spec) == dtype
+    ):
         return spec
     return None
 
@@ -515,7 +532,7 @@ def _dtype(spec: Any) -> np.dtype[Any]:
             return dtype
         if _DTYPE_STR.match(spec):
             dtype = np.dtype(spec)
-            if dtype.str == spec:
+            if dtype.str == spec and _storable_dtype(dtype):
                 return dtype
     raise _Bad(f"{spec!r:.40} is not a dtype this version writes")
 
@@ -782,7 +799,11 @@ def _encode_items(head: str, items: tuple[Any, ...] | list[Any], depth: int) -> 
 def _encode_dtype(value: np.dtype[Any], depth: int) -> str:
     spec = _dtype_spec(value)
     if spec is None:
-        raise _Refused(value, "only NumPy's own and ml_dtypes' dtypes are stored")
+        raise _Refused(
+            value,
+            f"only NumPy's own and ml_dtypes' dtypes are stored, of items up to "
+            f"{_MAX_DTYPE_ITEM} bytes and not of Python objects",
+        )
     return f'["dt",{_quote(spec)}]'
 
 
@@ -852,6 +873,7 @@ def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, dep
             value,
             f"{cls.__qualname__}.{name} is declared {type_name_of(hint)}, and loading refuses a "
             f"value of another type there{callable_advice(hint, value)}",
+            _declared_advice(hint, value),
         )
     token, declared_token = _admitted_var.set(admitted), _declared_var.set(hint)
     try:
@@ -871,14 +893,93 @@ def _by_reference(value: Any) -> bool:
 
 def callable_advice(hint: Any, value: Any) -> str:
     """What to declare where a ``Callable`` field refuses a callable object (a codec's value, a
-    pytree instance): ``""`` for any other refusal."""
-    if not callable(value) or is_class(value) or "Callable" not in type_name_of(hint):
-        return ""
+    pytree instance), or a numeric field a number of another kind: ``""`` for any other refusal."""
+    numeric = _numeric_advice(hint, value)
+    if numeric:
+        return numeric
+    if not callable(value) or is_class(value) or not _declares_callable(hint, 0):
+        return _protocol_advice(hint)
     kind = type(value).__qualname__
     return (
         f" (a Callable admits only functions and classes stored by name and functools.partial "
         f"of them, so that an artifact cannot choose an object to call; to store a {kind}, "
         f"declare the field {kind} | {type_name_of(hint)})"
+    )
+
+
+def _declares_callable(hint: Any, depth: int) -> bool:
+    """Whether ``hint`` is a ``Callable`` (or a callback ``Protocol``), or a union of one."""
+    hint = _unwrapped(hint)
+    origin = _origin(hint)
+    if origin is collections.abc.Callable:
+        return True
+    if depth > 20 or not (origin is typing.Union or origin is types.UnionType):
+        return False
+    return any(_declares_callable(arg, depth + 1) for arg in typing.get_args(hint))
+
+
+# Numbers are stored by kind: loading admits a bool only where a bool is declared (or a type that
+# is not a number, such as ``object``), an int neither where a float nor a complex is, a float not
+# where a complex is. ``True == 1 == 1.0`` with one hash, so a treedef holding one is equal to
+# one holding the other: a loaded model would share its jit traces with the user's own
+# (``x * True`` is an int array where ``x * 1.0`` is a float one).
+_NUMBERS: tuple[type, ...] = (
+    int,
+    float,
+    complex,
+    numbers.Number,
+    numbers.Complex,
+    numbers.Real,
+    numbers.Rational,
+    numbers.Integral,
+)
+
+
+def _numeric_advice(hint: Any, value: Any) -> str:
+    """What to write where a number of another kind than the declared one is refused."""
+    hint = _unwrapped(hint)
+    kind = type(value)
+    if kind is bool:
+        if not any(hint is number for number in _NUMBERS):
+            return ""
+        number: Any = int(value)
+    elif (kind is int and hint is float) or ((kind is int or kind is float) and hint is complex):
+        number = value
+    else:
+        return ""
+    example = (
+        f"{number!r}.0"
+        if hint is float
+        else f"complex({number!r})"
+        if hint is complex
+        else f"{number!r}"
+    )
+    also = f", or declare the field {type_name_of(hint)} | bool" if kind is bool else ""
+    return (
+        f" (static data keeps numbers of their kind, as a jit cache tells them apart: write "
+        f"{example} for a field declared {type_name_of(hint)}{also})"
+    )
+
+
+def _declared_advice(hint: Any, value: Any) -> str | None:
+    """The advice for a value refused as not of its field's declared type, where the general
+    one (a codec, pickle) would not help: a number of another kind, a function where a
+    ``Protocol`` is declared."""
+    if _numeric_advice(hint, value):
+        return "Store a value of the kind the field declares."
+    if _protocol_advice(hint):
+        return "Declare the field Callable[..., ...] (or derive the value's class from it)."
+    return None
+
+
+def _protocol_advice(hint: Any) -> str:
+    hint = _unwrapped(hint)
+    if not is_class(hint) or own_dict(hint).get("_is_protocol") is not True:
+        return ""
+    return (
+        f" ({hint.__qualname__} is a Protocol with more members than __call__: static data "
+        f"checks a value against it by the value's classes, never by its members, so declare "
+        f"a function's field Callable[[...], ...])"
     )
 
 
@@ -895,7 +996,9 @@ def dumps_fields(cls: type, head: tuple[Any, ...], names: Iterable[str], values:
                 raise refused.at(f"[{index}]") from None
         text = _encode(head, 0)
     except _Refused as refused:
-        raise UnencodableError(refused.where(), refused.value, refused.reason) from None
+        raise UnencodableError(
+            refused.where(), refused.value, refused.reason, refused.advice
+        ) from None
     values_text = "".join("," + part for part in parts)
     return MAGIC + f'{text[:-1]},["t"{values_text}]]'.encode("ascii")
 
@@ -1259,7 +1362,9 @@ def dumps(value: Any) -> bytes:
     try:
         text = _encode(value, 0)
     except _Refused as refused:
-        raise UnencodableError(refused.where(), refused.value, refused.reason) from None
+        raise UnencodableError(
+            refused.where(), refused.value, refused.reason, refused.advice
+        ) from None
     except ValueError as error:  # an int of more digits than Python converts to text
         raise UnencodableError("", value, str(error)) from None
     return MAGIC + text.encode("ascii")
@@ -1413,7 +1518,7 @@ def hashable(value: Any, depth: int = 0) -> bool:
     hash_method = lookup(kind, "__hash__")
     if hash_method is None:
         return False
-    hashed = None if hash_method is _OBJECT_HASH else _hashed(value, kind)
+    hashed = None if hash_method is _OBJECT_HASH else _hashed(value, kind, hash_method)
     return hashed is None or all(hashable(item, depth + 1) for item in hashed)
 
 
@@ -1421,20 +1526,30 @@ _OBJECT_HASH = vars(object)["__hash__"]
 _FIELD_SLOTS = dataclasses.Field.__dict__  # a Field's slots, read without a subclass's code
 
 
-def _hashed(value: Any, kind: type) -> list[Any] | None:
+def _hashed(value: Any, kind: type, hash_method: Any) -> list[Any] | None:
     """The stored values the ``__hash__`` of a dataclass or pytree class hashes, for an instance
     loading built (``None``: another kind of value, whose hash is its class's)."""
     fields = lookup(kind, "__dataclass_fields__")
     if fields is MISSING and markers.SPEC not in own_dict(kind):
         return None
     stored = _stored(value, kind)
-    if type(fields) is not dict:  # a pytree class without annotations hashes every field
+    # A pytree class without annotations hashes every field; a __hash__ of the user's own (not
+    # dataclasses' nor pytreekit's) may hash any, also a field(compare=False).
+    if type(fields) is not dict or not _generated_hash(hash_method):
         return [item for name, item in stored.items() if name != markers.LAYOUT]
     return [
         stored[name]
         for name, field in fields.items()
         if name in stored and issubclass(type(field), dataclasses.Field) and _hashes(field)
     ]
+
+
+def _generated_hash(method: Any) -> bool:
+    """Whether a class's ``__hash__`` is one dataclasses or pytreekit wrote (hashing the fields
+    their ``Field``s say)."""
+    if type(method) is not types.FunctionType:
+        return False
+    return method.__dict__.get(markers.OWNER) is not None or written_by_dataclasses(method)
 
 
 def _stored(value: Any, kind: type) -> dict[str, Any]:
@@ -1570,6 +1685,9 @@ def _named_classes(hint: Any, depth: int) -> Iterable[type]:
     """The classes a declared type admits as values: not those of a ``Callable``'s signature
     (its parameters and result are no value the field holds), nor ``object`` (which would admit
     every class)."""
+    protocol = _callback_origin(_unwrapped(hint, protocols=False))
+    if protocol is not None:  # its classes may hold it, as a Callable holds a class
+        yield protocol
     hint = _unwrapped(hint)
     if depth > 20 or hint is object or hint is type:
         return
@@ -1659,7 +1777,7 @@ def _aliases(hint: Any, bases: tuple[type, ...], depth: int) -> Iterable[Any]:
         yield from _aliases(arg, bases, depth + 1)
 
 
-def _unwrapped(hint: Any) -> Any:
+def _unwrapped(hint: Any, protocols: bool = True) -> Any:
     """The type a wrapping form declares: ``Final[int]`` and ``NewType("Id", int)`` declare
     ``int``, a ``TypeVar`` its bound or constraints (``Any`` without), a type alias its value."""
     for _ in range(20):
@@ -1673,13 +1791,94 @@ def _unwrapped(hint: Any) -> Any:
                 hint = typing.Union[hint.__constraints__]  # noqa: UP007 - a tuple, at run time
             else:
                 return Any
-        elif TYPE_ALIAS is not None and kind is TYPE_ALIAS:
-            hint = hint.__value__
-        elif not _derives(kind, type) and typing.get_origin(hint) is typing.Final:
-            hint = typing.get_args(hint)[0] if typing.get_args(hint) else Any
+        elif is_type_alias(hint):
+            hint = _alias_value(hint, ())
+        elif _derives(kind, type):
+            return collections.abc.Callable if protocols and _callback_protocol(hint) else hint
         else:
-            return hint
+            origin = typing.get_origin(hint)
+            if origin is typing.Final or origin is typing.Annotated:
+                hint = typing.get_args(hint)[0] if typing.get_args(hint) else Any
+            elif is_type_alias(origin):  # Fn[jax.Array] of ``type Fn[T] = Callable[[T], T]``
+                hint = _alias_value(origin, typing.get_args(hint))
+            elif protocols and is_class(origin) and _callback_protocol(origin):
+                return collections.abc.Callable
+            else:
+                return hint
     return Any
+
+
+def _callback_origin(hint: Any) -> type | None:
+    """The callback protocol ``hint`` is (``Activation``) or parametrises (``Activation[T]``)."""
+    cls = hint if is_class(hint) else typing.get_origin(hint)
+    return cls if is_class(cls) and _callback_protocol(cls) else None
+
+
+def _alias_value(alias: Any, args: tuple[Any, ...]) -> Any:
+    """The type a type alias stands for, given ``args`` for its parameters; where they cannot be
+    put in, with its parameters as they are (``_unwrapped`` reads a ``TypeVar`` as its bound:
+    ``Callable[[T], T]`` is still a ``Callable``)."""
+    try:
+        value = alias.__value__
+    except Exception:  # a name it uses is not defined yet: as an annotation that cannot be read
+        return Any
+    parameters = getattr(alias, "__type_params__", ())
+    if not args or type(parameters) is not tuple or not parameters or is_class(value):
+        return value
+    try:
+        if getattr(value, "__parameters__", None) == parameters:  # typing's own substitution
+            return value[args]
+        if len(parameters) == len(args) and all(type(p) is typing.TypeVar for p in parameters):
+            return _substitute(value, dict(zip(parameters, args, strict=True)), 0)
+    except Exception:
+        pass
+    return value
+
+
+# What typing and the classes' machinery put in a Protocol's namespace: not members of it.
+_NOT_MEMBERS = frozenset(
+    {
+        "__init__",
+        "__new__",
+        "__subclasshook__",
+        "__init_subclass__",
+        "__class_getitem__",
+        "__annotate__",
+        "__annotate_func__",
+        "__annotations_cache__",
+        "_is_protocol",
+        "_is_runtime_protocol",
+    }
+)
+
+
+def _callback_protocol(cls: type) -> bool:
+    """Whether ``cls`` is a ``Protocol`` whose only member is ``__call__`` (typing's way to type
+    a callable), read from its classes' ``__dict__``s: ``isinstance`` would ask the value."""
+    if own_dict(cls).get("_is_protocol") is not True:
+        return False
+    bases = protocol_bases()
+    members: set[str] = set()
+    for klass in mro(cls):
+        if klass is object or any(klass is base for base in bases):
+            continue
+        namespace = own_dict(klass)
+        if namespace.get("_is_protocol") is not True:  # a concrete class: not a protocol
+            return False
+        members.update(name for name, item in namespace.items() if _is_member(name, item))
+        try:
+            members.update(class_annotations(klass))
+        except Exception:  # annotations that cannot be read: members of some kind
+            return False
+    return members == {"__call__"}
+
+
+def _is_member(name: str, item: Any) -> bool:
+    if name in _NOT_MEMBERS or name.startswith("_abc_"):
+        return False
+    if name.startswith("__") and name.endswith("__"):  # a method, or the class's own records
+        return callable(item) or type(item) in (staticmethod, classmethod, property)
+    return True
 
 
 def type_name_of(hint: Any) -> str:
@@ -1692,6 +1891,9 @@ def type_name_of(hint: Any) -> str:
 def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
     """Whether ``value`` (built from static data) is of the declared type ``hint``, decided
     without running any of the value's code; a type this cannot tell admits every value."""
+    protocol = _callback_origin(hint)
+    if protocol is not None and _derives(type(value), protocol):
+        return True  # an instance of a class the user derived from the protocol
     hint = _unwrapped(hint)
     if depth > 20 or hint is Any or hint is object:
         return True
@@ -1701,9 +1903,15 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
     form = _entry(_FORMS, origin)
     if form is not None:
         return form(typing.get_args(hint), value, depth + 1)
-    if origin is None:  # a TypeVar, a string that could not be evaluated, a NewType...
-        return not is_class(hint) or _instance_of(value, hint)
+    if origin is None:  # a string that could not be evaluated, a ParamSpec, a form unknown...
+        return _unread_admits(value) if not is_class(hint) else _instance_of(value, hint)
     return _generic_admits(origin, typing.get_args(hint), value, depth + 1)
+
+
+def _unread_admits(value: Any) -> bool:
+    """What a declared type this cannot read admits: any value but a callable object built from
+    data (a codec's, a pytree instance), which the type could declare as a ``Callable``."""
+    return is_class(value) or not callable(value) or _safe_callable(value)
 
 
 def _origin(hint: Any) -> Any:
@@ -1715,8 +1923,10 @@ def _origin(hint: Any) -> Any:
 
 
 def _generic_admits(origin: Any, args: tuple[Any, ...], value: Any, depth: int) -> bool:
-    if not is_class(origin) or not _instance_of(value, origin):
-        return not is_class(origin)
+    if not is_class(origin):
+        return _unread_admits(value)
+    if not _instance_of(value, origin):
+        return False
     items = _entry(_CONTAINERS, origin)
     return not args or items is None or items(args, value, depth)
 
@@ -1737,7 +1947,7 @@ def _type_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
 def _class_admits(target: Any, value: type, depth: int) -> bool:
     """Whether the class ``value`` is one ``type[target]`` admits: ``type[Box[int]]`` holds a
     ``Box``, ``type[A | B]`` either; a target this cannot tell (a TypeVar) admits every class."""
-    target = _unwrapped(target)
+    target = _unwrapped(target, protocols=False)  # type[Activation]: a class deriving from it
     if depth > 20 or target is Any or target is object:
         return True
     origin = _origin(target)
@@ -1821,11 +2031,6 @@ _CONTAINERS: tuple[tuple[type, Check], ...] = (
 )
 
 
-# PEP 484's numeric tower: an int is admitted where a float is declared, both where a complex is.
-_WIDER: tuple[tuple[type, tuple[type, ...]], ...] = (
-    (float, (int, bool)),
-    (complex, (int, bool, float)),
-)
 # isinstance against an abstract class walks every subclass of it, running the
 # __subclasshook__ of each one a user wrote: the standard library's abstract classes are asked
 # by tables instead. The built-in kinds registered with one (its bases follow by its MRO; a
@@ -1856,12 +2061,12 @@ _HOOKED: tuple[tuple[type, tuple[str, ...]], ...] = (
 
 
 def _instance_of(value: Any, cls: type) -> bool:
+    """``isinstance`` by the class's MRO and the tables above, without PEP 484's numeric tower
+    (an int where a float is declared) and with a bool no number (``_NUMBERS``)."""
     kind = type(value)
-    if _derives(kind, cls) or any(
-        wide is cls and any(kind is narrow for narrow in narrower) for wide, narrower in _WIDER
-    ):
-        return True
-    return _virtual(kind, cls)
+    if _derives(kind, bool) and any(cls is number for number in _NUMBERS):
+        return False
+    return _derives(kind, cls) or _virtual(kind, cls)
 
 
 def _virtual(kind: type, cls: type) -> bool:
@@ -2479,7 +2684,7 @@ def _check_hash(value: Any) -> None:
     if not hashable(value):
         raise TypeError(f"unhashable type: {kind.__qualname__!r}")
     method = lookup(kind, "__hash__")
-    if type(method) is not types.WrapperDescriptorType and _hashed(value, kind) is None:
+    if type(method) is not types.WrapperDescriptorType and _hashed(value, kind, method) is None:
         hash(value)
 
 
