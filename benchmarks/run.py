@@ -35,6 +35,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 import jax.numpy as jnp
 
+import pytreekit
 from benchmarks import ad_cases, construction, decoration, migrate, tables
 from benchmarks.styles import available_styles
 
@@ -133,10 +134,14 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
+    # pytreekit's own version from the code measured: an editable install's metadata keeps the
+    # version it was installed at.
     versions = {}
     for package in ("jax", "jaxlib", "pytreekit", "equinox", "flax", "optax", "numpy"):
         try:
-            versions[package] = metadata.version(package)
+            versions[package] = (
+                pytreekit.__version__ if package == "pytreekit" else metadata.version(package)
+            )
         except metadata.PackageNotFoundError:
             versions[package] = "absent"
     return {
