@@ -359,6 +359,20 @@ def check_restricted_state(cls: type, state: Any) -> None:
 
 def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], dict[str, Any]]:
     """(field names, static flags, values by name) of a state as ``pytree_getstate`` writes it."""
+    items = _state_items(state)
+    layout = items.pop(markers.FIELDS, None)
+    if not _is_layout(layout):
+        raise StaticDataError(
+            f"its state holds no layout (field names and static flags under "
+            f"{markers.FIELDS!r}), which pytreekit writes in every state. {_NOT_WRITTEN}"
+        )
+    names, static = layout
+    _check_named(items, names)
+    return names, static, items
+
+
+def _state_items(state: Any) -> dict[Any, Any]:
+    """A state's items: a dict, or a ``(dict, slots dict)`` pair, either part ``None``."""
     parts = state if type(state) is tuple and len(state) == 2 else (state,)
     if not all(part is None or type(part) is dict for part in parts) or parts == (None, None):
         raise StaticDataError(
@@ -367,8 +381,12 @@ def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], di
     items: dict[Any, Any] = {}
     for part in parts:
         items.update(part or {})
-    layout = items.pop(markers.FIELDS, None)
-    if not (
+    return items
+
+
+def _is_layout(layout: Any) -> bool:
+    """Whether ``layout`` is ``(names, flags)`` as pytreekit writes them: strings and bools."""
+    return (
         type(layout) is tuple
         and len(layout) == 2
         and type(layout[0]) is tuple
@@ -376,44 +394,31 @@ def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], di
         and len(layout[0]) == len(layout[1])
         and all(type(name) is str for name in layout[0])
         and all(type(flag) is bool for flag in layout[1])
-    ):
-        raise StaticDataError(
-            f"its state holds no layout (field names and static flags under "
-            f"{markers.FIELDS!r}), which pytreekit writes in every state. {_NOT_WRITTEN}"
-        )
-    names, static = layout
+    )
+
+
+def _check_named(items: dict[Any, Any], names: tuple[str, ...]) -> None:
+    """Each name once, a value for each, and no value under a name the layout does not give."""
     if len(set(names)) != len(names):
         raise StaticDataError(f"its layout names a field twice. {_NOT_WRITTEN}")
     extra = next((key for key in items if type(key) is not str or key not in names), None)
     if extra is not None:
+        where = f"{extra!r:.60}" if type(extra) is str else f"a {type_name(extra)} key"
         raise StaticDataError(
-            f"its state holds a value under "
-            f"{f'{extra!r:.60}' if type(extra) is str else f'a {type_name(extra)} key'}, which "
-            f"its layout does not name. "
-            f"{_NOT_WRITTEN}"
+            f"its state holds a value under {where}, which its layout does not name. {_NOT_WRITTEN}"
         )
     missing = next((name for name in names if name not in items), None)
     if missing is not None:
         raise StaticDataError(
             f"its layout names the field {missing!r} without a value. {_NOT_WRITTEN}"
         )
-    return names, static, items
 
 
 def _restricted_names(table: Any, names: tuple[str, ...], static: tuple[bool, ...]) -> None:
     """The names and flags as ``load_aux`` asks them: declared now, none hiding, within the cap."""
     now_names, now_static = table.declared_for(names)
     if now_names != names:  # an annotated class: exactly its fields, in their order
-        missing = next((name for name in now_names if name not in names), None)
-        extra = next((name for name in names if name not in now_names), None)
-        wrong = (
-            f"it leaves out the field {missing!r}"
-            if missing is not None
-            else f"it names the field {extra!r:.60}, which the class does not declare"
-            if extra is not None
-            else f"it holds the fields in the order {names}, where the class declares {now_names}"
-        )
-        raise StaticDataError(f"{wrong}. {_NOT_WRITTEN}")
+        raise StaticDataError(f"{_undeclared(names, now_names)}. {_NOT_WRITTEN}")
     if now_static != static:
         raise StaticDataError(
             f"it marks the fields {_static_names(names, static)} static, where the class "
@@ -422,6 +427,17 @@ def _restricted_names(table: Any, names: tuple[str, ...], static: tuple[bool, ..
     primary = table.primary
     if primary is None or primary.names != names:
         _refuse_unknown_names(table, names)
+
+
+def _undeclared(names: tuple[str, ...], declared: tuple[str, ...]) -> str:
+    """How a state's field names differ from an annotated class's, as a clause."""
+    missing = next((name for name in declared if name not in names), None)
+    if missing is not None:
+        return f"it leaves out the field {missing!r}"
+    extra = next((name for name in names if name not in declared), None)
+    if extra is not None:
+        return f"it names the field {extra!r:.60}, which the class does not declare"
+    return f"it holds the fields in the order {names}, where the class declares {declared}"
 
 
 def _restricted_value(name: str, value: Any, hint: Any, admitted: tuple[type, ...]) -> None:

@@ -939,26 +939,26 @@ def _numeric_advice(hint: Any, value: Any) -> str:
     """What to write where a number of another kind than the declared one is refused."""
     hint = _unwrapped(hint)
     kind = type(value)
-    if kind is bool:
-        if not any(hint is number for number in _NUMBERS):
-            return ""
-        number: Any = int(value)
-    elif (kind is int and hint is float) or ((kind is int or kind is float) and hint is complex):
-        number = value
-    else:
+    number = _refused_number(hint, value)
+    if number is None:
         return ""
-    example = (
-        f"{number!r}.0"
-        if hint is float
-        else f"complex({number!r})"
-        if hint is complex
-        else f"{number!r}"
-    )
+    example = {float: f"{number!r}.0", complex: f"complex({number!r})"}.get(hint, repr(number))
     also = f", or declare the field {type_name_of(hint)} | bool" if kind is bool else ""
     return (
         f" (static data keeps numbers of their kind, as a jit cache tells them apart: write "
         f"{example} for a field declared {type_name_of(hint)}{also})"
     )
+
+
+def _refused_number(hint: Any, value: Any) -> int | float | None:
+    """The number a value of another numeric kind than ``hint`` stands for (``True``: 1), or
+    ``None`` where it is no such number."""
+    kind = type(value)
+    if kind is bool:
+        return int(value) if any(hint is number for number in _NUMBERS) else None
+    if (kind is int and hint is float) or ((kind is int or kind is float) and hint is complex):
+        return value  # type: ignore[no-any-return]
+    return None
 
 
 def _declared_advice(hint: Any, value: Any) -> str | None:
@@ -1781,31 +1781,46 @@ def _unwrapped(hint: Any, protocols: bool = True) -> Any:
     """The type a wrapping form declares: ``Final[int]`` and ``NewType("Id", int)`` declare
     ``int``, a ``TypeVar`` its bound or constraints (``Any`` without), a type alias its value."""
     for _ in range(20):
-        kind = type(hint)
-        if kind is typing.NewType:
-            hint = hint.__supertype__
-        elif kind is typing.TypeVar:
-            if hint.__bound__ is not None:
-                hint = hint.__bound__
-            elif hint.__constraints__:
-                hint = typing.Union[hint.__constraints__]  # noqa: UP007 - a tuple, at run time
-            else:
-                return Any
-        elif is_type_alias(hint):
-            hint = _alias_value(hint, ())
-        elif _derives(kind, type):
-            return collections.abc.Callable if protocols and _callback_protocol(hint) else hint
-        else:
-            origin = typing.get_origin(hint)
-            if origin is typing.Final or origin is typing.Annotated:
-                hint = typing.get_args(hint)[0] if typing.get_args(hint) else Any
-            elif is_type_alias(origin):  # Fn[jax.Array] of ``type Fn[T] = Callable[[T], T]``
-                hint = _alias_value(origin, typing.get_args(hint))
-            elif protocols and is_class(origin) and _callback_protocol(origin):
-                return collections.abc.Callable
-            else:
-                return hint
+        hint, final = _unwrap_kind(hint, protocols)
+        if final:
+            return hint
     return Any
+
+
+def _unwrap_kind(hint: Any, protocols: bool) -> tuple[Any, bool]:
+    """One step of ``_unwrapped`` by the kind of object ``hint`` is, and whether it was the last."""
+    kind = type(hint)
+    if kind is typing.NewType:
+        return hint.__supertype__, False
+    if kind is typing.TypeVar:
+        return _type_var_bound(hint), False
+    if is_type_alias(hint):
+        return _alias_value(hint, ()), False
+    if _derives(kind, type):
+        return collections.abc.Callable if protocols and _callback_protocol(hint) else hint, True
+    return _unwrap_form(hint, protocols)
+
+
+def _type_var_bound(var: Any) -> Any:
+    if var.__bound__ is not None:
+        return var.__bound__
+    if var.__constraints__:
+        return typing.Union[var.__constraints__]  # noqa: UP007 - a tuple, at run time
+    return Any
+
+
+def _unwrap_form(hint: Any, protocols: bool) -> tuple[Any, bool]:
+    """One step of ``_unwrapped`` through a form subscripted: ``Final[...]``, ``Annotated[...]``,
+    a generic alias (``Fn[jax.Array]`` of ``type Fn[T] = Callable[[T], T]``), a protocol's."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Final or origin is typing.Annotated:
+        args = typing.get_args(hint)
+        return (args[0] if args else Any), False
+    if is_type_alias(origin):
+        return _alias_value(origin, typing.get_args(hint)), False
+    if protocols and is_class(origin) and _callback_protocol(origin):
+        return collections.abc.Callable, True
+    return hint, True
 
 
 def _callback_origin(hint: Any) -> type | None:
@@ -1826,12 +1841,17 @@ def _alias_value(alias: Any, args: tuple[Any, ...]) -> Any:
     if not args or type(parameters) is not tuple or not parameters or is_class(value):
         return value
     try:
-        if getattr(value, "__parameters__", None) == parameters:  # typing's own substitution
-            return value[args]
-        if len(parameters) == len(args) and all(type(p) is typing.TypeVar for p in parameters):
-            return _substitute(value, dict(zip(parameters, args, strict=True)), 0)
+        return _put_in(value, parameters, args)
     except Exception:
-        pass
+        return value
+
+
+def _put_in(value: Any, parameters: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
+    """``value`` with ``args`` for its type ``parameters``, where they can be put in."""
+    if getattr(value, "__parameters__", None) == parameters:  # typing's own substitution
+        return value[args]
+    if len(parameters) == len(args) and all(type(p) is typing.TypeVar for p in parameters):
+        return _substitute(value, dict(zip(parameters, args, strict=True)), 0)
     return value
 
 
@@ -1891,9 +1911,8 @@ def type_name_of(hint: Any) -> str:
 def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
     """Whether ``value`` (built from static data) is of the declared type ``hint``, decided
     without running any of the value's code; a type this cannot tell admits every value."""
-    protocol = _callback_origin(hint)
-    if protocol is not None and _derives(type(value), protocol):
-        return True  # an instance of a class the user derived from the protocol
+    if _derived_from_protocol(hint, value):
+        return True
     hint = _unwrapped(hint)
     if depth > 20 or hint is Any or hint is object:
         return True
@@ -1903,9 +1922,20 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
     form = _entry(_FORMS, origin)
     if form is not None:
         return form(typing.get_args(hint), value, depth + 1)
-    if origin is None:  # a string that could not be evaluated, a ParamSpec, a form unknown...
-        return _unread_admits(value) if not is_class(hint) else _instance_of(value, hint)
+    if origin is None:
+        return _plain_admits(hint, value)
     return _generic_admits(origin, typing.get_args(hint), value, depth + 1)
+
+
+def _derived_from_protocol(hint: Any, value: Any) -> bool:
+    """Whether ``value`` is of a class the user derived from the callback protocol ``hint``."""
+    protocol = _callback_origin(hint)
+    return protocol is not None and _derives(type(value), protocol)
+
+
+def _plain_admits(hint: Any, value: Any) -> bool:
+    """A class, or what is no form: a string that could not be evaluated, a ParamSpec..."""
+    return _instance_of(value, hint) if is_class(hint) else _unread_admits(value)
 
 
 def _unread_admits(value: Any) -> bool:
@@ -2347,21 +2377,11 @@ def unadmitted(value: Any, admitted: tuple[type, ...], depth: int = 0) -> Any:
         return MISSING
     if is_class(value):
         return MISSING if is_safe_reference(value) or _admits(admitted, value) else value
-    parts: Iterable[Any]
-    if kind is list or kind is set or kind is frozenset or kind is tuple:
-        parts = value
-    elif kind is dict:
-        parts = (part for entry in value.items() for part in entry)
-    elif kind is functools.partial:
-        parts = (value.func, *value.args, *value.keywords.values())
-    elif is_safe_reference(value) or _value_kind(kind):
-        return MISSING
-    elif not (is_safe_reference(kind) or _admits(admitted, kind)):
-        return value  # a function, or an object of a class static data would not name here
-    elif issubclass(kind, tuple):
-        parts = _items(value)  # a NamedTuple: its items too
-    else:
-        return MISSING
+    parts = _container_parts(value, kind)
+    if parts is None:
+        parts = _object_parts(value, kind, admitted)
+    if parts is None:
+        return value
     return next(
         (
             found
@@ -2370,6 +2390,28 @@ def unadmitted(value: Any, admitted: tuple[type, ...], depth: int = 0) -> Any:
         ),
         MISSING,
     )
+
+
+def _container_parts(value: Any, kind: type) -> Iterable[Any] | None:
+    """What a container static data builds holds (a dict: keys and values), else ``None``."""
+    if kind is list or kind is set or kind is frozenset or kind is tuple:
+        return value  # type: ignore[no-any-return]
+    if kind is dict:
+        return (part for entry in value.items() for part in entry)
+    if kind is functools.partial:
+        return (value.func, *value.args, *value.keywords.values())
+    return None
+
+
+def _object_parts(value: Any, kind: type, admitted: tuple[type, ...]) -> Iterable[Any] | None:
+    """What to look into in an object (a NamedTuple: its items), or ``None`` where the object
+    itself is what static data could not hold: a function, an object of a class it would not
+    name there."""
+    if is_safe_reference(value) or _value_kind(kind):
+        return ()
+    if not (is_safe_reference(kind) or _admits(admitted, kind)):
+        return None
+    return _items(value) if issubclass(kind, tuple) else ()
 
 
 def _value_kind(kind: type) -> bool:
