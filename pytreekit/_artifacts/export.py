@@ -44,6 +44,7 @@ from .static_data import (
     decode,
     dumps_fields,
     hashable,
+    is_layout,
     is_pickle,
     is_safe_reference,
     learn,
@@ -361,7 +362,7 @@ def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], di
     """(field names, static flags, values by name) of a state as ``pytree_getstate`` writes it."""
     items = _state_items(state)
     layout = items.pop(markers.FIELDS, None)
-    if not _is_layout(layout):
+    if not is_layout(layout) or not all(type(name) is str for name in layout[0]):
         raise StaticDataError(
             f"its state holds no layout (field names and static flags under "
             f"{markers.FIELDS!r}), which pytreekit writes in every state. {_NOT_WRITTEN}"
@@ -382,19 +383,6 @@ def _state_items(state: Any) -> dict[Any, Any]:
     for part in parts:
         items.update(part or {})
     return items
-
-
-def _is_layout(layout: Any) -> bool:
-    """Whether ``layout`` is ``(names, flags)`` as pytreekit writes them: strings and bools."""
-    return (
-        type(layout) is tuple
-        and len(layout) == 2
-        and type(layout[0]) is tuple
-        and type(layout[1]) is tuple
-        and len(layout[0]) == len(layout[1])
-        and all(type(name) is str for name in layout[0])
-        and all(type(flag) is bool for flag in layout[1])
-    )
 
 
 def _check_named(items: dict[Any, Any], names: tuple[str, ...]) -> None:

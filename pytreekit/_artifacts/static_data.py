@@ -2638,7 +2638,7 @@ def _check_layout(cls: type, state: dict[str, Any]) -> tuple[str, ...]:
     """That a pytree class's state holds ``(names, static flags)`` and values of those fields:
     the names."""
     layout: Any = state.get(markers.FIELDS)
-    if not _is_layout(layout):
+    if not is_layout(layout):
         raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
     names: tuple[str, ...] = layout[0]
     _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
@@ -2656,7 +2656,8 @@ def _check_layout(cls: type, state: dict[str, Any]) -> tuple[str, ...]:
     return names
 
 
-def _is_layout(layout: Any) -> bool:
+def is_layout(layout: Any) -> bool:
+    """Whether ``layout`` has the shape of a pytree state's ``(names, static flags)``."""
     return (
         type(layout) is tuple
         and len(layout) == 2
