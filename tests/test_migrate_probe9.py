@@ -19,6 +19,7 @@ require("libcst")
 from migrate_helpers import by_class, codemod, python_in, write  # noqa: E402
 
 import pytreekit.migrate._cli as cli  # noqa: E402
+import pytreekit.migrate._rewrite as rewrite_module  # noqa: E402
 
 # -- r1. a hierarchy over two files is written whole or not at all -----------------------------
 
@@ -148,6 +149,24 @@ def test_a_failed_rename_puts_the_replaced_files_back(
     failures = {entry["file"]: entry["error"] for entry in result.report["failed_files"]}
     assert os.strerror(errno.EIO) in failures["pkg/a.py"], failures
     assert "pkg/a.py" in failures["pkg/b.py"], failures
+    _untouched(tmp_path, before)
+
+
+def test_a_subclass_file_that_could_not_be_rewritten_withdraws_its_base_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _hierarchy(tmp_path)
+    original = rewrite_module._apply
+
+    def apply(module: Any, edits: Any) -> str:
+        return "def broken(:\n" if module.display == "pkg/b.py" else original(module, edits)
+
+    monkeypatch.setattr(rewrite_module, "_apply", apply)
+    result = codemod(tmp_path, "--report", "json", ".")
+    assert result.code == 2, result.out + result.err
+    failures = {entry["file"]: entry["error"] for entry in result.report["failed_files"]}
+    assert "does not compile" in failures["pkg/b.py"], failures
+    assert "pkg/b.py" in failures["pkg/a.py"], failures
     _untouched(tmp_path, before)
 
 
