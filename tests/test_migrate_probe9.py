@@ -170,18 +170,26 @@ def test_a_subclass_file_that_could_not_be_rewritten_withdraws_its_base_file(
     _untouched(tmp_path, before)
 
 
+@pytest.mark.parametrize("during", ["rename", "temporary"])
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_between_two_renames_waits_for_the_whole_hierarchy(
-    number: signal.Signals, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_signal_during_the_writes_waits_for_the_whole_hierarchy(
+    number: signal.Signals, during: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _hierarchy(tmp_path)
-    real_replace, calls = os.replace, []
+    real_replace, real_fsync, calls = os.replace, os.fsync, []
 
     def replace(source: Any, destination: Any) -> None:
         real_replace(source, destination)
         calls.append(Path(destination).name)
-        if len(calls) == 1:  # delivered at once (raise_signal), between the two renames
+        if during == "rename" and len(calls) == 1:  # delivered at once, between two renames
             signal.raise_signal(number)
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        if during == "temporary":  # the first temporary file is written, the second not yet
+            signal.raise_signal(number)
+
+    monkeypatch.setattr(os, "fsync", fsync)
 
     class Terminated(Exception):
         pass

@@ -1,7 +1,7 @@
 """Writing the rewritten files. The files whose rewrites depend on each other (a hierarchy over
 several modules) are written together or not at all, as far as a file system allows: every file
-is checked and every temporary file written before any file is replaced, and the replacements
-run with SIGINT and SIGTERM held back until the last one."""
+is checked and every temporary file written before any file is replaced, with SIGINT and
+SIGTERM held back until the group is done."""
 
 from __future__ import annotations
 
@@ -69,7 +69,14 @@ class _Target:
 
 def write_group(items: Sequence[tuple[Module, str]]) -> dict[Module, str]:
     """Write every module's new source, or none: why each module was not written (empty when
-    all were). A file not written is as it was, every byte, and no temporary file is left."""
+    all were). A file not written is as it was, every byte, and no temporary file is left.
+    SIGINT and SIGTERM wait for the group: the default SIGTERM would end the process with no
+    cleanup, and either one between two renames would leave the group half written."""
+    with _signals_held():
+        return _write_group(items)
+
+
+def _write_group(items: Sequence[tuple[Module, str]]) -> dict[Module, str]:
     targets: list[_Target] = []
     try:
         for module, new in items:
@@ -86,18 +93,17 @@ def write_group(items: Sequence[tuple[Module, str]]) -> dict[Module, str]:
                 target.temporary = _temporary(target.module, target.data)
             except OSError as error:
                 return _withdrawn(items, target.module, f"not written: {explain(error)}")
-        with _signals_held():
-            for target in targets:  # again: an editor may have saved one meanwhile
-                why = _refusal(target.module)
-                if why is not None:
-                    return _withdrawn(items, target.module, why)
-            for index, target in enumerate(targets):
-                try:
-                    os.replace(target.temporary, target.module.path)
-                except OSError as error:
-                    _restore(targets[:index])
-                    return _withdrawn(items, target.module, f"not written: {explain(error)}")
-                target.replaced = True
+        for target in targets:  # again: an editor may have saved one meanwhile
+            why = _refusal(target.module)
+            if why is not None:
+                return _withdrawn(items, target.module, why)
+        for index, target in enumerate(targets):
+            try:
+                os.replace(target.temporary, target.module.path)
+            except OSError as error:
+                _restore(targets[:index])
+                return _withdrawn(items, target.module, f"not written: {explain(error)}")
+            target.replaced = True
     finally:
         # any exception, KeyboardInterrupt too: no temporary file is left beside the originals
         for target in targets:
@@ -141,7 +147,10 @@ def _temporary(module: Module, data: bytes) -> str:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        if (status.st_uid, status.st_gid) != (os.geteuid(), os.getegid()):
+        if hasattr(os, "geteuid") and (status.st_uid, status.st_gid) != (
+            os.geteuid(),
+            os.getegid(),
+        ):  # POSIX only: Windows has no owner to keep here
             # only a superuser may give a file away; anyone may keep their own group
             with contextlib.suppress(PermissionError):
                 os.chown(temporary, status.st_uid, status.st_gid)
