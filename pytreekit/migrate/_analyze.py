@@ -1365,10 +1365,13 @@ def _not_registered_elsewhere(
     register again (checked last: a class left for a surer reason is reported with that)."""
     other = _unknown_registration(project, info, unknown)
     if other is not None:
+        # no line number: the comments this run inserts above it would move it, and a second
+        # run would rewrite this comment (the name and the code excerpt stay put)
+        where = f", {other.place}" if other.place else ""
         raise Refusal(
             "PTK110",
-            f"{registration.target_text} may be registered again at "
-            f"{other.module.display}:{other.line} ({code(other.anchor or other.node)}), a "
+            f"{registration.target_text} may be registered again in "
+            f"{other.module.display}{where} ({code(other.anchor or other.node)}), a "
             f"registration the codemod cannot tie to a class, in a module that names "
             f"{info.name}",
         )

@@ -9,24 +9,24 @@ and the report (with its final count line) is always printed.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
 import os
 import shlex
 import subprocess
 import sys
-import tempfile
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ._analyze import Options, analyze, settle
+from ._analyze import Options, Outcome, analyze, settle
 from ._codes import TITLES
 from ._report import as_json, as_text, build
 from ._rewrite import rewrite
-from ._scan import Module, encode, scan
+from ._scan import Module, Project, scan
 from ._verify import DEFAULT_COMMAND, VerificationError, verify
+from ._write import explain as _why
+from ._write import groups, write_group
 
 DESCRIPTION = """\
 Rewrite hand-written JAX pytree registrations (register_pytree_node, register_pytree_node_class,
@@ -196,11 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if progress is not None:
         progress.done()
     if not (arguments.diff or arguments.check):
-        for module, new in list(sources.items()):
-            why = write(module, new)
-            if why is not None:
-                failures[module] = why
-                del sources[module]
+        _write_all(project, outcomes, sources, failures)
         if arguments.format_command and sources:
             failures.update(_format(arguments.format_command, list(sources)))
     report = build(
@@ -243,33 +239,29 @@ class _Progress:
             self.stream.flush()
 
 
-def write(module: Module, new: str) -> str | None:
-    """Write ``new`` over the module's file through a temporary file and a rename, in the file's
-    own encoding and mode; or say why not (the file is then as it was, every byte)."""
-    path = module.path
-    try:
-        # the mode bits too: a superuser may write a read-only file, but was not asked to
-        if not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222:
-            return "read-only: not written (make it writable and run again)"
-        if path.read_bytes() != encode(module, module.source):
-            return "changed on disk while the codemod ran: not written (run again)"
-        data = encode(module, new)
-        mode = path.stat().st_mode
-        handle, temporary = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".migrate"
-        )
-    except (OSError, UnicodeEncodeError) as error:
-        return f"not written: {_why(error)}"
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.chmod(temporary, mode & 0o7777)
-        os.replace(temporary, path)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        return f"not written: {_why(error)}"
-    return None
+def _write_all(
+    project: Project,
+    outcomes: Sequence[Outcome],
+    sources: dict[Module, str],
+    failures: dict[Module, str],
+) -> None:
+    """Write the new sources, a group of files whose rewrites depend on each other together or
+    not at all (one that could not be rewritten withdraws its group); a module not written
+    moves from ``sources`` to ``failures``."""
+    for group in groups(project, outcomes, [*sources, *failures]):
+        items = [(module, sources[module]) for module in group if module in sources]
+        broken = [module for module in group if module in failures]
+        if broken and items:
+            why = (
+                f"not written: {broken[0].display}, rewritten with it, could not be rewritten; "
+                f"the files of a hierarchy are written together or not at all"
+            )
+            found = dict.fromkeys((module for module, _ in items), why)
+        else:
+            found = write_group(items) if items else {}
+        for module, why in found.items():
+            failures[module] = why
+            del sources[module]
 
 
 def diff(module: Module, new: str) -> list[str]:
@@ -306,12 +298,6 @@ def _format(command: str, modules: Sequence[Module]) -> dict[Module, str]:
     tail = " ".join((result.stderr or result.stdout).strip().splitlines()[-2:])[:200]
     why = f"written, but --format-command failed (exit {result.returncode}): {tail}"
     return dict.fromkeys(modules, why)
-
-
-def _why(error: Exception) -> str:
-    if isinstance(error, OSError):
-        return f"{error.strerror or error}" + (f" ({error.filename})" if error.filename else "")
-    return str(error)
 
 
 def _line_length(paths: Sequence[Path]) -> int:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ._scan import ClassInfo, Project, code, suite_statements
+from ._scan import ClassInfo, Module, Project, code, suite_statements
 from ._values import (
     IDEMPOTENT,
     Converted,
@@ -455,9 +455,7 @@ class _Interpreter:
         _, functions = strip(value)
         if functions:
             self.run.notes.append(f"converted {name} with {functions[0]}")
-            if not all(
-                frame.owner.module.qualify(cst.parse_expression(f)) in IDEMPOTENT for f in functions
-            ):
+            if not all(_idempotent(frame.owner.module, f) for f in functions):
                 self.run.transforming[name] = (
                     f"__init__ stores {describe_value(value)} in {name}, not the argument itself"
                 )
@@ -549,6 +547,16 @@ class _Interpreter:
         else:
             self.call(owner, method, values)
         return owner
+
+
+def _idempotent(module: Module, function: str) -> bool:
+    """A conversion known to give back an argument of its result type unchanged. ``function`` is
+    an excerpt: one cut short ("jnp.asarray(x).re...", a method of a call) names no function."""
+    try:
+        expression = cst.parse_expression(function)
+    except cst.ParserSyntaxError:
+        return False
+    return module.qualify(expression) in IDEMPOTENT
 
 
 def _merge_paths(into: InitRun, frame: _Frame, runs: Sequence[tuple[InitRun, _Frame]]) -> None:
