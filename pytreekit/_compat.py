@@ -487,10 +487,13 @@ _getframe: Callable[[int], Any] | None = getattr(sys, "_getframe", None)
 
 def called_by_torch_restricted_unpickler(depth: int = 1) -> bool:
     """Whether the caller of the function calling this (``depth`` frames up) runs in torch's
-    weights-only unpickler: one frame read, for ``__setstate__``."""
+    weights-only unpickler, past any ``__setstate__`` of a subclass that delegates with
+    ``super().__setstate__(state)``: one frame read in the usual case."""
     if _getframe is None:  # an interpreter without frames: check every state
         return True
     frame = _getframe(depth + 1)
+    while frame is not None and frame.f_code.co_name == "__setstate__":
+        frame = frame.f_back
     return frame is not None and frame.f_globals.get("__name__") == TORCH_RESTRICTED_UNPICKLER
 
 

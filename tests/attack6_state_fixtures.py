@@ -44,3 +44,18 @@ class Plain:
 class Net(torch.nn.Module):
     def forward(self, linear: Linear, x: torch.Tensor) -> torch.Tensor:
         return (x @ linear.weight) * linear.scale
+
+
+@pytree_class(backends=("torch",))
+class Lazy:
+    """A field set after construction (a cache): an honest checkpoint may hold it unset."""
+
+    weight: torch.Tensor
+    cache: torch.Tensor = field(init=False)
+
+
+class Delegating(Linear):
+    """A pytree subclass whose own ``__setstate__`` hands the state to pytreekit's."""
+
+    def __setstate__(self, state: object) -> None:
+        super().__setstate__(state)  # type: ignore[misc]

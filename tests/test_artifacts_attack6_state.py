@@ -342,3 +342,49 @@ def test_an_unhashable_static_value_is_refused():
         with pytest.raises(StaticDataError, match="static field act holds a list"):
             plain = {"weight": 1, "act": [af.gelu], "__pytreekit_fields__": _P2}
             export.check_restricted_state(af.Plain, plain)
+
+
+# -- attack7: a delegating __setstate__, and an honest field not set yet -------------------------
+
+SEVENTH_WRITER = """
+import sys, torch
+import attack6_state_fixtures as f
+
+W = torch.eye(2)
+L3 = (("weight", "act", "scale"), (False, True, True))
+f.Delegating.__getstate__ = lambda self: {
+    "weight": W, "act": f.Delegating, "scale": "abc", "__pytreekit_fields__": L3
+}
+torch.save(f.Delegating(W), f"{sys.argv[1]}/delegating.pt")
+torch.save(f.Lazy(W), f"{sys.argv[1]}/lazy.pt")
+"""
+
+SEVENTH_VICTIM = """
+import json, sys, torch
+import attack6_state_fixtures as f
+import pytreekit
+
+out = {}
+with torch.serialization.safe_globals([f.Delegating, f.Lazy, f.Linear, f.gelu]):
+    with pytreekit.safe_references([f.gelu]):
+        for case in ("delegating", "lazy"):
+            try:
+                m = torch.load(f"{sys.argv[1]}/{case}.pt", weights_only=True)
+            except Exception as error:
+                out[case] = [type(error).__name__, str(error)]
+            else:
+                out[case] = ["loaded", sorted(vars(m)), torch.equal(m.weight, torch.eye(2))]
+print(json.dumps(out))
+"""
+
+
+def test_a_subclass_setstate_that_delegates_is_checked_and_an_unset_field_loads(tmp_path):
+    run_fresh(SEVENTH_WRITER, tmp_path)
+    out = json.loads(run_fresh(SEVENTH_VICTIM, tmp_path).splitlines()[-1])
+    # super().__setstate__ from the subclass's own: the unpickler is two frames up, still seen
+    kind, message = out["delegating"]
+    assert kind == "StaticDataError", out["delegating"]
+    assert "cannot restore a attack6_state_fixtures.Delegating" in message
+    # init=False without a default: pytreekit writes the name without a value, and loads it so
+    assert out["lazy"][0] == "loaded", out["lazy"]
+    assert "cache" not in out["lazy"][1] and out["lazy"][2] is True

@@ -307,6 +307,21 @@ def test_a_form_that_cannot_be_read_never_admits_a_callable_object():
     assert not admits_value(unknown, Warmup())
 
 
+@pytest.mark.parametrize("nesting", [0, 5, 12, 30])
+def test_a_callable_nested_deeper_than_the_check_unfolds_is_still_refused(nesting):
+    # ``type Acts = Callable | tuple[Acts, ...]`` unfolds without end: each level a union and a
+    # tuple; past the depth the check unfolds, a callable object was admitted (attack7 #5).
+    hint: typing.Any = Callable[[jax.Array], jax.Array]
+    for _ in range(40):
+        hint = typing.Union[Callable[[jax.Array], jax.Array], tuple[hint, ...]]  # noqa: UP007
+    value: typing.Any = Warmup()
+    honest: typing.Any = jnp.tanh
+    for _ in range(nesting):
+        value, honest = (value,), (honest,)
+    assert not admits_value(hint, value)
+    assert admits_value(hint, honest)
+
+
 def test_an_alias_whose_value_cannot_be_evaluated_is_read_as_undeclared():
     if not PEP695:
         pytest.skip("lazily evaluated type aliases came in 3.12")

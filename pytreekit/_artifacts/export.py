@@ -343,13 +343,15 @@ def check_restricted_state(cls: type, state: Any) -> None:
     each static value (its declared type, the references it holds, hashable), and the layout
     cap; then record the layout it names. A ``StaticDataError`` naming the class and field."""
     try:
-        names, static, items = _restricted_parts(state)
-        table = getattr(cls, markers.SPEC).table
+        spec = getattr(cls, markers.SPEC)
+        names, static, items = _restricted_parts(state, _may_be_unset(spec.fields))
+        table = spec.table
         _restricted_names(table, names, static)
         declared = declared_types(cls)
         for name in _static_names(names, static):
-            hint, admitted = declared.get(name, (None, ()))
-            _restricted_value(name, restored(items[name]), hint, admitted)
+            if name in items:
+                hint, admitted = declared.get(name, (None, ()))
+                _restricted_value(name, restored(items[name]), hint, admitted)
         learn([], [(table.cls, names)])
     except StaticDataError as error:
         raise StaticDataError(
@@ -358,7 +360,19 @@ def check_restricted_state(cls: type, state: Any) -> None:
         ) from None
 
 
-def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], dict[str, Any]]:
+def _may_be_unset(fields: Any) -> frozenset[str]:
+    """The fields an honest instance may not have set yet: ``init=False`` without a default (a
+    cache set later), whose names ``pytree_getstate`` writes without a value."""
+    return frozenset(
+        f.name
+        for f in fields or ()
+        if not f.init and f.default is MISSING and f.default_factory is MISSING
+    )
+
+
+def _restricted_parts(
+    state: Any, may_be_unset: frozenset[str]
+) -> tuple[tuple[str, ...], tuple[bool, ...], dict[str, Any]]:
     """(field names, static flags, values by name) of a state as ``pytree_getstate`` writes it."""
     items = _state_items(state)
     layout = items.pop(markers.FIELDS, None)
@@ -368,7 +382,7 @@ def _restricted_parts(state: Any) -> tuple[tuple[str, ...], tuple[bool, ...], di
             f"{markers.FIELDS!r}), which pytreekit writes in every state. {_NOT_WRITTEN}"
         )
     names, static = layout
-    _check_named(items, names)
+    _check_named(items, names, may_be_unset)
     return names, static, items
 
 
@@ -385,8 +399,11 @@ def _state_items(state: Any) -> dict[Any, Any]:
     return items
 
 
-def _check_named(items: dict[Any, Any], names: tuple[str, ...]) -> None:
-    """Each name once, a value for each, and no value under a name the layout does not give."""
+def _check_named(
+    items: dict[Any, Any], names: tuple[str, ...], may_be_unset: frozenset[str]
+) -> None:
+    """Each name once, a value for each but the fields that may be unset, and no value under a
+    name the layout does not give."""
     if len(set(names)) != len(names):
         raise StaticDataError(f"its layout names a field twice. {_NOT_WRITTEN}")
     extra = next((key for key in items if type(key) is not str or key not in names), None)
@@ -395,7 +412,7 @@ def _check_named(items: dict[Any, Any], names: tuple[str, ...]) -> None:
         raise StaticDataError(
             f"its state holds a value under {where}, which its layout does not name. {_NOT_WRITTEN}"
         )
-    missing = next((name for name in names if name not in items), None)
+    missing = next((n for n in names if n not in items and n not in may_be_unset), None)
     if missing is not None:
         raise StaticDataError(
             f"its layout names the field {missing!r} without a value. {_NOT_WRITTEN}"

@@ -1914,8 +1914,10 @@ def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
     if _derived_from_protocol(hint, value):
         return True
     hint = _unwrapped(hint)
-    if depth > 20 or hint is Any or hint is object:
+    if hint is Any or hint is object:
         return True
+    if depth > 20:  # a recursive alias unfolded this far: as a type this cannot read
+        return _admits_unfolded(value, 0)
     if hint is None or hint is type(None):
         return value is None
     origin = _origin(hint)
@@ -1942,6 +1944,18 @@ def _unread_admits(value: Any) -> bool:
     """What a declared type this cannot read admits: any value but a callable object built from
     data (a codec's, a pytree instance), which the type could declare as a ``Callable``."""
     return is_class(value) or not callable(value) or _safe_callable(value)
+
+
+def _admits_unfolded(value: Any, depth: int) -> bool:
+    """What a declared type admits past the depth its check unfolds: any value holding no
+    callable object built from data, however deep in its containers."""
+    kind = type(value)
+    parts = None if kind is functools.partial else _container_parts(value, kind)
+    if parts is None and issubclass(kind, tuple):
+        parts = _items(value)  # a NamedTuple's items
+    if parts is None or depth > MAX_DEPTH:
+        return _unread_admits(value)
+    return all(_admits_unfolded(part, depth + 1) for part in parts)
 
 
 def _origin(hint: Any) -> Any:
