@@ -388,3 +388,75 @@ def test_a_subclass_setstate_that_delegates_is_checked_and_an_unset_field_loads(
     # init=False without a default: pytreekit writes the name without a value, and loads it so
     assert out["lazy"][0] == "loaded", out["lazy"]
     assert "cache" not in out["lazy"][1] and out["lazy"][2] is True
+
+
+class _Opaque:
+    """An object of a class no declared type names and no safe reference is."""
+
+
+def _in_process_states():
+    """Each refusal the fresh-process cases show, and a few more, as (class, state, needle):
+    the check called directly, as ``__setstate__`` calls it under torch's unpickler."""
+    model = object.__new__(af.Linear)
+    layout_plain = ("weight", "act")
+    return [
+        (af.Linear, {"weight": 1, "act": model, "scale": 1.0, F: _L3}, "holds a attack6"),
+        (af.Linear, {"weight": 1, "act": af.Linear, "scale": 1.0, F: _L3}, "holds the class"),
+        (af.Linear, {"weight": 1, "act": _Opaque, "scale": 1.0, F: _L3}, "holds the class"),
+        (af.Linear, {"weight": 1, "act": len, "scale": 1.0, F: _L3}, "'builtins:len'"),
+        (af.Plain, {"weight": 1, "act": _opaque_function, F: _P2}, "holds the function"),
+        (af.Plain, {"weight": 1, "act": _Opaque(), F: _P2}, "holds a test_artifacts_attack6"),
+        (
+            af.Linear,
+            {"weight": 1, "scale": 1.0, F: (("weight", "scale"), (False, True))},
+            "leaves out the field 'act'",
+        ),
+        (
+            af.Linear,
+            {
+                "weight": 1,
+                "act": af.gelu,
+                "scale": 1.0,
+                "x": 0,
+                F: ((*_L3[0], "x"), (*_L3[1], False)),
+            },
+            "names the field 'x', which the class does not declare",
+        ),
+        (
+            af.Linear,
+            {"weight": 1, "act": af.gelu, "scale": 1.0, F: (("act", "weight", "scale"), _L3[1])},
+            "in the order",
+        ),
+        (
+            af.Linear,
+            {"weight": 1, "act": af.gelu, "scale": 1.0, F: (_L3[0], (False, False, True))},
+            "marks the fields ('scale',) static",
+        ),
+        (
+            af.Plain,
+            {
+                "weight": 1,
+                "act": af.gelu,
+                "predict": 1,
+                F: ((*layout_plain, "predict"), (False, True, False)),
+            },
+            "names the field 'predict'",
+        ),
+        (af.Plain, ({"weight": 1}, [1]), "its state is a tuple"),
+    ]
+
+
+def _opaque_function(x):
+    return x
+
+
+F = "__pytreekit_fields__"
+
+
+@pytest.mark.parametrize(("cls", "state", "needle"), _in_process_states())
+def test_each_refusal_of_a_state_names_what_is_wrong_in_process(cls, state, needle):
+    before = sorted(map(repr, cls.__pytreekit_spec__.table._by_names))
+    with pytreekit.safe_references([af.gelu]), pytest.raises(StaticDataError) as caught:
+        export.check_restricted_state(cls, state)
+    assert needle in str(caught.value), str(caught.value)
+    assert sorted(map(repr, cls.__pytreekit_spec__.table._by_names)) == before
