@@ -81,6 +81,9 @@ def test_a_cut_archive_is_refused(cut):
 def test_bytes_that_are_no_zip_are_still_audited_as_they_are():
     assert pytreekit.artifact_references(b"PTK1" + b'["r","os:system"]') == [SYSTEM]
     assert pytreekit.artifact_references(b"no zip PK\x03\x04 here") == []  # not at the start
+    # an end record's signature by chance, locating no central directory: no zip
+    chance = b"PTK1" + b'["r","os:system"]' + b"PK\x05\x06" + bytes(range(18)) + b"\0" * 30
+    assert pytreekit.artifact_references(chance) == [SYSTEM]
     model = ef.Net(ef.Activation(ef.relu), jnp.ones(()))
     data = jax.export.export(jax.jit(lambda m: m))(model).serialize()
     assert pytreekit.ArtifactReference("export_fixtures:relu", "safe") in (

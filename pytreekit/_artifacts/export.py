@@ -481,7 +481,10 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
     Raises:
         ValueError: ``artifact`` is a zip archive holding a member that cannot be read (a bad
             checksum, say), which torch's own reader might read, or whose members decompress to
-            more than 100 times its size (or 256 MiB more than it): do not load it.
+            more than 100 times its size (or 256 MiB more than it); looks like a zip and does not
+            read as one; has a central directory not where its end record says (torch's reader
+            may read another archive); or makes the audit read more than 16 times its size (and
+            4 MiB more) after its magics: do not load it.
 
     >>> import pytreekit
     >>> pytreekit.artifact_references(b"PTK1" + b'["r","os:system"]')
@@ -699,14 +702,14 @@ def _end_record(data: bytes) -> int:
 
 
 def _archive(data: bytes) -> zipfile.ZipFile | None:
-    """The zip archive ``data`` is (``None``: it has neither a zip's first nor its last record).
+    """The zip archive ``data`` is (``None``: it does not look like one).
     Refused (a ``ValueError``): one zipfile cannot read, which torch's reader (miniz) may read;
     one whose central directory is not where its end record says (see ``_directory_found``)."""
     end = _end_record(data)
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except Exception as error:  # BadZipFile, a bad extra field or name, ...
-        if end < 0 and not data.startswith(_LOCAL_HEADER):  # no zip archive
+        if not _looks_like_zip(data, end):
             return None
         raise _unreadable("", error) from None
     found = _directory_found(data, end)
@@ -719,6 +722,17 @@ def _archive(data: bytes) -> zipfile.ZipFile | None:
             f"another archive from it; do not load the archive."
         )
     return archive
+
+
+def _looks_like_zip(data: bytes, end: int) -> bool:
+    """Whether ``data`` starts with a local header or has an end record (at ``end``) locating a
+    central directory entry or a zip64 record, as any archive torch's reader reads has."""
+    if data.startswith(_LOCAL_HEADER):
+        return True
+    if end < 0 or len(data) - end < _END_SIZE:
+        return False
+    offset = int.from_bytes(data[end + 16 : end + 20], "little")
+    return offset == 0xFFFFFFFF or data[offset : offset + 4] == b"PK\x01\x02"
 
 
 def _directory_found(data: bytes, end: int) -> str | int:
