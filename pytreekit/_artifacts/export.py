@@ -645,12 +645,21 @@ def _json_trees(data: bytes | str, scan: Scan, trees: list[Any]) -> None:
         if kind is dict or kind is list:
             parts = node.values() if kind is dict else node
             stack.extend((part, level) for part in reversed(list(parts)))
-        elif kind is str and node.startswith(MAGIC_TEXT):
-            with contextlib.suppress(ValueError, StopIteration, RecursionError):
-                _keep(scan(node, len(MAGIC_TEXT))[0], trees)
-        elif kind is str and level < _QUOTED and node.lstrip(" \t\n\r")[:1] in ("[", "{"):
-            with contextlib.suppress(ValueError, RecursionError):
-                stack.append((json.loads(node), level + 1))
+        elif kind is str:
+            _json_string(node, level, scan, trees, stack)
+
+
+def _json_string(
+    node: str, level: int, scan: Scan, trees: list[Any], stack: list[tuple[Any, int]]
+) -> None:
+    """A string of the JSON the audit reads: static data, JSON to read, or neither. Each string
+    is scanned once, so what a failed scan's error counts (its length) is linear in the text."""
+    if node.startswith(MAGIC_TEXT):
+        with contextlib.suppress(ValueError, StopIteration, RecursionError):
+            _keep(scan(node, len(MAGIC_TEXT))[0], trees)
+    elif level < _QUOTED and node.lstrip(" \t\n\r")[:1] in ("[", "{"):
+        with contextlib.suppress(ValueError, RecursionError):
+            stack.append((json.loads(node), level + 1))
 
 
 # The audit decompresses the members of a zip archive up to a budget: 100 times the archive's
