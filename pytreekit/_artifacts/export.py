@@ -498,7 +498,10 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
     Raises:
         ValueError: ``artifact`` is a zip archive holding a member that cannot be read (a bad
             checksum, say), which torch's own reader might read, or whose members decompress to
-            more than 100 times its size (or 256 MiB more than it): do not load it.
+            more than 100 times its size (or 256 MiB more than it); looks like a zip and does not
+            read as one; has a central directory not where its end record says (torch's reader
+            may read another archive); or makes the audit read more than 16 times its size (and
+            4 MiB more) after its magics: do not load it.
 
     >>> import pytreekit
     >>> pytreekit.artifact_references(b"PTK1" + b'["r","os:system"]')
@@ -544,34 +547,95 @@ Scan = Callable[[str, int], tuple[Any, int]]
 _QUOTED = 4
 
 
+# A value after a magic is read from a window of the text, not the whole text: where a value starts
+# and then fails, json's scanner raises an error that counts the lines from the start of the text
+# it was given (a 1.2 MB .pt2 of '["PTK1' repeated took 65 s to audit). A window that cuts a value
+# short grows (times 4). The scanner's work (what it read, or where it failed: what the error
+# counts) and every grown window are charged; past _SCAN_FACTOR times the text's size plus
+# _SCAN_EXTRA the text is refused. A first window costs at most _WINDOW per magic (4 characters):
+# the audit's work is linear in the text's size. An honest artifact's value fits its first window.
+_WINDOW = 512
+_SCAN_FACTOR = 16
+_SCAN_EXTRA = 2**22
+
+
+class _ScanFailed(ValueError):
+    """A value that does not read, where (in the whole text) its reading stopped."""
+
+    def __init__(self, pos: int) -> None:
+        super().__init__(pos)
+        self.pos = pos
+
+
+class _Windows:
+    """json's scanner on windows of one text, its work charged to a budget linear in the text's
+    size (a ``ValueError`` past it)."""
+
+    def __init__(self, text: str, scan: Scan) -> None:
+        self.text, self.scan = text, scan
+        self.left = _SCAN_FACTOR * len(text) + _SCAN_EXTRA
+
+    def __call__(self, start: int) -> tuple[Any, int]:
+        size = _WINDOW
+        while True:
+            window = self.text[start : start + size]
+            try:
+                value, end = self.scan(window, 0)
+            except json.JSONDecodeError as error:
+                self._charge(error.pos)
+                if start + size >= len(self.text) or not _cut_short(error, len(window)):
+                    raise _ScanFailed(start + error.pos) from None
+                size *= 4
+                self._charge(size)
+                continue
+            self._charge(end)
+            return value, start + end
+
+    def _charge(self, work: int) -> None:
+        self.left -= work
+        if self.left < 0:
+            raise ValueError(
+                f"artifact_references() reads at most {_SCAN_FACTOR} times a text's size (plus "
+                f"{_SCAN_EXTRA} characters) of JSON after its magics, and this artifact's "
+                f"{len(self.text)} characters reach that: its values after {MAGIC_TEXT!r} do not "
+                f"read as static data does; do not load it."
+            )
+
+
+def _cut_short(error: json.JSONDecodeError, size: int) -> bool:
+    """Whether ``error`` may come from a value the window's end cut short."""
+    return error.pos >= size - 6 or error.msg.startswith("Unterminated string")
+
+
 def _raw_trees(text: str, scan: Scan, trees: list[Any]) -> None:
     """The tree following each magic in ``text`` (what jax.export's aux data holds), and in each
     JSON string starting with one (a treespec's context, quoted once)."""
+    windows = _Windows(text, scan)
     skip = 0  # the end of the last JSON string read here: a quote before it is inside it
     start = text.find(MAGIC_TEXT)
     while start >= 0:
-        with contextlib.suppress(ValueError, StopIteration, RecursionError):
-            _keep(scan(text, start + len(MAGIC_TEXT))[0], trees)
+        with contextlib.suppress(_ScanFailed, StopIteration, RecursionError):
+            _keep(windows(start + len(MAGIC_TEXT))[0], trees)
         if start > skip and text[start - 1] == '"':
-            skip = _quoted_tree(text, start - 1, scan, trees)
+            skip = _quoted_tree(windows, start - 1, trees)
         start = text.find(MAGIC_TEXT, start + 1)
 
 
-def _quoted_tree(text: str, quote: int, scan: Scan, trees: list[Any]) -> int:
+def _quoted_tree(windows: _Windows, quote: int, trees: list[Any]) -> int:
     """The tree in the JSON string starting at ``quote``; where the string ends. A magic after a
     quote before that end is inside the string, and the string read from there would be the rest
     of this one: reading it again made the audit quadratic in the text's size."""
     try:
-        inner, end = scan(text, quote)
-    except json.JSONDecodeError as error:
+        inner, end = windows(quote)
+    except _ScanFailed as error:
         # Where reading stopped (at the end of the text if no quote closes it: the error names
         # the start); read from an escaped quote before that, a string stops there too.
-        return len(text) if error.pos <= quote else error.pos
-    except (ValueError, StopIteration, RecursionError):
+        return len(windows.text) if error.pos <= quote else error.pos
+    except (StopIteration, RecursionError):
         return quote + 1
     with contextlib.suppress(ValueError, StopIteration, RecursionError):
         if isinstance(inner, str) and inner.startswith(MAGIC_TEXT):
-            _keep(scan(inner, len(MAGIC_TEXT))[0], trees)
+            _keep(windows.scan(inner, len(MAGIC_TEXT))[0], trees)
     return end
 
 
@@ -598,12 +662,21 @@ def _json_trees(data: bytes | str, scan: Scan, trees: list[Any]) -> None:
         if kind is dict or kind is list:
             parts = node.values() if kind is dict else node
             stack.extend((part, level) for part in reversed(list(parts)))
-        elif kind is str and node.startswith(MAGIC_TEXT):
-            with contextlib.suppress(ValueError, StopIteration, RecursionError):
-                _keep(scan(node, len(MAGIC_TEXT))[0], trees)
-        elif kind is str and level < _QUOTED and node.lstrip(" \t\n\r")[:1] in ("[", "{"):
-            with contextlib.suppress(ValueError, RecursionError):
-                stack.append((json.loads(node), level + 1))
+        elif kind is str:
+            _json_string(node, level, scan, trees, stack)
+
+
+def _json_string(
+    node: str, level: int, scan: Scan, trees: list[Any], stack: list[tuple[Any, int]]
+) -> None:
+    """A string of the JSON the audit reads: static data, JSON to read, or neither. Each string
+    is scanned once, so what a failed scan's error counts (its length) is linear in the text."""
+    if node.startswith(MAGIC_TEXT):
+        with contextlib.suppress(ValueError, StopIteration, RecursionError):
+            _keep(scan(node, len(MAGIC_TEXT))[0], trees)
+    elif level < _QUOTED and node.lstrip(" \t\n\r")[:1] in ("[", "{"):
+        with contextlib.suppress(ValueError, RecursionError):
+            stack.append((json.loads(node), level + 1))
 
 
 # The audit decompresses the members of a zip archive up to a budget: 100 times the archive's
@@ -625,9 +698,8 @@ def _archive_trees(data: bytes, scan: Scan, trees: list[Any]) -> None:
     """The trees in every member of a zip archive (a .pt2), compressed or not. Every member:
     ``torch.export.load`` reads a program from each ``models/`` member whatever its name ends
     with, and the members torch reads change between its versions."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError):  # no zip archive
+    archive = _archive(data)
+    if archive is None:
         return
     left = _budget(len(data))
     for member in archive.infolist():
@@ -635,6 +707,82 @@ def _archive_trees(data: bytes, scan: Scan, trees: list[Any]) -> None:
         left -= len(content)
         _raw_trees(content.decode("latin-1"), scan, trees)
         _json_trees(content, scan, trees)
+
+
+_LOCAL_HEADER = b"PK\x03\x04"
+_END_RECORD = b"PK\x05\x06"
+_END_SIZE = 22
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_ZIP64_RECORD = b"PK\x06\x06"
+_ZIP64_SIZES = (20, 56)  # the locator's and the record's sizes (the record without extra data)
+
+
+def _end_record(data: bytes) -> int:
+    """Where zipfile (and torch's reader) read ``data``'s end-of-central-directory record: its
+    last 22 bytes if they are one without a comment, else the last signature in the last 64 KiB
+    and 22 bytes (-1: none)."""
+    last = len(data) - _END_SIZE
+    if last >= 0 and data[last : last + 4] == _END_RECORD and data[-2:] == b"\0\0":
+        return last
+    return data.rfind(_END_RECORD, max(0, last - 0xFFFF))
+
+
+def _archive(data: bytes) -> zipfile.ZipFile | None:
+    """The zip archive ``data`` is (``None``: it does not look like one).
+    Refused (a ``ValueError``): one zipfile cannot read, which torch's reader (miniz) may read;
+    one whose central directory is not where its end record says (see ``_directory_found``)."""
+    end = _end_record(data)
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except Exception as error:  # BadZipFile, a bad extra field or name, ...
+        if not _looks_like_zip(data, end):
+            return None
+        raise _unreadable("", error) from None
+    found = _directory_found(data, end)
+    if found != len(archive.infolist()):
+        said = f"counts {found}" if isinstance(found, int) else found
+        raise ValueError(
+            f"artifact_references() reads {len(archive.infolist())} members in the zip archive "
+            f"given, and its end record {said}: its central directory is not where the end "
+            f"record says (data before it, a second directory, ...): torch's reader may read "
+            f"another archive from it; do not load the archive."
+        )
+    return archive
+
+
+def _looks_like_zip(data: bytes, end: int) -> bool:
+    """Whether ``data`` starts with a local header or has an end record (at ``end``) locating a
+    central directory entry or a zip64 record, as any archive torch's reader reads has."""
+    if data.startswith(_LOCAL_HEADER):
+        return True
+    if end < 0 or len(data) - end < _END_SIZE:
+        return False
+    offset = int.from_bytes(data[end + 16 : end + 20], "little")
+    return offset == 0xFFFFFFFF or data[offset : offset + 4] == b"PK\x01\x02"
+
+
+def _directory_found(data: bytes, end: int) -> str | int:
+    """How many members the end record at ``end`` (or its zip64 record) counts, if the central
+    directory it locates ends where that record starts, as zipfile reads it (zipfile reads the
+    directory just before the record, miniz at the offset the record gives: a file with two
+    directories is two archives); else what is wrong."""
+    record = end
+    if end >= 0 and data[end - 20 : end - 16] == _ZIP64_LOCATOR:
+        record = int.from_bytes(data[end - 12 : end - 4], "little")
+        if data[record : record + 4] != _ZIP64_RECORD or record != end - sum(_ZIP64_SIZES):
+            return "a zip64 record that is not where zipfile reads it"
+        fields = [
+            int.from_bytes(data[record + at : record + at + 8], "little") for at in (32, 40, 48)
+        ]
+    else:
+        fields = [
+            int.from_bytes(data[end + at : end + at + n], "little")
+            for at, n in ((10, 2), (12, 4), (16, 4))
+        ]
+    entries, size, offset = fields
+    if end < 0 or offset + size != record:
+        return f"locates a central directory of {size} bytes at {offset}, not ending at {record}"
+    return entries
 
 
 def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, size: int) -> bytes:
@@ -646,11 +794,7 @@ def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, s
             with archive.open(member) as stream:
                 content = stream.read(left + 1)  # streams: decompresses at most this much
         except Exception as error:  # a bad CRC, a compression zipfile does not know, ...
-            raise ValueError(
-                f"artifact_references() cannot read {name!r:.200} in the zip archive given "
-                f"({type(error).__name__}: {error!s:.200}), which torch's reader may read: do "
-                f"not load the archive."
-            ) from None
+            raise _unreadable(f"{name!r:.200} in ", error) from None
         if len(content) <= left:
             return content
     raise ValueError(
@@ -659,6 +803,14 @@ def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, left: int, s
         f"more than it), and its members reach that at {name!r:.200}: a .pt2 that "
         f"torch.export.save wrote is not compressed; this archive may be a zip bomb: do not "
         f"load it."
+    )
+
+
+def _unreadable(what: str, error: Exception) -> ValueError:
+    return ValueError(
+        f"artifact_references() cannot read {what}the zip archive given "
+        f"({type(error).__name__}: {error!s:.200}), which torch's reader may read: do not load "
+        f"the archive."
     )
 
 
