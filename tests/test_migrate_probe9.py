@@ -349,3 +349,97 @@ def test_a_long_conversion_gets_its_real_reason_not_ptk199(tmp_path: Path) -> No
     entry = by_class(codemod(tmp_path, "--report", "json", "--diff", "."))["State"]
     assert entry["code"] == "PTK109", entry
     assert "nominal_axis_unit" in entry["reason"], entry
+
+
+# -- the write step's other refusals and the xattr and thread cases ------------------------------
+
+import threading  # noqa: E402
+
+import pytreekit.migrate._write as write_module  # noqa: E402
+
+
+def test_a_new_text_the_files_encoding_cannot_hold_withdraws_the_hierarchy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _hierarchy(tmp_path)
+    real = write_module.encode
+
+    def encode(module: Any, text: str) -> bytes:
+        if text != module.source:  # the new text: as a latin-1 file meeting a character beyond
+            raise UnicodeEncodeError("latin-1", "\u20ac", 0, 1, "ordinal not in range(256)")
+        return real(module, text)
+
+    monkeypatch.setattr(write_module, "encode", encode)
+    result = codemod(tmp_path, "--report", "json", ".")
+    monkeypatch.undo()
+    _both_failed(result, "ordinal not in range(256)")
+    _untouched(tmp_path, before)
+
+
+def test_a_file_changed_after_its_temporary_was_written_withdraws_the_hierarchy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _hierarchy(tmp_path)
+    real, asked = write_module._refusal, []
+
+    def refusal(module: Any) -> str | None:  # the second look, just before replacing
+        asked.append(module)
+        return real(module) if len(asked) <= 2 else "changed on disk while the codemod ran"
+
+    monkeypatch.setattr(write_module, "_refusal", refusal)
+    result = codemod(tmp_path, "--report", "json", ".")
+    monkeypatch.undo()
+    _both_failed(result, "changed on disk while the codemod ran")
+    _untouched(tmp_path, before)
+    assert not list(tmp_path.rglob("*.migrate"))
+
+
+def test_a_file_removed_during_the_run_is_named_as_not_written(tmp_path: Path) -> None:
+    write(tmp_path, {"gone.py": "x = 1\n"})
+    module = type("M", (), {"path": tmp_path / "gone.py", "source": "x = 1\n"})()
+    (tmp_path / "gone.py").unlink()
+    why = write_module._refusal(module)  # type: ignore[arg-type]
+    assert why is not None and why.startswith("not written: ") and "gone.py" in why
+    assert write_module.explain(ValueError("plain words")) == "plain words"
+
+
+@pytest.mark.parametrize("failure", [errno.ENOTSUP, errno.EIO])
+def test_extended_attributes_a_file_system_lacks_are_skipped_others_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: int
+) -> None:
+    if not hasattr(os, "listxattr"):
+        pytest.skip("no extended attributes on this platform")
+    (tmp_path / "a").write_text("a")
+    (tmp_path / "b").write_text("b")
+
+    def refuse(*args: Any) -> Any:
+        raise OSError(failure, os.strerror(failure))
+
+    monkeypatch.setattr(os, "listxattr", refuse)
+    if failure == errno.ENOTSUP:
+        write_module._copy_xattrs(str(tmp_path / "a"), str(tmp_path / "b"))  # nothing to keep
+    else:
+        with pytest.raises(OSError, match=os.strerror(failure)):
+            write_module._copy_xattrs(str(tmp_path / "a"), str(tmp_path / "b"))
+    monkeypatch.setattr(os, "listxattr", lambda path: ["user.k"])
+    monkeypatch.setattr(os, "getxattr", lambda path, name: b"v")
+    monkeypatch.setattr(os, "setxattr", refuse)
+    if failure == errno.ENOTSUP:
+        write_module._copy_xattrs(str(tmp_path / "a"), str(tmp_path / "b"))
+    else:
+        with pytest.raises(OSError, match=os.strerror(failure)):
+            write_module._copy_xattrs(str(tmp_path / "a"), str(tmp_path / "b"))
+
+
+def test_writing_from_another_thread_leaves_the_signal_handlers_alone() -> None:
+    seen = []
+
+    def write_in_thread() -> None:
+        with write_module._signals_held():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    before = signal.getsignal(signal.SIGINT)
+    thread = threading.Thread(target=write_in_thread)
+    thread.start()
+    thread.join()
+    assert seen == [before]
