@@ -403,7 +403,11 @@ def _in_process_states():
         (af.Linear, {"weight": 1, "act": model, "scale": 1.0, F: _L3}, "holds a attack6"),
         (af.Linear, {"weight": 1, "act": af.Linear, "scale": 1.0, F: _L3}, "holds the class"),
         (af.Linear, {"weight": 1, "act": _Opaque, "scale": 1.0, F: _L3}, "holds the class"),
-        (af.Linear, {"weight": 1, "act": len, "scale": 1.0, F: _L3}, "'builtins:len'"),
+        (
+            af.Linear,
+            {"weight": 1, "act": _opaque_function, "scale": 1.0, F: _L3},
+            "_opaque_function'",
+        ),
         (af.Plain, {"weight": 1, "act": _opaque_function, F: _P2}, "holds the function"),
         (af.Plain, {"weight": 1, "act": _Opaque(), F: _P2}, "holds a test_artifacts_attack6"),
         (
