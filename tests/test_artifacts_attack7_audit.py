@@ -166,8 +166,14 @@ def test_a_zip64_archive_is_read_and_its_records_checked(monkeypatch):
     locator = moved.rindex(b"PK\x06\x07")
     record = int.from_bytes(moved[locator + 8 : locator + 16], "little")
     moved[locator + 8 : locator + 16] = (record - 1).to_bytes(8, "little")  # for miniz
-    assert zipfile.ZipFile(io.BytesIO(bytes(moved))).namelist()  # zipfile reads it
-    with pytest.raises(ValueError, match=r"zip64 record that is not where zipfile reads it"):
+    try:  # Python 3.11 to 3.13's zipfile reads it; 3.14's checks the record and refuses it
+        readable = bool(zipfile.ZipFile(io.BytesIO(bytes(moved))).namelist())
+    except zipfile.BadZipFile:
+        readable = False
+    # Either way the audit refuses: a record where zipfile does not look, or bytes that look
+    # like a zip that zipfile cannot read (torch's reader may).
+    refusal = r"zip64 record that is not where zipfile reads it" if readable else r"do not load"
+    with pytest.raises(ValueError, match=refusal):
         pytreekit.artifact_references(bytes(moved))
 
 
