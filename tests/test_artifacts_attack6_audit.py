@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import export_fixtures as ef
 import jax
@@ -101,25 +102,31 @@ def test_the_audit_lists_what_torch_loads_from_a_models_member_not_named_json(tm
         names = sorted(reference.name for reference in pytreekit.artifact_references(data))
         assert names == ["seam_fixtures:Mode", "torch:relu"]
     # torch reads the renamed member: the context it resolves is relu.
-    lines = run_fresh(
+    assert activations_torch_loads(tmp_path, ["model-0", "model-8"]) == ["relu", "relu"]
+
+
+def activations_torch_loads(tmp_path: Path, names: list[str]) -> list[str]:
+    """The activation torch resolves in each ``<name>.pt2`` under ``tmp_path``, loaded in a fresh
+    process as the torch page shows (``safe_globals`` of the fixture's classes)."""
+    return run_fresh(
         """
         import logging, sys
         import torch
         import seam_fixtures
 
         logging.disable(logging.WARNING)
-        for compression in (0, 8):
+        for name in sys.argv[2:]:
             with torch.serialization.safe_globals([seam_fixtures.Linear, seam_fixtures.Mode]):
-                loaded = torch.export.load(f"{sys.argv[1]}/model-{compression}.pt2")
+                loaded = torch.export.load(f"{sys.argv[1]}/{name}.pt2")
             print(loaded.call_spec.in_spec.child(0).child(0).context[1].__name__)
         """,
         tmp_path,
+        *names,
         pythonpath=[ROOT, TESTS],
         inherit_env=True,
         cwd=None,
         timeout=300,
     ).splitlines()
-    assert lines == ["relu", "relu"]
 
 
 # -- 5: a bounded audit --------------------------------------------------------------------------

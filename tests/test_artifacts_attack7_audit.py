@@ -23,8 +23,7 @@ import export_fixtures as ef
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import ROOT, TESTS, run_fresh
-from test_artifacts_attack6_audit import _program
+from test_artifacts_attack6_audit import _program, activations_torch_loads
 
 import pytreekit
 import pytreekit._artifacts.export as export_module
@@ -200,25 +199,7 @@ def test_a_pt2_with_two_directories_is_refused_where_torch_loads_the_hidden_one(
     with pytest.raises(ValueError, match=r"cannot read the zip archive given.*do not load"):
         pytreekit.artifact_references((tmp_path / "extra.pt2").read_bytes())
     # What the refusals prevent: torch reads the edited program from both files.
-    lines = run_fresh(
-        """
-        import logging, sys
-        import torch
-        import seam_fixtures
-
-        logging.disable(logging.WARNING)
-        for name in ("two", "extra"):
-            with torch.serialization.safe_globals([seam_fixtures.Linear, seam_fixtures.Mode]):
-                loaded = torch.export.load(f"{sys.argv[1]}/{name}.pt2")
-            print(loaded.call_spec.in_spec.child(0).child(0).context[1].__name__)
-        """,
-        tmp_path,
-        pythonpath=[ROOT, TESTS],
-        inherit_env=True,
-        cwd=None,
-        timeout=300,
-    ).splitlines()
-    assert lines == ["relu", "relu"]
+    assert activations_torch_loads(tmp_path, ["two", "extra"]) == ["relu", "relu"]
 
 
 def _corrupt_extra_pt2(honest: bytes) -> bytes:
