@@ -42,6 +42,31 @@ jax.tree_util.register_pytree_node(Base, lambda b: ((b.w,), None), lambda _, c: 
 """
 
 
+_DECORATORS = {
+    "jax": ("import jax", "@jax.tree_util.register_pytree_node_class"),
+    "from": ("from jax.tree_util import register_pytree_node_class", "@register_pytree_node_class"),
+}
+
+
+def hand_registered(
+    name: str = "Base", *, style: str = "jax", bases: str = "", imports: str = ""
+) -> str:
+    """A module holding one class registered by hand the common way: one child ``x``, no aux
+    data, ``tree_unflatten`` calling ``cls``. ``style``: ``jax.tree_util.`` spelled at the
+    decorator (``"jax"``) or the decorator imported by name (``"from"``)."""
+    header, decorator = _DECORATORS[style]
+    if imports:
+        header = f"{header}\n\n{imports}"
+    body = (
+        "    def tree_flatten(self):\n        return (self.x,), None\n\n"
+        "    @classmethod\n    def tree_unflatten(cls, aux, children):\n"
+        "        return cls(*children)\n"
+    )
+    if not bases:
+        body = "    def __init__(self, x):\n        self.x = x\n\n" + body
+    return f"\n{header}\n\n\n{decorator}\nclass {name}{f'({bases})' if bases else ''}:\n{body}"
+
+
 @dataclass
 class Result:
     code: int

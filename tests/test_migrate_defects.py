@@ -17,26 +17,11 @@ from conftest import require
 
 require("libcst")
 
-from migrate_helpers import codemod, load, write  # noqa: E402
+from migrate_helpers import codemod, hand_registered, load, write  # noqa: E402
 
 import pytreekit.migrate._codes as migrate_codes  # noqa: E402
 
-CLASS_A = """
-from jax.tree_util import register_pytree_node_class
-
-
-@register_pytree_node_class
-class A:
-    def __init__(self, x):
-        self.x = x
-
-    def tree_flatten(self):
-        return (self.x,), None
-
-    @classmethod
-    def tree_unflatten(cls, aux, children):
-        return cls(*children)
-"""
+CLASS_A = hand_registered("A", style="from")
 
 
 def _report(directory: Path, *paths: str) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from conftest import require
 require("libcst")
 
 from migrate_helpers import HAND_REGISTERED_BASE as BASE  # noqa: E402
-from migrate_helpers import by_class, codemod, python_in, write  # noqa: E402
+from migrate_helpers import by_class, codemod, hand_registered, python_in, write  # noqa: E402
 
 REGISTERED_SUB = """
 from jax.tree_util import register_pytree_node_class
@@ -67,22 +67,7 @@ def test_a_subclass_in_a_namespace_package_makes_the_base_unsafe(
 
 # -- r2. a method named in a string ---------------------------------------------------------------
 
-DECORATED = """
-from jax.tree_util import register_pytree_node_class
-
-
-@register_pytree_node_class
-class Base:
-    def __init__(self, x):
-        self.x = x
-
-    def tree_flatten(self):
-        return (self.x,), None
-
-    @classmethod
-    def tree_unflatten(cls, aux, children):
-        return cls(*children)
-"""
+DECORATED = hand_registered(style="from")
 
 BY_STRING = {
     "getattr": (

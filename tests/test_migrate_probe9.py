@@ -16,45 +16,16 @@ from conftest import require
 
 require("libcst")
 
-from migrate_helpers import by_class, codemod, python_in, write  # noqa: E402
+from migrate_helpers import by_class, codemod, hand_registered, python_in, write  # noqa: E402
 
 import pytreekit.migrate._cli as cli  # noqa: E402
 import pytreekit.migrate._rewrite as rewrite_module  # noqa: E402
 
 # -- r1. a hierarchy over two files is written whole or not at all -----------------------------
 
-BASE = """
-import jax
+BASE = hand_registered()
 
-
-@jax.tree_util.register_pytree_node_class
-class Base:
-    def __init__(self, x):
-        self.x = x
-
-    def tree_flatten(self):
-        return (self.x,), None
-
-    @classmethod
-    def tree_unflatten(cls, aux, children):
-        return cls(*children)
-"""
-
-SUB = """
-import jax
-
-from pkg.a import Base
-
-
-@jax.tree_util.register_pytree_node_class
-class Sub(Base):
-    def tree_flatten(self):
-        return (self.x,), None
-
-    @classmethod
-    def tree_unflatten(cls, aux, children):
-        return cls(*children)
-"""
+SUB = hand_registered("Sub", bases="Base", imports="from pkg.a import Base")
 
 
 def _hierarchy(tmp_path: Path) -> dict[str, bytes]:
