@@ -51,6 +51,24 @@ def _both_failed(result: Any, cause: str) -> None:
     assert result.report["summary"]["rewritten"] == 0, result.report["summary"]
 
 
+def _withdrawn_with(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    owner: Any,
+    name: str,
+    stand_in: Any,
+    cause: str,
+) -> None:
+    """With ``owner.name`` replaced by ``stand_in`` for the run, both files fail for ``cause``
+    and are left as they were."""
+    before = _hierarchy(tmp_path)
+    monkeypatch.setattr(owner, name, stand_in)
+    result = codemod(tmp_path, "--report", "json", ".")
+    monkeypatch.undo()
+    _both_failed(result, cause)
+    _untouched(tmp_path, before)
+
+
 @pytest.mark.skipif(os.name == "nt", reason="POSIX file modes")
 def test_a_read_only_subclass_file_keeps_its_base_file_unwritten(tmp_path: Path) -> None:
     before = _hierarchy(tmp_path)
@@ -66,7 +84,6 @@ def test_a_read_only_subclass_file_keeps_its_base_file_unwritten(tmp_path: Path)
 def test_a_full_disk_fails_before_any_file_is_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = _hierarchy(tmp_path)
     real_fsync, calls = os.fsync, []
 
     def fsync(fd: int) -> None:  # the second temporary file does not fit
@@ -75,11 +92,7 @@ def test_a_full_disk_fails_before_any_file_is_replaced(
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real_fsync(fd)
 
-    monkeypatch.setattr(os, "fsync", fsync)
-    result = codemod(tmp_path, "--report", "json", ".")
-    monkeypatch.undo()
-    _both_failed(result, os.strerror(errno.ENOSPC))
-    _untouched(tmp_path, before)
+    _withdrawn_with(tmp_path, monkeypatch, os, "fsync", fsync, os.strerror(errno.ENOSPC))
 
 
 def test_a_subclass_file_changed_during_the_run_keeps_its_base_file_unwritten(
@@ -332,7 +345,6 @@ import pytreekit.migrate._write as write_module  # noqa: E402
 def test_a_new_text_the_files_encoding_cannot_hold_withdraws_the_hierarchy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = _hierarchy(tmp_path)
     real = write_module.encode
 
     def encode(module: Any, text: str) -> bytes:
@@ -340,28 +352,20 @@ def test_a_new_text_the_files_encoding_cannot_hold_withdraws_the_hierarchy(
             raise UnicodeEncodeError("latin-1", "\u20ac", 0, 1, "ordinal not in range(256)")
         return real(module, text)
 
-    monkeypatch.setattr(write_module, "encode", encode)
-    result = codemod(tmp_path, "--report", "json", ".")
-    monkeypatch.undo()
-    _both_failed(result, "ordinal not in range(256)")
-    _untouched(tmp_path, before)
+    _withdrawn_with(tmp_path, monkeypatch, write_module, "encode", encode, "ordinal not in range")
 
 
 def test_a_file_changed_after_its_temporary_was_written_withdraws_the_hierarchy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = _hierarchy(tmp_path)
     real, asked = write_module._refusal, []
 
     def refusal(module: Any) -> str | None:  # the second look, just before replacing
         asked.append(module)
         return real(module) if len(asked) <= 2 else "changed on disk while the codemod ran"
 
-    monkeypatch.setattr(write_module, "_refusal", refusal)
-    result = codemod(tmp_path, "--report", "json", ".")
-    monkeypatch.undo()
-    _both_failed(result, "changed on disk while the codemod ran")
-    _untouched(tmp_path, before)
+    cause = "changed on disk while the codemod ran"
+    _withdrawn_with(tmp_path, monkeypatch, write_module, "_refusal", refusal, cause)
     assert not list(tmp_path.rglob("*.migrate"))
 
 
