@@ -726,12 +726,12 @@ HOSTILE: list[tuple[str, bytes, str]] = [
     (
         "pytree-class-key",
         _raw(["p", BLOCK, {"__class__": ["k", FROZEN], STATE_LAYOUT: BLOCK_LAYOUT}]),
-        "holds a value that is not a field",
+        "which is not a field its layout names",
     ),
     (
         "pytree-key-outside-layout",
         _raw(["p", BLOCK, {"other": 1, STATE_LAYOUT: BLOCK_LAYOUT}]),
-        "holds a value that is not a field",
+        "which is not a field its layout names",
     ),
     (
         "pytree-layout-dunder",

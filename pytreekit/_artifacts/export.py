@@ -44,7 +44,6 @@ from .static_data import (
     decode,
     dumps_fields,
     hashable,
-    is_layout,
     is_pickle,
     is_safe_reference,
     learn,
@@ -54,6 +53,7 @@ from .static_data import (
     parse,
     plain_tuple,
     refuses_partial,
+    state_refusal,
     type_name_of,
     unadmitted,
 )
@@ -375,14 +375,10 @@ def _restricted_parts(
 ) -> tuple[tuple[str, ...], tuple[bool, ...], dict[str, Any]]:
     """(field names, static flags, values by name) of a state as ``pytree_getstate`` writes it."""
     items = _state_items(state)
-    layout = items.pop(markers.FIELDS, None)
-    if not is_layout(layout) or not all(type(name) is str for name in layout[0]):
-        raise StaticDataError(
-            f"its state holds no layout (field names and static flags under "
-            f"{markers.FIELDS!r}), which pytreekit writes in every state. {_NOT_WRITTEN}"
-        )
-    names, static = layout
-    _check_named(items, names, may_be_unset)
+    why = state_refusal(items, may_be_unset)
+    if why is not None:
+        raise StaticDataError(f"its state {why}. {_NOT_WRITTEN}")
+    names, static = items.pop(markers.FIELDS)
     return names, static, items
 
 
@@ -397,26 +393,6 @@ def _state_items(state: Any) -> dict[Any, Any]:
     for part in parts:
         items.update(part or {})
     return items
-
-
-def _check_named(
-    items: dict[Any, Any], names: tuple[str, ...], may_be_unset: frozenset[str]
-) -> None:
-    """Each name once, a value for each but the fields that may be unset, and no value under a
-    name the layout does not give."""
-    if len(set(names)) != len(names):
-        raise StaticDataError(f"its layout names a field twice. {_NOT_WRITTEN}")
-    extra = next((key for key in items if type(key) is not str or key not in names), None)
-    if extra is not None:
-        where = f"{extra!r:.60}" if type(extra) is str else f"a {type_name(extra)} key"
-        raise StaticDataError(
-            f"its state holds a value under {where}, which its layout does not name. {_NOT_WRITTEN}"
-        )
-    missing = next((n for n in names if n not in items and n not in may_be_unset), None)
-    if missing is not None:
-        raise StaticDataError(
-            f"its layout names the field {missing!r} without a value. {_NOT_WRITTEN}"
-        )
 
 
 def _restricted_names(table: Any, names: tuple[str, ...], static: tuple[bool, ...]) -> None:

@@ -2652,25 +2652,46 @@ def _check_layout(cls: type, state: dict[str, Any]) -> tuple[str, ...]:
     """That a pytree class's state holds ``(names, static flags)`` and values of those fields:
     the names."""
     layout: Any = state.get(markers.FIELDS)
-    if not is_layout(layout):
-        raise _Bad(f"{markers.FIELDS!r} must be (names, static flags)")
+    if _is_layout(layout):  # the names themselves first: a name that is none says more
+        _check_state_names(cls, layout[0], _dataclass_names(cls))
+    why = state_refusal(state)
+    if why is not None:
+        raise _Bad(f"the state of {cls.__qualname__} {why}")
     names: tuple[str, ...] = layout[0]
-    _check_state_names(cls, names, _dataclass_names(cls))  # strings from here on
-    if len(set(names)) != len(names):
-        raise _Bad(f"the layout of {cls.__qualname__} names a field twice")
     declared = own_dict(cls)[markers.SPEC].table.declared_for(names)[0]
     if declared != names:  # an annotated class: the fields it declares, in their order
         raise _Bad(f"{cls.__qualname__} has the fields {declared}, and the data names {names}")
-    given = {key for key in state if key != markers.FIELDS}
-    if not given <= set(names):
-        raise _Bad(f"the state of {cls.__qualname__} holds a value that is not a field")
-    if len(given) != len(names):
-        missing = next(name for name in names if name not in given)
-        raise _Bad(f"the layout of {cls.__qualname__} names the field {missing!r} without a value")
     return names
 
 
-def is_layout(layout: Any) -> bool:
+def state_refusal(items: dict[Any, Any], may_be_unset: frozenset[str] = frozenset()) -> str | None:
+    """Why a pytree class's state (as ``pytree_getstate`` writes it: the values by name, and the
+    layout's names and static flags under ``markers.FIELDS``) is not one pytreekit writes, as a
+    clause after "the state": its layout's names strings, each once, each with a value but those
+    in ``may_be_unset`` (``init=False`` fields not set yet), no value under another name."""
+    layout: Any = items.get(markers.FIELDS)
+    if not _is_layout(layout):
+        return (
+            f"holds no layout: {markers.FIELDS!r} must be (names, static flags), which pytreekit "
+            f"writes in every state"
+        )
+    names = layout[0]
+    odd = next((name for name in names if type(name) is not str), None)
+    if odd is not None:  # no repr: a decoded object's repr is its class's code
+        return f"names a field by a {type_name(odd)}, which is not a field name"
+    if len(set(names)) != len(names):
+        return "names a field twice in its layout"
+    extra = next((k for k in items if k != markers.FIELDS and k not in names), None)
+    if extra is not None:
+        where = f"{extra!r:.60}" if type(extra) is str else f"a {type_name(extra)} key"
+        return f"holds a value under {where}, which is not a field its layout names"
+    missing = next((n for n in names if n not in items and n not in may_be_unset), None)
+    if missing is not None:
+        return f"names the field {missing!r} without a value"
+    return None
+
+
+def _is_layout(layout: Any) -> bool:
     """Whether ``layout`` has the shape of a pytree state's ``(names, static flags)``."""
     return (
         type(layout) is tuple
