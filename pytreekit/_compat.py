@@ -485,16 +485,28 @@ TORCH_RESTRICTED_UNPICKLER = "torch._weights_only_unpickler"
 _getframe: Callable[[int], Any] | None = getattr(sys, "_getframe", None)
 
 
+# How far up the weights-only unpickler's frame is looked for: past a subclass's ``__setstate__``
+# that delegates with ``super()``, whatever wraps it (a logging decorator, ``torch.no_grad()``'s
+# ``decorate_context``), or a helper it calls. Any frame of the unpickler's counts, whatever the
+# frames between are called: the check fails closed, and an honest state passes it.
+_UNPICKLER_FRAMES = 32
+
+
 def called_by_torch_restricted_unpickler(depth: int = 1) -> bool:
-    """Whether the caller of the function calling this (``depth`` frames up) runs in torch's
-    weights-only unpickler, past any ``__setstate__`` of a subclass that delegates with
-    ``super().__setstate__(state)``: one frame read in the usual case."""
+    """Whether the function calling this (``depth`` frames up) was called, directly or through
+    up to ``_UNPICKLER_FRAMES`` frames, by torch's weights-only unpickler."""
     if _getframe is None:  # an interpreter without frames: check every state
         return True
+    if TORCH_RESTRICTED_UNPICKLER not in sys.modules:  # torch never loaded a checkpoint so
+        return False
     frame = _getframe(depth + 1)
-    while frame is not None and frame.f_code.co_name == "__setstate__":
+    for _ in range(_UNPICKLER_FRAMES):
+        if frame is None:
+            return False
+        if frame.f_globals.get("__name__") == TORCH_RESTRICTED_UNPICKLER:
+            return True
         frame = frame.f_back
-    return frame is not None and frame.f_globals.get("__name__") == TORCH_RESTRICTED_UNPICKLER
+    return False
 
 
 # -- typing_extensions' spellings of typing's forms (attack6) ----------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 # them, no class or metaclass can substitute a property of its own.
 _MODULE_DICT: Any = vars(types.ModuleType)["__dict__"]
 _TYPE_DICT: Any = vars(type)["__dict__"]
+_CLASSMETHOD_FUNC: Any = vars(classmethod)["__func__"]
 _TYPE_MRO: Any = vars(type)["__mro__"]
 # What ``lookup`` and ``find_in`` return for a name that holds nothing: pytreekit's one sentinel.
 MISSING: Any = dataclasses.MISSING
@@ -72,8 +73,15 @@ def find_in(module: str, qualname: str) -> tuple[Any, Any, str]:
     kind = type(found)
     if kind is staticmethod:
         found = found.__func__
-    elif owner is not None and (kind is classmethod or kind is types.ClassMethodDescriptorType):
-        found = found.__get__(None, owner)  # C code: dict.fromkeys, a classmethod, bound
+    elif owner is not None and kind is classmethod:
+        # Bound by hand: ``classmethod.__get__`` calls the ``__get__`` of what it wraps before
+        # 3.13 (a ``@classmethod @property``'s getter would run). Only a function is bound.
+        func = _CLASSMETHOD_FUNC.__get__(found)
+        if type(func) is not types.FunctionType:
+            return MISSING, None, ""
+        found = types.MethodType(func, owner)
+    elif owner is not None and kind is types.ClassMethodDescriptorType:
+        found = found.__get__(None, owner)  # C code: dict.fromkeys, bound
     return found, namespace, key
 
 

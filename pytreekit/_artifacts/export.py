@@ -33,6 +33,7 @@ from .legacy import opted_in, pickled, unpickled
 from .schema import FORMAT, MAGIC, MAGIC_TEXT, MAX_DEPTH
 from .static_data import (
     ATOMS,
+    TOO_DEEP,
     Reader,
     StaticDataError,
     UnencodableError,
@@ -348,10 +349,15 @@ def check_restricted_state(cls: type, state: Any) -> None:
         table = spec.table
         _restricted_names(table, names, static)
         declared = declared_types(cls)
-        for name in _static_names(names, static):
+        for name, is_static in zip(names, static, strict=True):
             if name in items:
                 hint, admitted = declared.get(name, (None, ()))
-                _restricted_value(name, restored(items[name]), hint, admitted)
+                value = restored(items[name])
+                if is_static:
+                    _restricted_value(name, value, hint, admitted)
+                else:  # a child holds what the model calls too (a submodule)
+                    found = unadmitted(value, admitted, leaf=True)
+                    _refuse_chosen(f"the field {name}", found, hint)
         learn([], [(table.cls, names)])
     except StaticDataError as error:
         raise StaticDataError(
@@ -423,20 +429,31 @@ def _undeclared(names: tuple[str, ...], declared: tuple[str, ...]) -> str:
 
 def _restricted_value(name: str, value: Any, hint: Any, admitted: tuple[type, ...]) -> None:
     found = unadmitted(value, admitted)
-    if found is not MISSING and (is_class(found) or isinstance(found, _FUNCTIONS)):
-        what = "class" if is_class(found) else "function"
-        ref = f"{getattr(found, '__module__', '?')}:{getattr(found, '__qualname__', '?')}"
-        allowed = "the safe references" if hint is None else "the safe references nor a class"
-        raise StaticDataError(
-            f"the static field {name} holds the {what} {ref!r:.120}, which is none of "
-            f"{allowed}{'' if hint is None else ' its declared type names'} (so the checkpoint "
-            f"would decide what the model calls). {allowing_advice(ref)}."
-        )
+    _refuse_chosen(f"the static field {name}", found, hint)
     _check_value(name, value, hint)
     if found is not MISSING:
         raise StaticDataError(
             f"the static field {name} holds a {type_name(found)}, of a class an artifact may "
             f"name there only if it is a safe reference or the field's declared type names it."
+        )
+
+
+def _refuse_chosen(field: str, found: Any, hint: Any) -> None:
+    """Refuse what ``unadmitted`` found where it is a class or a function (the checkpoint would
+    choose what the model calls) or a value nested too deep."""
+    if found is TOO_DEEP:
+        raise StaticDataError(
+            f"{field} holds values nested more than {MAX_DEPTH} levels deep, which pytreekit "
+            f"never writes. {_NOT_WRITTEN}"
+        )
+    if found is not MISSING and (is_class(found) or isinstance(found, _FUNCTIONS)):
+        what = "class" if is_class(found) else "function"
+        ref = f"{getattr(found, '__module__', '?')}:{getattr(found, '__qualname__', '?')}"
+        allowed = "the safe references" if hint is None else "the safe references nor a class"
+        raise StaticDataError(
+            f"{field} holds the {what} {ref!r:.120}, which is none of {allowed}"
+            f"{'' if hint is None else ' its declared type names'} (so the checkpoint would "
+            f"decide what the model calls). {allowing_advice(ref)}."
         )
 
 

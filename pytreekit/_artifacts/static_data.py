@@ -2381,26 +2381,39 @@ def _admits(admitted: tuple[type, ...], cls: type) -> bool:
     )
 
 
-def unadmitted(value: Any, admitted: tuple[type, ...], depth: int = 0) -> Any:
-    """The first class, function or object in ``value`` (a static value another loader built:
-    torch's weights-only unpickler) that static data could not hold there (``MISSING``: none):
-    a class that is no safe reference and none of ``admitted`` (the classes the field's declared
-    type names), a function that is no safe reference, an object of such a class."""
+# What ``unadmitted`` finds in a value nested deeper than static data may be: pytreekit writes no
+# such value, and nothing below it is looked at.
+TOO_DEEP = object()
+_CALLABLES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
+def unadmitted(
+    value: Any, admitted: tuple[type, ...], depth: int = 0, *, leaf: bool = False
+) -> Any:
+    """The first class, function or object in ``value`` (a value another loader built: torch's
+    weights-only unpickler) that static data could not hold there (``MISSING``: none): a class that
+    is no safe reference and none of ``admitted`` (the classes the field's declared type names), a
+    function that is no safe reference, an object of such a class, ``TOO_DEEP``. An object of an
+    admitted class is looked into (its items, or its attributes with the classes its own fields
+    declare); a pytree instance is not: its own ``__setstate__`` checked it. With ``leaf`` (a
+    child's value), every object is looked into, and only classes and functions are found."""
     kind = type(value)
-    if _atom(kind) or depth > MAX_DEPTH:
+    if _atom(kind):
         return MISSING
+    if depth > MAX_DEPTH:
+        return TOO_DEEP
     if is_class(value):
         return MISSING if is_safe_reference(value) or _admits(admitted, value) else value
     parts = _container_parts(value, kind)
     if parts is None:
-        parts = _object_parts(value, kind, admitted)
+        parts, admitted = _object_parts(value, kind, admitted, leaf)
     if parts is None:
         return value
     return next(
         (
             found
             for part in parts
-            if (found := unadmitted(part, admitted, depth + 1)) is not MISSING
+            if (found := unadmitted(part, admitted, depth + 1, leaf=leaf)) is not MISSING
         ),
         MISSING,
     )
@@ -2417,15 +2430,44 @@ def _container_parts(value: Any, kind: type) -> Iterable[Any] | None:
     return None
 
 
-def _object_parts(value: Any, kind: type, admitted: tuple[type, ...]) -> Iterable[Any] | None:
-    """What to look into in an object (a NamedTuple: its items), or ``None`` where the object
-    itself is what static data could not hold: a function, an object of a class it would not
-    name there."""
-    if is_safe_reference(value) or _value_kind(kind):
-        return ()
+def _object_parts(
+    value: Any, kind: type, admitted: tuple[type, ...], leaf: bool
+) -> tuple[Iterable[Any] | None, tuple[type, ...]]:
+    """What to look into in an object, with the classes admitted there, or ``None`` where the
+    object itself is what static data could not hold: a function, an object of a class it would
+    not name there (a child's value: a function only)."""
+    if is_safe_reference(value) or _value_kind(kind) or markers.SPEC in own_dict(kind):
+        return (), admitted
     if not (is_safe_reference(kind) or _admits(admitted, kind)):
-        return None
-    return _items(value) if issubclass(kind, tuple) else ()
+        # A child's value may be any object (a tensor, an array): only what it holds is asked.
+        return (None if not leaf or issubclass(kind, _CALLABLES) else _attributes(value, kind)), (
+            admitted
+        )
+    own = tuple(k for _, named in declared_types(kind).values() for k in named)
+    return _attributes(value, kind), admitted + own
+
+
+def _attributes(value: Any, kind: type) -> Iterable[Any]:
+    """What an object holds, read by C code only: a tuple's or a dict's items (a NamedTuple, an
+    ``OrderedDict``), a list's or a set's, else the values in its ``__dict__`` and its slots."""
+    if issubclass(kind, tuple | frozenset):
+        return _items(value)
+    if issubclass(kind, dict):
+        return (part for entry in dict.items(value) for part in entry)
+    if issubclass(kind, list):
+        return list.__iter__(value)
+    if issubclass(kind, set):
+        return set.__iter__(value)
+    parts: list[Any] = []
+    instance_dict = lookup(kind, "__dict__")
+    if type(instance_dict) is types.GetSetDescriptorType:
+        parts.extend(dict.values(instance_dict.__get__(value, kind)))
+    for klass in mro(kind):
+        for slot in own_dict(klass).values():
+            if type(slot) is types.MemberDescriptorType:
+                with contextlib.suppress(AttributeError):
+                    parts.append(slot.__get__(value, kind))
+    return parts
 
 
 def _value_kind(kind: type) -> bool:
