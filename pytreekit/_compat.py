@@ -439,6 +439,32 @@ def unregister_from_torch(cls: type) -> None:
         optree.unregister_pytree_node(cls, namespace="torch")
 
 
+def guard_torch_namedtuple_contexts(refusal: Callable[[Any], str | None]) -> None:
+    """Make torch's reader of a namedtuple node's context refuse a class ``refusal`` names a
+    reason for. torch finds that class by name among every type registered with it (a pytree
+    class of ours too) and rebuilds the node by calling it with the node's children: a treespec
+    could call a pytree class's ``__init__`` with arguments of its choosing, past every check of
+    ours. Every entry reading contexts with torch's ``_namedtuple_deserialize`` is wrapped, each
+    time a class is registered with torch (a namedtuple registered since is covered then)."""
+    pytree = torch_pytree()
+    where, needed_for = TORCH_PYTREE, "to refuse a namedtuple node naming a pytree class"
+    reader = _private(pytree, "_namedtuple_deserialize", where, needed_for)
+    registry: dict[Any, Any] = _private(pytree, "SUPPORTED_SERIALIZED_TYPES", where, needed_for)
+
+    def guarded(dumpable_context: Any) -> Any:
+        found = reader(dumpable_context)
+        why = refusal(found)
+        if why is not None:
+            raise TypeError(
+                f"treespec_loads: a namedtuple node names {dumpable_context!r:.200}: {why}"
+            )
+        return found
+
+    for typ, entry in list(registry.items()):
+        if entry.from_dumpable_context is reader:
+            registry[typ] = entry._replace(from_dumpable_context=guarded)
+
+
 # -- the standard library's private attributes the artifacts wing reads (issue 33) --------------
 # Read through type's C descriptors: no metaclass property or __getattr__ of the class runs.
 _OWN_DICT: Any = vars(type)["__dict__"]

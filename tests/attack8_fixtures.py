@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -98,3 +98,13 @@ class Net:
 
     encoder: Encoder
     extra: Any = None
+
+
+class Pair(NamedTuple):
+    """A namedtuple torch serializes by name: its nodes still load."""
+
+    a: Any
+    b: Any
+
+
+torch.utils._pytree._register_namedtuple(Pair, serialized_type_name="attack8_fixtures.Pair")

@@ -172,6 +172,34 @@ def test_the_version_has_one_source():
         )
 
 
+def test_registering_with_torch_wraps_its_namedtuple_reader_as_the_page_says():
+    """Importing pytreekit leaves torch's namedtuple reader alone; registering a class with torch
+    wraps it (the page's third change outside pytreekit)."""
+    from conftest import require, run_fresh
+
+    require("torch")
+    assert "wrapped (in `_compat`) to refuse a class" in PAGE
+    out = run_fresh(
+        """
+        import collections
+        import torch.utils._pytree as tp
+        import pytreekit
+
+        def reader():
+            return tp.SUPPORTED_SERIALIZED_TYPES[collections.namedtuple].from_dumpable_context
+
+        print(reader() is tp._namedtuple_deserialize)
+
+        @pytreekit.pytree_class(backends=("torch",))
+        class Linear:
+            weight: object
+
+        print(reader() is tp._namedtuple_deserialize, reader().__module__)
+        """
+    ).splitlines()
+    assert out == ["True", "False pytreekit._compat"], out
+
+
 def test_import_pytreekit_changes_outside_it_what_the_page_lists():
     """The page names two changes outside pytreekit; the second, the finder on sys.meta_path, is
     made in a process that has not imported torch, and it finds no module."""

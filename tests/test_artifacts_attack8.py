@@ -176,3 +176,63 @@ def test_honest_children_load():
     with pytreekit.safe_references([fx.gelu]):  # a safe reference, as in a static field
         state = _state(("encoder", "extra"), (False, False), encoder=fx.gelu, extra=None)
         export.check_restricted_state(fx.Net, state)
+
+
+# -- torch's treespec reader: what it would call or import --------------------------------------
+
+LEAF = {"type": None, "context": None, "children_spec": []}
+
+
+def _namedtuple_spec(name, children):
+    node = {"type": "collections.namedtuple", "context": name, "children_spec": children}
+    return json.dumps([1, node])
+
+
+def test_a_namedtuple_node_naming_a_pytree_class_is_refused_and_audited():
+    import torch.utils._pytree as tp
+
+    fx.CALLED.clear()
+    text = _namedtuple_spec("attack8_fixtures.Base", [LEAF, LEAF])
+    [reference] = pytreekit.artifact_references(text)
+    assert reference == ("attack8_fixtures.Base", "refused")
+    with pytest.raises(TypeError, match=r"names 'attack8_fixtures.Base'.*no namedtuple"):
+        tp.treespec_loads(text)
+
+
+def test_an_honest_namedtuple_node_still_loads():
+    import torch.utils._pytree as tp
+
+    pair = fx.Pair(torch.ones(2), torch.zeros(1))
+    text = tp.treespec_dumps(tp.tree_flatten(pair)[1])
+    assert ("attack8_fixtures.Pair", "safe") in pytreekit.artifact_references(text)
+    rebuilt = tp.tree_unflatten([torch.ones(2), torch.zeros(1)], tp.treespec_loads(text))
+    assert type(rebuilt) is fx.Pair and torch.equal(rebuilt.a, torch.ones(2))
+
+
+def test_the_modules_torchs_reader_would_import_are_audited():
+    factory = {
+        "default_factory_module": "attack8_never_imported",
+        "default_factory_name": "make",
+        "dict_context": [],
+    }
+    node = {"type": "collections.defaultdict", "context": factory, "children_spec": []}
+    enum = json.dumps([{"__enum__": True, "fqn": "attack8_unknown:Mode", "name": "A"}])
+    honest = {**factory, "default_factory_module": "builtins", "default_factory_name": "list"}
+    text = json.dumps(
+        [
+            1,
+            {
+                "type": "builtins.tuple",
+                "context": "null",
+                "children_spec": [
+                    node,
+                    {"type": "builtins.dict", "context": enum, "children_spec": []},
+                    {"type": "collections.defaultdict", "context": honest, "children_spec": []},
+                ],
+            },
+        ]
+    )
+    found = dict(pytreekit.artifact_references(text))
+    assert found["attack8_never_imported:make"] == "refused"  # torch would import it
+    assert found["attack8_unknown:Mode"] == "refused"
+    assert found["builtins:list"] != "refused"  # imported already: as any name

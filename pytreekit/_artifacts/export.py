@@ -26,7 +26,13 @@ from typing import Any, NamedTuple, TypeVar
 
 from .. import _markers as markers
 from .._classes import NodeFunctions, restored, restricted_state_check
-from .._compat import export_lock, export_registries, jax_from_children, json_scanner
+from .._compat import (
+    TORCH_PYTREE,
+    export_lock,
+    export_registries,
+    jax_from_children,
+    json_scanner,
+)
 from .._messages import type_name
 from .._names import MISSING, find_in, is_class, lookup
 from .legacy import opted_in, pickled, unpickled
@@ -486,7 +492,9 @@ def artifact_references(artifact: bytes | bytearray | str) -> list[ArtifactRefer
 
     Returns:
         One ``ArtifactReference(name, status)`` per name; allow the ``"refused"`` ones you trust
-        with ``add_safe_references`` before loading.
+        with ``add_safe_references`` before loading. In a treespec, also the names torch's own
+        reader resolves: an enum's or a ``defaultdict`` factory's (``"refused"`` where torch
+        would import its module), and a namedtuple node's class (``"refused"`` where it is none).
 
     Raises:
         ValueError: ``artifact`` is a zip archive holding a member that cannot be read (a bad
@@ -655,8 +663,25 @@ def _json_trees(data: bytes | str, scan: Scan, trees: list[Any]) -> None:
         if kind is dict or kind is list:
             parts = node.values() if kind is dict else node
             stack.extend((part, level) for part in reversed(list(parts)))
+            if kind is dict:
+                _torch_routes(node, trees)
         elif kind is str:
             _json_string(node, level, scan, trees, stack)
+
+
+def _torch_routes(node: dict[str, Any], trees: list[Any]) -> None:
+    """Note what torch's own treespec reader would resolve from a JSON object, as a tree of one
+    name: the module and name an enum (``__enum__``, ``fqn``) or a defaultdict's factory names,
+    which torch imports; a namedtuple node's class, which torch calls with its children."""
+    fqn, module, name = node.get("fqn"), node.get("default_factory_module"), None
+    if "__enum__" in node and type(fqn) is str:
+        name = fqn
+    elif type(module) is str and type(node.get("default_factory_name")) is str:
+        name = f"{module}:{node['default_factory_name']}"
+    if name is not None:
+        trees.append([_TORCH_IMPORT, name])
+    if node.get("type") == "collections.namedtuple" and type(node.get("context")) is str:
+        trees.append([_TORCH_NAMEDTUPLE, node["context"]])
 
 
 def _json_string(
@@ -870,9 +895,32 @@ def _codec_status(name: str) -> str:
     return "codec" if codec_named(name) is not None else "no codec"
 
 
+# Tags of the trees ``_torch_routes`` notes: no tag of static data (``schema.TAGS``).
+_TORCH_IMPORT, _TORCH_NAMEDTUPLE = "torch import", "torch namedtuple"
+
+
+def _import_status(name: str) -> str:
+    """A name torch's reader imports: refused where its module is not imported yet (torch would
+    import it, running its code), else as any name."""
+    return "refused" if name.partition(":")[0] not in sys.modules else _status(name)
+
+
+def _namedtuple_status(name: str) -> str:
+    """A namedtuple node's class, by its name in torch's registry: refused where it is no
+    namedtuple (torch would call it; pytreekit's guard refuses it at load)."""
+    pytree = sys.modules.get(TORCH_PYTREE)
+    types_by_name = {} if pytree is None else vars(pytree).get("SERIALIZED_TYPE_TO_PYTHON_TYPE", {})
+    cls = types_by_name.get(name)
+    if cls is None:
+        return "missing" if pytree is not None else "not imported"
+    return "safe" if issubclass(cls, tuple) and lookup(cls, "_fields") is not MISSING else "refused"
+
+
 _NAMING: dict[str, Callable[[str], str]] = {
     **dict.fromkeys(("r", "k", "e", "n", "dc", "p"), _status),
     "x": _codec_status,
+    _TORCH_IMPORT: _import_status,
+    _TORCH_NAMEDTUPLE: _namedtuple_status,
 }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from .._artifacts import leaves_of, torch_dumpable
 from .._classes import Layout, NodeFunctions
-from .._compat import torch_pytree, unregister_from_torch
+from .._compat import guard_torch_namedtuple_contexts, torch_pytree, unregister_from_torch
 
 KEY = torch_pytree().GetAttrKey
 
@@ -45,6 +45,18 @@ def register(cls: type, nodes: NodeFunctions) -> None:
         to_dumpable_context=to_dumpable,
         from_dumpable_context=from_dumpable,
         flatten_with_keys_fn=nodes.flatten_with_keys("torch"),
+    )
+    guard_torch_namedtuple_contexts(_not_a_namedtuple)
+
+
+def _not_a_namedtuple(cls: Any) -> str | None:
+    """Why a namedtuple node's class is none (torch would call it with the node's children)."""
+    if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return None
+    return (
+        f"{getattr(cls, '__qualname__', cls)!r:.120} is no namedtuple, which torch would build by "
+        f"calling it with the node's children (a treespec pytreekit or torch wrote never names "
+        f"one): do not load this treespec"
     )
 
 
