@@ -8,7 +8,7 @@ import textwrap
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import ROOT, require
+from conftest import ROOT, require, run_fresh
 
 import pytreekit
 from pytreekit import field, pytree_class
@@ -183,3 +183,49 @@ def test_a_class_arriving_again_keeps_its_one_registration(pickled_elsewhere):
     again, _ = pickle.loads(pickled_elsewhere)  # the same class, tracked: not registered twice
     assert type(again) is type(first) and type(again).__pytreekit_spec__ is spec
     assert jax.tree_util.tree_leaves(again)[0].tolist() == [0.0, 1.0, 2.0]
+
+
+_TREEDEF_SENDER = """
+import sys
+
+import cloudpickle
+import jax
+
+import pytreekit
+
+
+@pytreekit.pytree_class
+class Plain:  # no annotations: its treedefs carry its layout
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+later = Plain(1.0, 2.0)
+del later.b  # another layout than the primary, learnt in the sender
+obj = Plain(1.0, 2.0)
+sent = (Plain, obj, jax.tree_util.tree_structure(obj), jax.tree_util.tree_structure(later))
+sys.stdout.buffer.write(cloudpickle.dumps(sent))
+"""
+
+
+def test_a_treedef_sent_with_its_class_by_value_equals_its_instances_treedefs():
+    # The layouts in the treedefs are unpickled before the class's table exists: the table the
+    # arriving class builds adopts them, so they are the ones its instances flatten to.
+    cls, obj, treedef, other = pickle.loads(_pickled_by(_TREEDEF_SENDER))
+    assert jax.tree_util.tree_structure(obj) == treedef
+    assert jax.tree_util.tree_structure(cls(3.0, 4.0)) == treedef
+    assert treedef.flatten_up_to(obj) == [1.0, 2.0]
+    rebuilt = jax.tree_util.tree_unflatten(other, [5.0])
+    assert jax.tree_util.tree_structure(rebuilt) == other and vars(rebuilt)["a"] == 5.0
+
+
+def test_the_modules_pickles_name_are_imported_so_cloudpickle_names_them():
+    # cloudpickle pickles a function by value where its module is not imported: pytreekit's own
+    # code would travel, and with it what its globals hold.
+    out = run_fresh(
+        "import sys, pytreekit\n"
+        "print(sorted(m for m in ('pytreekit._layouts', 'pytreekit._references',"
+        " 'pytreekit._wrappers') if m in sys.modules))\n"
+    )
+    assert out.strip() == "['pytreekit._layouts', 'pytreekit._references', 'pytreekit._wrappers']"

@@ -165,15 +165,25 @@ def published(cls: type) -> LayoutTable | None:
     return None if found is None else found()
 
 
+# Layouts unpickled while their own class arrives pickled by value, before its table exists (one
+# of the class's attributes, a treedef sent in the same stream): the table built as the class
+# arrives adopts them, so they are the interned ones and such a treedef equals its instances'.
+_arriving: weakref.WeakKeyDictionary[
+    type, dict[tuple[tuple[str, ...], tuple[bool, ...]], Layout]
+] = weakref.WeakKeyDictionary()
+
+
 def layout_for(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
     """The interned layout of ``cls`` with these fields (what unpickling a layout calls)."""
-    names = tuple(as_read(list(names)).values())
+    key = (tuple(as_read(list(names)).values()), tuple(static))
     table = published(cls)
-    if table is None:
-        # The class itself is being unpickled by value and this is one of its own attributes
-        # (a generated __init__'s layout); its table is built when its spec arrives.
-        return Layout(cls, records(names, static))
-    return table.intern(tuple(names), tuple(static))
+    if table is None:  # the class itself is arriving: its table is built when its spec does
+        waiting = _arriving.setdefault(cls, {})
+        layout = waiting.get(key)
+        if layout is None:
+            layout = waiting[key] = Layout(cls, records(*key))
+        return layout
+    return table.intern(*key)
 
 
 def as_read(names: list[str]) -> dict[str, str]:
@@ -371,6 +381,14 @@ class LayoutTable:
                     made = Layout(self.cls, records(names, static), hash_by_name=self.hash_by_name)
                     layout = self._add(made)
         return layout
+
+    def adopt(self) -> None:
+        """Intern the layouts unpickled while the class arrived (``layout_for``), as the very
+        objects the treedefs sent with it hold, where the field rule keeps their names."""
+        for key, layout in _arriving.pop(self.cls, {}).items():
+            if key not in self._by_names and self.refusal(key[0]) is None:
+                Layout.__init__(layout, self.cls, layout.fields, hash_by_name=self.hash_by_name)
+                self._add(layout)
 
     def _add(self, layout: Layout) -> Layout:
         for backend, make_key in self.key_factories.items():
@@ -831,9 +849,13 @@ def table_for(
     if storage is None:
         names = () if fields is None else tuple(f.name for f in fields)
         storage = Storage.of(cls, names, frozen)
+    table: LayoutTable
     if fields is not None:
-        return FixedLayouts(cls, fields, storage, key_factories)
-    return LearnedLayouts(cls, frozenset(static), storage, key_factories)
+        table = FixedLayouts(cls, fields, storage, key_factories)
+    else:
+        table = LearnedLayouts(cls, frozenset(static), storage, key_factories)
+    table.adopt()
+    return table
 
 
 # -- the check of a new instance's values -----------------------------------------------------
