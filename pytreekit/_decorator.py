@@ -315,6 +315,12 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         if existing is None:
             _refuse_unsupported(cls)
         parent = _parent_spec(cls)
+        if not automatic and parent is not None and parent.options.frozen and not options.frozen:
+            raise TypeError(
+                f"{cls.__qualname__}: cannot inherit a pytree class that is not frozen from a "
+                f"frozen one ({parent.cls.__qualname__}), as dataclasses refuses: pass "
+                f"frozen=True to @pytree_class."
+            )
         options = _merged(options, parent, existing)
         start = _start(cls, options, existing, automatic)
         if start is None:
@@ -353,7 +359,7 @@ def _merged(options: Options, parent: ClassSpec | None, existing: ClassSpec | No
     if parent is not None:
         options = options._replace(
             static=tuple(dict.fromkeys((*parent.options.static, *options.static))),
-            frozen=options.frozen or parent.options.frozen,  # no unfreezing a subclass
+            frozen=options.frozen or parent.options.frozen,  # the automatic set-up inherits it
             backends=tuple(dict.fromkeys((*parent.backends, *options.backends))),
         )
     if existing is not None:

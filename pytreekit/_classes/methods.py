@@ -29,6 +29,7 @@ dataclasses writes them.
 import functools
 import operator
 import reprlib
+import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
@@ -119,7 +120,10 @@ def plan(
     inherited = _FROZEN if automatic and options.frozen and _inherits_frozen(cls) else ()
     wanted = {
         "__repr__": options.repr and "__repr__" not in kept,
-        "__eq__": options.eq and "__eq__" not in kept,
+        # Over a @dataclass, its choice stands: eq=False keeps identity, and its object hash.
+        "__eq__": options.eq
+        and "__eq__" not in kept
+        and (not dataclass_methods or "__eq__" in cls.__dict__),
         "__hash__": hashing == "by value",
         "__setattr__": options.frozen and not inherited,
         "__delattr__": options.frozen and not inherited,
@@ -294,8 +298,17 @@ def _arrays_equal(a: Any, b: Any) -> Any:
     try:
         return bool(np.array_equal(np.asarray(a), np.asarray(b)))
     except Exception:
-        # Tracers cannot become NumPy arrays: answer with a traced boolean, as JAX code expects.
-        return (a == b).all()
+        # Tracers cannot become NumPy arrays (nor can typed PRNG keys): a traced boolean, as JAX
+        # code expects, or a Python bool where the answer is concrete.
+        return _concrete((a == b).all())
+
+
+def _concrete(result: Any) -> Any:
+    """``result`` as a Python bool, unless it is traced (a tracer refuses ``bool``)."""
+    try:
+        return bool(result)
+    except Exception:
+        return result
 
 
 def _truth(result: Any) -> Any:
@@ -308,7 +321,7 @@ def _truth(result: Any) -> Any:
     try:
         return bool(np.asarray(result).all())
     except Exception:
-        return result.all()
+        return _concrete(result.all())
 
 
 def _compared_fields(a: Any, b: Any) -> tuple[str, ...] | Literal[False] | None:
@@ -331,13 +344,16 @@ def _all_equal(a: Any, b: Any) -> Any:
     transform. Each pair on the stack says whether it is two fields' values, which the running
     Python's dataclasses compare even when identical (``DATACLASS_EQ_FIELD_BY_FIELD``), but
     for arrays (pytreekit's rule) and instances (equal to themselves)."""
-    stack: list[tuple[Any, Any, bool]] = [(a, b, False)]
+    stack: list[tuple[Any, Any, bool, int]] = [(a, b, False, 0)]
     traced = []
+    limit = sys.getrecursionlimit()
     while stack:
-        a, b, fields = stack.pop()
+        a, b, fields, depth = stack.pop()
         if a is b and not fields:
             continue
-        result = _pair_equal(a, b, stack)
+        if depth > limit:  # two instances holding themselves: Python's == raises so too
+            raise RecursionError("maximum recursion depth exceeded in comparison")
+        result = _pair_equal(a, b, stack, depth + 1)
         if result is False:
             return False
         if result is not True:
@@ -347,15 +363,16 @@ def _all_equal(a: Any, b: Any) -> Any:
     return functools.reduce(operator.and_, traced)
 
 
-def _pair_equal(a: Any, b: Any, stack: list[tuple[Any, Any, bool]]) -> Any:
-    """Whether ``a == b``; ``True`` also where the pairs that decide it went on ``stack``."""
+def _pair_equal(a: Any, b: Any, stack: list[tuple[Any, Any, bool, int]], depth: int) -> Any:
+    """Whether ``a == b``; ``True`` also where the pairs that decide it went on ``stack``, at
+    ``depth``."""
     if looks_like_array(a) or looks_like_array(b):
         return _arrays_equal(a, b)
     parts = _parts(a, b)
     if parts is None:
         return _truth(a == b)
     if parts is not False:
-        stack.extend(parts)
+        stack.extend((x, y, fields, depth) for x, y, fields in parts)
         return True
     return False
 

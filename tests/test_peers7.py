@@ -1,0 +1,140 @@
+"""Defects the seventh peer suite found, each against its reference (dataclasses, Python's ``==``,
+the guide's "a Python bool"): each test fails without its fix."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import pytreekit
+from pytreekit import pytree_class
+
+# -- D1: over @dataclass(eq=False), the dataclass's choice stands -------------------------------
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_over_a_dataclass_without_eq_equality_and_hash_agree_as_dataclasses_says(frozen):
+    def make(decorate):
+        @decorate
+        @dataclasses.dataclass(eq=False, frozen=frozen)
+        class C:
+            a: int
+
+        return C
+
+    reference, ours = make(lambda c: c), make(pytree_class)
+    for cls in (reference, ours):
+        x, y = cls(1), cls(1)
+        assert (x == y) is False and x == x
+        assert cls.__hash__ is object.__hash__
+        assert len({x, y}) == 2
+    leaves, treedef = jax.tree_util.tree_flatten(ours(1))
+    assert leaves == [1] and jax.tree_util.tree_unflatten(treedef, leaves).a == 1
+
+
+def test_over_a_dataclass_with_eq_pytreekit_still_compares_by_value():
+    @pytree_class
+    @dataclasses.dataclass(frozen=True)
+    class C:
+        a: int
+
+    assert C(1) == C(1) and hash(C(1)) == hash(C(1))
+
+
+# -- D4: no mutable subclass of a frozen class, as dataclasses refuses -------------------------
+
+
+def test_an_explicit_subclass_that_is_not_frozen_of_a_frozen_class_is_refused():
+    @dataclasses.dataclass(frozen=True)
+    class DataBase:
+        a: int = 1
+
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+        dataclasses.dataclass(type("DataSub", (DataBase,), {"__annotations__": {"b": int}}))
+
+    @pytree_class(frozen=True)
+    class Base:
+        a: int = 1
+
+    for decorate in (pytree_class, pytree_class(frozen=False)):
+        with pytest.raises(TypeError, match=r"Sub: cannot inherit .* frozen one \(.*Base\)") as e:
+
+            @decorate
+            class Sub(Base):
+                b: int = 2
+
+        assert "frozen=True" in str(e.value)
+
+    @pytree_class(frozen=True)
+    class Frozen(Base):
+        b: int = 2
+
+    class Automatic(Base):  # made a pytree class by inheritance: frozen as its parent
+        b: int = 3
+
+    for cls in (Frozen, Automatic):
+        with pytest.raises(pytreekit.FrozenInstanceError):
+            cls().b = 5  # type: ignore[misc]
+
+
+# -- D5: arrays of typed PRNG keys compare to a Python bool -------------------------------------
+
+
+@pytree_class
+class Agent:
+    key: jax.Array
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "equal"),
+    [
+        (jax.random.key(0), jax.random.key(0), True),
+        (jax.random.key(0), jax.random.key(1), False),
+        (jax.random.split(jax.random.key(0)), jax.random.split(jax.random.key(0)), True),
+        (jnp.ones(2), jnp.ones(2), True),
+    ],
+)
+def test_typed_key_arrays_compare_to_a_python_bool(one, other, equal):
+    result = Agent(one) == Agent(other)
+    assert type(result) is bool and result is equal
+
+
+def test_under_jit_equality_is_still_a_traced_boolean():
+    result = jax.jit(lambda a, b: a == b)(Agent(jnp.ones(2)), Agent(jnp.ones(2)))
+    assert bool(result) is True
+
+
+# -- D6: instances holding themselves: RecursionError, as Python's == -------------------------
+
+
+@pytree_class
+class Node:
+    children: list
+
+
+@pytreekit.pytree_class
+class Loose:
+    def __init__(self):
+        self.children = []
+
+
+@pytest.mark.parametrize("make", [lambda: Node([]), Loose])
+def test_equality_of_two_instances_holding_themselves_raises_recursion_error(make):
+    a, b = make(), make()
+    a.children.append(a)
+    b.children.append(b)
+    with pytest.raises(RecursionError):
+        _ = a == b
+    assert a == a  # the same instance: equal at once, as a dataclass's
+
+
+def test_python_lists_holding_themselves_raise_the_same():
+    a: list = []
+    b: list = []
+    a.append(a)
+    b.append(b)
+    with pytest.raises(RecursionError):
+        _ = a == b
