@@ -315,12 +315,8 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         if existing is None:
             _refuse_unsupported(cls)
         parent = _parent_spec(cls)
-        if not automatic and parent is not None and parent.options.frozen and not options.frozen:
-            raise TypeError(
-                f"{cls.__qualname__}: cannot inherit a pytree class that is not frozen from a "
-                f"frozen one ({parent.cls.__qualname__}), as dataclasses refuses: pass "
-                f"frozen=True to @pytree_class."
-            )
+        if not automatic:
+            _refuse_unfreezing(cls, options, parent)
         options = _merged(options, parent, existing)
         start = _start(cls, options, existing, automatic)
         if start is None:
@@ -352,6 +348,16 @@ def _bring_subclasses(cls: type, spec: ClassSpec) -> None:
         existing = own_spec(sub)
         if existing is None or existing.automatic:
             _decorate(sub, spec.options, automatic=True)
+
+
+def _refuse_unfreezing(cls: type, options: Options, parent: ClassSpec | None) -> None:
+    """A decorated subclass of a frozen class must be frozen, as dataclasses says."""
+    if parent is not None and parent.options.frozen and not options.frozen:
+        raise TypeError(
+            f"{cls.__qualname__}: cannot inherit a pytree class that is not frozen from a "
+            f"frozen one ({parent.cls.__qualname__}), as dataclasses refuses: pass "
+            f"frozen=True to @pytree_class."
+        )
 
 
 def _merged(options: Options, parent: ClassSpec | None, existing: ClassSpec | None) -> Options:

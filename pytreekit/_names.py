@@ -73,16 +73,21 @@ def find_in(module: str, qualname: str) -> tuple[Any, Any, str]:
     kind = type(found)
     if kind is staticmethod:
         found = found.__func__
-    elif owner is not None and kind is classmethod:
-        # Bound by hand: ``classmethod.__get__`` calls the ``__get__`` of what it wraps before
-        # 3.13 (a ``@classmethod @property``'s getter would run). Only a function is bound.
-        func = _CLASSMETHOD_FUNC.__get__(found)
-        if type(func) is not types.FunctionType:
+    elif owner is not None and (kind is classmethod or kind is types.ClassMethodDescriptorType):
+        found = _bound(found, owner)
+        if found is MISSING:
             return MISSING, None, ""
-        found = types.MethodType(func, owner)
-    elif owner is not None and kind is types.ClassMethodDescriptorType:
-        found = found.__get__(None, owner)  # C code: dict.fromkeys, bound
     return found, namespace, key
+
+
+def _bound(method: Any, owner: type) -> Any:
+    """A classmethod found in ``owner``'s namespace, bound to it, running no code of theirs."""
+    if type(method) is types.ClassMethodDescriptorType:
+        return method.__get__(None, owner)  # C code: dict.fromkeys
+    # By hand: ``classmethod.__get__`` calls the ``__get__`` of what it wraps before 3.13 (a
+    # ``@classmethod @property``'s getter would run). Only a function is bound.
+    func = _CLASSMETHOD_FUNC.__get__(method)
+    return types.MethodType(func, owner) if type(func) is types.FunctionType else MISSING
 
 
 def class_bound(value: Any) -> bool:

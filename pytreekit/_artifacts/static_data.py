@@ -2458,6 +2458,11 @@ def _attributes(value: Any, kind: type) -> Iterable[Any]:
         return list.__iter__(value)
     if issubclass(kind, set):
         return set.__iter__(value)
+    return _instance_values(value, kind)
+
+
+def _instance_values(value: Any, kind: type) -> list[Any]:
+    """The values in an object's ``__dict__`` and its slots, read by C code only."""
     parts: list[Any] = []
     instance_dict = lookup(kind, "__dict__")
     if type(instance_dict) is types.GetSetDescriptorType:
@@ -2712,17 +2717,10 @@ def state_refusal(items: dict[Any, Any], may_be_unset: frozenset[str] = frozense
     clause after "the state": its layout's names strings, each once, each with a value but those
     in ``may_be_unset`` (``init=False`` fields not set yet), no value under another name."""
     layout: Any = items.get(markers.FIELDS)
-    if not _is_layout(layout):
-        return (
-            f"holds no layout: {markers.FIELDS!r} must be (names, static flags), which pytreekit "
-            f"writes in every state"
-        )
+    why = _layout_refusal(layout)
+    if why is not None:
+        return why
     names = layout[0]
-    odd = next((name for name in names if type(name) is not str), None)
-    if odd is not None:  # no repr: a decoded object's repr is its class's code
-        return f"names a field by a {type_name(odd)}, which is not a field name"
-    if len(set(names)) != len(names):
-        return "names a field twice in its layout"
     extra = next((k for k in items if k != markers.FIELDS and k not in names), None)
     if extra is not None:
         where = f"{extra!r:.60}" if type(extra) is str else f"a {type_name(extra)} key"
@@ -2730,6 +2728,21 @@ def state_refusal(items: dict[Any, Any], may_be_unset: frozenset[str] = frozense
     missing = next((n for n in names if n not in items and n not in may_be_unset), None)
     if missing is not None:
         return f"names the field {missing!r} without a value"
+    return None
+
+
+def _layout_refusal(layout: Any) -> str | None:
+    """Why ``layout`` is no ``(names, static flags)`` pytreekit writes, as a clause."""
+    if not _is_layout(layout):
+        return (
+            f"holds no layout: {markers.FIELDS!r} must be (names, static flags), which pytreekit "
+            f"writes in every state"
+        )
+    odd = next((name for name in layout[0] if type(name) is not str), None)
+    if odd is not None:  # no repr: a decoded object's repr is its class's code
+        return f"names a field by a {type_name(odd)}, which is not a field name"
+    if len(set(layout[0])) != len(layout[0]):
+        return "names a field twice in its layout"
     return None
 
 

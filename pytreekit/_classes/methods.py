@@ -120,18 +120,14 @@ def plan(
     inherited = _FROZEN if automatic and options.frozen and _inherits_frozen(cls) else ()
     wanted = {
         "__repr__": options.repr and "__repr__" not in kept,
-        # Over a @dataclass, its choice stands: eq=False keeps identity, and its object hash.
-        "__eq__": options.eq
-        and "__eq__" not in kept
-        and (not dataclass_methods or "__eq__" in cls.__dict__),
+        "__eq__": options.eq and "__eq__" not in kept and _eq_wanted(cls, dataclass_methods),
         "__hash__": hashing == "by value",
         "__setattr__": options.frozen and not inherited,
         "__delattr__": options.frozen and not inherited,
         "__getstate__": not _writes(cls, own, _PICKLING),
         # A state of its own is read by pytreekit's __setstate__.
         "__setstate__": not _writes(cls, own, _PICKLING[1:]),
-        "__replace__": HAS_COPY_REPLACE
-        and own.get("__replace__", DATACLASSES_REPLACE) is DATACLASSES_REPLACE,
+        "__replace__": _replace_wanted(own),
     }
     methods = tuple(name for name, wanted_ in wanted.items() if wanted_)
     document = annotated and not dataclass_methods
@@ -139,6 +135,17 @@ def plan(
 
 
 _FROZEN = ("__setattr__", "__delattr__")
+
+
+def _replace_wanted(own: Mapping[str, Any]) -> bool:
+    """``copy.replace`` (3.13) is pytreekit's, unless the class writes its own."""
+    return HAS_COPY_REPLACE and own.get("__replace__", DATACLASSES_REPLACE) is DATACLASSES_REPLACE
+
+
+def _eq_wanted(cls: type, dataclass_methods: bool) -> bool:
+    """Over a ``@dataclass``, its choice stands: ``eq=False`` keeps identity, and its object
+    hash (the ``__eq__`` it wrote, if any, is in the class's namespace)."""
+    return not dataclass_methods or "__eq__" in cls.__dict__
 
 
 def _inherits_frozen(cls: type) -> bool:
