@@ -100,6 +100,13 @@ def test_a_state_restored_outside_torch_is_not_taken_for_torchs():
 # -- 3 to 5. what a weights-only state holds, checked all through -------------------------------
 
 
+class _Slotted:
+    __slots__ = ("held", "unset")
+
+    def __init__(self, held):
+        self.held = held
+
+
 def _state(names, static, **values):
     return {**values, FIELDS: (tuple(names), tuple(static))}
 
@@ -160,6 +167,7 @@ def test_an_honest_dataclass_value_loads():
         (bytearray, "field encoder holds the class 'builtins:bytearray'"),
         ([torch.eye(2), {"f": _codecs.encode}], "holds the function '_codecs:encode'"),
         (collections.OrderedDict(f=_codecs.encode), "holds the function '_codecs:encode'"),
+        (_Slotted(_codecs.encode), "holds the function '_codecs:encode'"),  # in a slot
         (_nested(101, torch.eye(2)), "nested more than 100 levels deep"),
     ],
 )

@@ -2463,16 +2463,31 @@ def _attributes(value: Any, kind: type) -> Iterable[Any]:
 
 def _instance_values(value: Any, kind: type) -> list[Any]:
     """The values in an object's ``__dict__`` and its slots, read by C code only."""
+    readers = _value_readers.get(kind)
+    if readers is None:
+        instance_dict = lookup(kind, "__dict__")
+        readers = (
+            instance_dict if type(instance_dict) is types.GetSetDescriptorType else None,
+            tuple(
+                slot
+                for klass in mro(kind)
+                for slot in own_dict(klass).values()
+                if type(slot) is types.MemberDescriptorType
+            ),
+        )
+        _value_readers.set(kind, readers)
+    instance_dict, slots = readers
     parts: list[Any] = []
-    instance_dict = lookup(kind, "__dict__")
-    if type(instance_dict) is types.GetSetDescriptorType:
+    if instance_dict is not None:
         parts.extend(dict.values(instance_dict.__get__(value, kind)))
-    for klass in mro(kind):
-        for slot in own_dict(klass).values():
-            if type(slot) is types.MemberDescriptorType:
-                with contextlib.suppress(AttributeError):
-                    parts.append(slot.__get__(value, kind))
+    for slot in slots:
+        with contextlib.suppress(AttributeError):
+            parts.append(slot.__get__(value, kind))
     return parts
+
+
+# Per class: its ``__dict__`` descriptor (None: it has none) and its slots' members.
+_value_readers = TypeCache()
 
 
 def _value_kind(kind: type) -> bool:
