@@ -1,8 +1,10 @@
 """Defects the codemod10 probe found (a base rewritten although a subclass is registered in a way
-the codemod does not rewrite): each test fails without its fix."""
+the codemod does not rewrite, a symbolic link that loops crashing the run): each test fails
+without its fix."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,8 @@ from conftest import require
 require("libcst")
 
 from migrate_helpers import HAND_REGISTERED_BASE, by_class, codemod, python_in, write  # noqa: E402
+
+import pytreekit.migrate._scan as scan  # noqa: E402
 
 # -- d1. a subclass registered by hand, however, keeps its base as it is -----------------------
 
@@ -229,3 +233,52 @@ def test_a_subclass_registered_in_another_registry_still_becomes_a_pytree(tmp_pa
     )
     base = by_class(codemod(tmp_path, "--check", "--report", "json", "."))["Base"]
     assert (base["verdict"], base["code"]) == ("unsafe", "PTK204"), base
+
+
+# -- d2. a symbolic link that loops is skipped, named, and the run goes on ---------------------
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX symbolic links")
+@pytest.mark.parametrize("mode", ["--check", "--write"])
+def test_a_symbolic_link_that_loops_is_skipped_and_the_run_goes_on(
+    tmp_path: Path, mode: str
+) -> None:
+    write(tmp_path / "tree", {"good.py": HAND_REGISTERED_BASE})
+    os.symlink("self.py", tmp_path / "tree" / "self.py")
+    os.symlink("two.py", tmp_path / "tree" / "one.py")  # one.py -> two.py -> one.py
+    os.symlink("one.py", tmp_path / "tree" / "two.py")
+    args = ["--check"] if mode == "--check" else []
+    # --exclude: every file found is matched against the globs, the links that loop too
+    result = codemod(tmp_path, *args, "--exclude", "*.txt", "--report", "json", "tree")
+    assert "Traceback" not in result.err, result.err
+    assert result.code == (1 if mode == "--check" else 0), result.out + result.err
+    skipped = {entry["file"]: entry["reason"] for entry in result.report["skipped_files"]}
+    assert skipped == {
+        "tree/self.py": "a symbolic link that loops (to self.py)",
+        "tree/one.py": "a symbolic link that loops (to two.py)",
+        "tree/two.py": "a symbolic link that loops (to one.py)",
+    }
+    assert result.report["failed_files"] == []
+    assert by_class(result)["Base"]["verdict"] == "rewritten"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX symbolic links")
+def test_a_symbolic_link_that_loops_given_as_a_path_is_named_as_one(tmp_path: Path) -> None:
+    os.symlink("self.py", tmp_path / "self.py")
+    result = codemod(tmp_path, "--check", "self.py")
+    assert result.code == 2
+    assert "self.py (a symbolic link that loops, to self.py)" in result.err, result.err
+    assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("error", [RuntimeError("Symlink loop"), OSError(40, "loop")])
+def test_a_path_that_cannot_be_resolved_is_kept_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """3.11's pathlib raises RuntimeError for a loop, later ones OSError: either is caught."""
+
+    def fails(self: Path, strict: bool = False) -> Path:
+        raise error
+
+    monkeypatch.setattr(Path, "resolve", fails)
+    assert scan.resolved(tmp_path / "x.py") == tmp_path / "x.py"

@@ -23,7 +23,7 @@ from ._analyze import Options, Outcome, analyze, settle
 from ._codes import TITLES
 from ._report import as_json, as_text, build
 from ._rewrite import rewrite
-from ._scan import Module, Project, scan
+from ._scan import Module, Project, loops, resolved, scan
 from ._verify import DEFAULT_COMMAND, VerificationError, verify
 from ._write import explain as _why
 from ._write import groups, write_group
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the codemod with the command line's arguments; returns the exit code."""
     parser = _parser()
     arguments = parser.parse_args(_arguments(sys.argv[1:] if argv is None else argv))
-    missing = [str(path) for path in arguments.paths if not path.exists()]
+    missing = [_missing(path) for path in arguments.paths if not path.exists()]
     if missing:
         parser.error(f"no such file or directory: {', '.join(missing)}")
     if arguments.line_length is not None and arguments.line_length < 40:
@@ -300,9 +300,18 @@ def _format(command: str, modules: Sequence[Module]) -> dict[Module, str]:
     return dict.fromkeys(modules, why)
 
 
+def _missing(path: Path) -> str:
+    """A path given that names nothing to read: a symbolic link says where it leads."""
+    if loops(path):
+        return f"{path} (a symbolic link that loops, to {os.readlink(path)})"
+    if path.is_symlink():
+        return f"{path} (a dangling symbolic link, to {os.readlink(path)})"
+    return str(path)
+
+
 def _line_length(paths: Sequence[Path]) -> int:
     """The project's line length: [tool.ruff] or [tool.black] of the nearest pyproject.toml."""
-    start = Path(paths[0]).resolve()
+    start = resolved(Path(paths[0]))
     for directory in [start, *start.parents]:
         candidate = directory / "pyproject.toml"
         if not candidate.is_file():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import errno
 import fnmatch
 import io
 import os
@@ -578,11 +579,11 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
     # a link given is a place given, not its target's: the codemod writes through no link to a
     # place it was not given
     roots = [
-        path.parent.resolve() / path.name if path.is_symlink() else path.resolve() for path in paths
+        resolved(path.parent) / path.name if path.is_symlink() else resolved(path) for path in paths
     ]
     for path in paths:
         if path.is_symlink() and path.is_dir():
-            if not _inside(path.resolve(), roots) and not excluded(path, exclude):
+            if not _inside(resolved(path), roots) and not excluded(path, exclude):
                 found.add(path.absolute())  # skipped by _read, named
             continue
         if not path.is_dir():  # a file, or what _read skips (a FIFO, a socket, a device)
@@ -603,7 +604,7 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
                 Path(directory, name).absolute()
                 for name in subdirectories
                 if Path(directory, name).is_symlink()
-                and not _inside(Path(directory, name).resolve(), roots)
+                and not _inside(resolved(Path(directory, name)), roots)
             )
             found.update(
                 _known_as(Path(directory, name), roots)
@@ -617,8 +618,27 @@ def _known_as(path: Path, roots: Sequence[Path]) -> Path:
     """The path a file is read by: resolved, so that two spellings of one file are one; what
     is skipped (a dangling link, a link to a device or to a file outside the given paths) by
     its own name, as it was found."""
-    resolved = path.resolve()
-    return resolved if resolved.is_file() and _inside(resolved, roots) else path.absolute()
+    target = resolved(path)
+    return target if target.is_file() and _inside(target, roots) else path.absolute()
+
+
+def resolved(path: Path) -> Path:
+    """``path.resolve()``, or the path as it is (absolute) where a symbolic link loops: Python
+    3.11's pathlib raises RuntimeError there, later ones OSError; ``_read`` names such a file as
+    skipped."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
+def loops(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link that leads back to itself (directly or not)."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
 
 
 def _inside(resolved: Path, roots: Sequence[Path]) -> bool:
@@ -628,7 +648,7 @@ def _inside(resolved: Path, roots: Sequence[Path]) -> bool:
 def excluded(path: Path, patterns: Sequence[str]) -> bool:
     if not patterns:
         return False
-    shown = _display(path.resolve())
+    shown = _display(resolved(path))
     return any(
         fnmatch.fnmatch(path.name, pattern)
         or fnmatch.fnmatch(shown, pattern)
@@ -657,11 +677,11 @@ def module_names(path: Path, roots: Sequence[Path] = ()) -> tuple[str, ...]:
     which one is not in the text, so each is a name of the module. Longest first."""
     name, directory = module_name(path)
     names = [name]
-    resolved = directory.resolve()
-    while any(root in resolved.parents for root in roots):
-        name = f"{resolved.name}.{name}"
+    place = resolved(directory)
+    while any(root in place.parents for root in roots):
+        name = f"{place.name}.{name}"
         names.insert(0, name)
-        resolved = resolved.parent
+        place = place.parent
     return tuple(names)
 
 
@@ -685,7 +705,7 @@ def scan(
     a decorator a parsed class uses (followed until nothing new is found). Other modules are
     parsed only when an analysis step needs them and their text says it might
     (``Project.parsed``)."""
-    roots = [path.resolve() for path in paths if path.is_dir()]
+    roots = [resolved(path) for path in paths if path.is_dir()]
     modules = [_read(path, roots) for path in python_files(paths, exclude)]
     project = Project(modules, {})
     pending = [module for module in modules if module.error is None and module.skipped is None]
@@ -845,19 +865,22 @@ def _regular_bytes(module: Module) -> bytes | None:
     would block or never end) or cannot be read (a failure), the module saying which."""
     path = module.path
     try:
+        if path.is_symlink() and loops(path):
+            module.skipped = f"a symbolic link that loops (to {os.readlink(path)})"
+            return None
         if path.is_symlink() and not path.exists():
             module.skipped = f"a dangling symbolic link (to {os.readlink(path)})"
             return None
-        if path.is_symlink() and path.resolve().is_dir():
+        if path.is_symlink() and resolved(path).is_dir():
             module.skipped = (
-                f"a symbolic link to the directory {path.resolve()}, outside the given paths: "
+                f"a symbolic link to the directory {resolved(path)}, outside the given paths: "
                 f"not followed (give that path to rewrite its files)"
             )
             return None
-        if path.is_symlink() and path.resolve().is_file():
+        if path.is_symlink() and resolved(path).is_file():
             # python_files resolved every other link: the user did not give the target's place
             module.skipped = (
-                f"a symbolic link to {path.resolve()}, outside the given paths: not written "
+                f"a symbolic link to {resolved(path)}, outside the given paths: not written "
                 f"through (give that path to rewrite it)"
             )
             return None
