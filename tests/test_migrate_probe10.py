@@ -1,19 +1,28 @@
 """Defects the codemod10 probe found (a base rewritten although a subclass is registered in a way
-the codemod does not rewrite, a symbolic link that loops crashing the run): each test fails
-without its fix."""
+the codemod does not rewrite, a symbolic link that loops crashing the run, --check and --diff
+promising a write that fails): each test fails without its fix."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import require
 
 require("libcst")
 
-from migrate_helpers import HAND_REGISTERED_BASE, by_class, codemod, python_in, write  # noqa: E402
+from migrate_helpers import (  # noqa: E402
+    HAND_REGISTERED_BASE,
+    by_class,
+    codemod,
+    hand_registered,
+    python_in,
+    write,
+)
 
+import pytreekit.migrate._rewrite as rewrite_module  # noqa: E402
 import pytreekit.migrate._scan as scan  # noqa: E402
 
 # -- d1. a subclass registered by hand, however, keeps its base as it is -----------------------
@@ -282,3 +291,99 @@ def test_a_path_that_cannot_be_resolved_is_kept_as_it_is(
 
     monkeypatch.setattr(Path, "resolve", fails)
     assert scan.resolved(tmp_path / "x.py") == tmp_path / "x.py"
+
+
+# -- d3. --check, --diff and the run agree on a comment a latin-1 file cannot hold -------------
+
+LATIN1_STATIC = """# -*- coding: latin-1 -*-
+# café
+import jax
+
+
+@jax.tree_util.register_pytree_node_class
+class S:
+    def __init__(self, w, pos):
+        self.w = w
+        self.pos = pos
+
+    def tree_flatten(self):
+        return (self.w,), (self.pos,)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children, *aux)
+"""
+
+# The PTK114 reason quotes this call, in a comment that goes into the latin-1 file.
+USES_UNICODE = 'from latmod import S\n\nTREE = S(1.0, ["中文", "Ω"])\n'
+
+
+def test_a_comment_quoting_what_a_latin1_file_cannot_hold_is_escaped_in_every_mode(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "latmod.py").write_bytes(LATIN1_STATIC.encode("latin-1"))
+    (tmp_path / "usemod.py").write_text(USES_UNICODE, encoding="utf-8")
+    before = (tmp_path / "latmod.py").read_bytes()
+    check = codemod(tmp_path, "--check", "--report", "json", ".")
+    shown = codemod(tmp_path, "--diff", ".")
+    assert (check.code, check.report["failed_files"]) == (1, []), check.out
+    assert shown.code == 0 and shown.err.rstrip().endswith(" 0 failures."), shown.err
+    assert (tmp_path / "latmod.py").read_bytes() == before
+    run = codemod(tmp_path, "--report", "json", ".")
+    assert (run.code, run.report["failed_files"]) == (0, []), run.out
+    assert by_class(run)["S"]["code"] == "PTK114"
+    # the report keeps the characters; the file holds them escaped, its own bytes kept
+    assert '"中文", "Ω"' in by_class(run)["S"]["reason"]
+    written = (tmp_path / "latmod.py").read_bytes()
+    comment = '["\\u4e2d\\u6587", "\\u03a9"]'
+    assert comment.encode("latin-1") in written, written
+    assert "# café".encode("latin-1") in written and written.startswith(before[:40])
+    assert f"+# TODO[pytreekit-migrate] PTK114: static pos gets {comment}" in shown.out
+    again = codemod(tmp_path, "--check", ".")  # the escaped comment is the one it writes
+    assert again.code == 0, again.out + again.err
+
+
+def test_a_new_text_the_encoding_cannot_hold_fails_alike_in_check_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, {"m.py": HAND_REGISTERED_BASE})
+    real = rewrite_module.encode
+
+    def encode(module: Any, text: str) -> bytes:
+        if text != module.source:  # the new text: as a file meeting a character beyond it
+            raise UnicodeEncodeError("latin-1", "\u20ac", 0, 1, "ordinal not in range(256)")
+        return real(module, text)
+
+    monkeypatch.setattr(rewrite_module, "encode", encode)
+    for args in (["--check"], ["--diff"], []):
+        result = codemod(tmp_path, *args, "--report", "json", ".")
+        assert result.code == 2, (args, result.out, result.err)
+        [failure] = result.report["failed_files"]
+        assert "cannot be written in the file's encoding" in failure["error"], failure
+        assert result.report["summary"]["files_changed"] == [], result.report["summary"]
+
+
+def test_check_withdraws_the_files_of_a_hierarchy_one_of_which_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--check says what the run would write: not the base's file, once its subclass's failed."""
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": hand_registered(),
+            "pkg/b.py": hand_registered("Sub", bases="Base", imports="from pkg.a import Base"),
+        },
+    )
+    original = rewrite_module._apply
+
+    def apply(module: Any, edits: Any) -> str:
+        return "def broken(:\n" if module.display == "pkg/b.py" else original(module, edits)
+
+    monkeypatch.setattr(rewrite_module, "_apply", apply)
+    for args in (["--check"], []):
+        result = codemod(tmp_path, *args, "--report", "json", ".")
+        assert result.code == 2, result.out + result.err
+        failures = {entry["file"]: entry["error"] for entry in result.report["failed_files"]}
+        assert "does not compile" in failures["pkg/b.py"], failures
+        assert "pkg/b.py" in failures["pkg/a.py"], (args, failures)

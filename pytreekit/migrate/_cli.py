@@ -195,7 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sources, failures = rewrite(project, outcomes, line_length=length, jobs=jobs, progress=progress)
     if progress is not None:
         progress.done()
-    if not (arguments.diff or arguments.check):
+    if arguments.diff or arguments.check:  # what the run would write, no more
+        _withdraw_broken(project, outcomes, sources, failures)
+    else:
         _write_all(project, outcomes, sources, failures)
         if arguments.format_command and sources:
             failures.update(_format(arguments.format_command, list(sources)))
@@ -248,20 +250,37 @@ def _write_all(
     """Write the new sources, a group of files whose rewrites depend on each other together or
     not at all (one that could not be rewritten withdraws its group); a module not written
     moves from ``sources`` to ``failures``."""
+    for group in _withdraw_broken(project, outcomes, sources, failures):
+        found = write_group([(module, sources[module]) for module in group])
+        for module, why in found.items():
+            failures[module] = why
+            del sources[module]
+
+
+def _withdraw_broken(
+    project: Project,
+    outcomes: Sequence[Outcome],
+    sources: dict[Module, str],
+    failures: dict[Module, str],
+) -> list[list[Module]]:
+    """Move to ``failures`` the modules of a group of which one could not be rewritten (the
+    files of a hierarchy are written together or not at all; --check and --diff say so too);
+    the other groups' modules to write, group by group."""
+    whole: list[list[Module]] = []
     for group in groups(project, outcomes, [*sources, *failures]):
-        items = [(module, sources[module]) for module in group if module in sources]
+        items = [module for module in group if module in sources]
         broken = [module for module in group if module in failures]
         if broken and items:
             why = (
                 f"not written: {broken[0].display}, rewritten with it, could not be rewritten; "
                 f"the files of a hierarchy are written together or not at all"
             )
-            found = dict.fromkeys((module for module, _ in items), why)
-        else:
-            found = write_group(items) if items else {}
-        for module, why in found.items():
-            failures[module] = why
-            del sources[module]
+            for module in items:
+                failures[module] = why
+                del sources[module]
+        elif items:
+            whole.append(items)
+    return whole
 
 
 def diff(module: Module, new: str) -> list[str]:

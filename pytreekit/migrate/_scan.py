@@ -946,6 +946,17 @@ def encode(module: Module, text: str) -> bytes:
     return text.encode(module.encoding)
 
 
+def encodable(module: Module, text: str) -> str:
+    """``text`` (a comment's) with each character the module's encoding cannot hold written as
+    a Python escape (``\\u4e2d``): a reason quoting another module's code goes into a latin-1
+    file all the same, and reads the same on the next run (a stable comment)."""
+    try:
+        text.encode(module.encoding)
+    except UnicodeEncodeError:
+        return text.encode(module.encoding, "backslashreplace").decode(module.encoding)
+    return text
+
+
 def _foreign(module: Module) -> bool:
     """Whether the module's text may register a class with another API of ``jax.tree_util``."""
     return bool(_FOREIGN_TEXT.search(module.source) and _FOREIGN_CALL.search(module.source))
