@@ -1,10 +1,14 @@
 """Defects the codemod10 probe found (a base rewritten although a subclass is registered in a way
 the codemod does not rewrite, a symbolic link that loops crashing the run, --check and --diff
-promising a write that fails): each test fails without its fix."""
+promising a write that fails, a --diff patch cannot apply): each test fails without its fix."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ from migrate_helpers import (  # noqa: E402
 
 import pytreekit.migrate._rewrite as rewrite_module  # noqa: E402
 import pytreekit.migrate._scan as scan  # noqa: E402
+from pytreekit.migrate import main  # noqa: E402
 
 # -- d1. a subclass registered by hand, however, keeps its base as it is -----------------------
 
@@ -387,3 +392,67 @@ def test_check_withdraws_the_files_of_a_hierarchy_one_of_which_failed(
         failures = {entry["file"]: entry["error"] for entry in result.report["failed_files"]}
         assert "does not compile" in failures["pkg/b.py"], failures
         assert "pkg/b.py" in failures["pkg/a.py"], (args, failures)
+
+
+# -- d4. --diff gives a file's own bytes: patch -p1 applies it to latin-1 and BOM files --------
+
+STATIC_NAME = """import jax
+
+
+@jax.tree_util.register_pytree_node_class
+class A:
+    def __init__(self, a, name="café"):
+        self.a = a
+        self.name = name
+
+    def tree_flatten(self):
+        return (self.a,), (self.name,)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children, *aux)
+"""
+ENCODED = {
+    "latin1": ("# -*- coding: latin-1 -*-\n" + STATIC_NAME).encode("latin-1"),
+    "bom": b"\xef\xbb\xbf" + STATIC_NAME.encode("utf-8"),
+}
+
+
+def _diff_bytes(directory: Path) -> bytes:
+    """``--diff``'s stdout as bytes, as a pipe gets them (``codemod`` captures text)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with (
+        contextlib.chdir(directory),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        assert main(["--diff", "mod.py"]) == 0
+    out.flush()
+    buffer = out.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(ENCODED))
+def test_the_diff_of_a_latin1_or_bom_file_is_in_its_own_bytes(tmp_path: Path, name: str) -> None:
+    for place in ("written", "patched"):
+        (tmp_path / place).mkdir()
+        (tmp_path / place / "mod.py").write_bytes(ENCODED[name])
+    assert codemod(tmp_path / "written", "mod.py").code == 0
+    data = _diff_bytes(tmp_path / "patched")
+    assert (tmp_path / "patched" / "mod.py").read_bytes() == ENCODED[name]  # --diff writes nothing
+    if name == "latin1":
+        assert b'name="caf\xe9"' in data and "é".encode() not in data
+    else:
+        assert b"\n-\xef\xbb\xbfimport jax\n+\xef\xbb\xbf" in data, data[:300]
+    if shutil.which("patch") is None:
+        pytest.skip("the patch program is not installed")
+    (tmp_path / "mod.diff").write_bytes(data)
+    subprocess.run(
+        ["patch", "-p1", "--quiet", "--batch", "-i", str(tmp_path / "mod.diff")],
+        cwd=tmp_path / "patched",
+        check=True,
+        timeout=60,
+    )
+    written = (tmp_path / "written" / "mod.py").read_bytes()
+    assert (tmp_path / "patched" / "mod.py").read_bytes() == written

@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     if arguments.diff:
         for module, new in sorted(sources.items(), key=lambda item: item[0].display):
-            sys.stdout.writelines(diff(module, new))
+            _emit(sys.stdout, module, diff(module, new))
         out = sys.stderr
     out.write(as_json(report) + "\n" if arguments.report == "json" else as_text(report))
     if verification_failed or report["summary"]["failures"]:
@@ -284,18 +284,49 @@ def _withdraw_broken(
 
 
 def diff(module: Module, new: str) -> list[str]:
-    """The unified diff ``patch -p1`` applies to give ``new`` exactly: lines end at a line feed
-    only, as diff and patch read them (a CR-only file is one line to them; a form feed ends
-    none), and a last line without one is marked "No newline at end of file"."""
+    """The unified diff of the module's text: lines end at a line feed only, as diff and patch
+    read them (a CR-only file is one line to them; a form feed ends none), a last line without
+    one is marked "No newline at end of file", and a BOM starts the first line as it starts the
+    file. ``diff_bytes`` gives it in the file's own encoding, which ``patch -p1`` applies to give
+    ``new`` exactly."""
+    bom = "\ufeff" if module.encoding == "utf-8-sig" else ""
     lines = difflib.unified_diff(
-        _patch_lines(module.source),
-        _patch_lines(new),
+        _patch_lines(bom + module.source),
+        _patch_lines(bom + new),
         fromfile=f"a/{module.display}",
         tofile=f"b/{module.display}",
     )
-    return [
-        line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
-    ]
+    return [line if line.endswith("\n") else f"{line}\n{_NO_NEWLINE}" for line in lines]
+
+
+_NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+def diff_bytes(module: Module, lines: Sequence[str]) -> bytes:
+    """``diff``'s lines as the file's bytes: its text in its encoding (a latin-1 file's
+    ``é`` is one byte there, as in the file), the file names as the file system spells them."""
+    codec = "utf-8" if module.encoding == "utf-8-sig" else module.encoding  # the BOM is text
+    data = bytearray()
+    for index, line in enumerate(lines):
+        if index < 2 or line.startswith("@@ "):  # the ---/+++ headers and the hunks' ranges
+            data += os.fsencode(line)
+            continue
+        text, marked, _ = line.partition(f"\n{_NO_NEWLINE}")
+        data += line[:1].encode("ascii") + text[1:].encode(codec)
+        data += f"\n{_NO_NEWLINE}".encode("ascii") if marked else b""
+    return bytes(data)
+
+
+def _emit(stream: TextIO, module: Module, lines: Sequence[str]) -> None:
+    """A module's diff on ``stream``: its bytes (``diff_bytes``) where the stream has a binary
+    buffer, as a terminal or a pipe does; else (an in-memory stream) its text."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.writelines(lines)
+        return
+    stream.flush()
+    buffer.write(diff_bytes(module, lines))
+    buffer.flush()
 
 
 def _patch_lines(text: str) -> list[str]:
