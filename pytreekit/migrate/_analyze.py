@@ -31,6 +31,7 @@ from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
 from ._scan import (
     ClassInfo,
+    Foreign,
     Module,
     Project,
     Registration,
@@ -189,19 +190,29 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
     registers subclasses itself); one whose unregistered subclasses would become pytrees too is
     unsafe. Run again once --verify has left some classes."""
     plans = {o.rewrite.cls: o for o in outcomes if o.rewrite is not None}
-    codes = {
-        info: o.code or ""
-        for o in outcomes
-        if o.rewrite is None
-        for info in [project.lookup(o.registration.module, o.registration.target)]
-        if info is not None
-    }
+    codes: dict[ClassInfo, str] = {}
+    for o in outcomes:
+        if o.rewrite is not None:
+            continue
+        # a registration left under ``if`` or in a function names its class all the same, and
+        # a helper's registers the classes it is given: pytreekit would register them twice
+        registration = o.registration
+        for info in [
+            project.lookup(registration.module, registration.target or registration.named),
+            *_helper_targets(project, registration),
+        ]:
+            if info is not None and info not in plans:
+                codes.setdefault(info, o.code or "")
+    foreign = _foreign_registrations(project)
+    unknown = [r for r in project.registrations if r.named is None and _unknown(r)]
     registered = set(plans) | set(codes)
     changed = True
     while changed:  # a base left for its subclass may be the subclass of another base
         changed = False
         for info in list(plans):
-            reason = _blocked(project, info, plans, codes)
+            reason = _blocked(project, info, plans, codes) or _registered_otherwise(
+                project, info, foreign, unknown
+            )
             if reason:
                 _leave(plans.pop(info), "PTK113", reason)
                 codes[info] = "PTK113"
@@ -210,7 +221,8 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
         # a subclass under ``if``, in a function or made by ``type(...)``: the hierarchy cannot
         # be enumerated, so neither rewritten whole; a registered one would be registered twice
         for module, hidden in project.hidden_subclasses(info):
-            if any(r.target_text == hidden.name for r in module.registrations):
+            names = [r.target_text for r in module.registrations]
+            if hidden.name in [*names, *(f.target_text for f in module.foreign)]:
                 where = "" if module is info.module else f" (in {module.name})"
                 _leave(
                     plans.pop(info),
@@ -299,6 +311,71 @@ def _blocked(
                 f"hierarchy is rewritten whole or not at all"
             )
     return ""
+
+
+def _helper_targets(project: Project, registration: Registration) -> list[ClassInfo]:
+    """The classes a helper's registration (``def register(cls): api(cls, ...)``) registers."""
+    if not registration.helper or registration.named is not None:
+        return []
+    return [info for info, _ in _helper_uses(project, registration.helper)]
+
+
+def _foreign_registrations(project: Project) -> dict[ClassInfo, Foreign]:
+    """The scanned classes registered with an API of ``jax.tree_util`` the codemod does not
+    rewrite (``register_dataclass``, ``register_static``), wherever the registration is."""
+    found: dict[ClassInfo, Foreign] = {}
+    for module in project.modules:
+        for registration in module.foreign:
+            info = project.lookup(module, registration.named)
+            if info is not None:
+                found.setdefault(info, registration)
+    return found
+
+
+def _registered_otherwise(
+    project: Project,
+    info: ClassInfo,
+    foreign: dict[ClassInfo, Foreign],
+    unknown: list[Registration],
+) -> str:
+    """Why a class of ``info``'s hierarchy registered in a way the codemod does not rewrite
+    (another API of ``jax.tree_util``, or a registration it cannot tie to a class) keeps it from
+    being rewritten: pytreekit registers the subclasses of a pytree class itself, and that
+    registration would then raise "Duplicate custom PyTreeDef type registration"."""
+    for sub in project.subclasses(info):
+        if sub in foreign:
+            return (
+                f"its subclass {_named(sub, info)} is registered by hand "
+                f"{_foreign_where(foreign[sub], sub)}, which the codemod does not rewrite; a "
+                f"base is rewritten with its subclasses or not at all"
+            )
+        other = _unknown_registration(project, sub, unknown)
+        if other is not None:
+            where = f", {other.place}" if other.place else ""
+            return (
+                f"its subclass {_named(sub, info)} may be registered by hand in "
+                f"{other.module.display}{where} ({code(other.anchor or other.node)}), a "
+                f"registration the codemod cannot tie to a class; a base is rewritten with its "
+                f"subclasses or not at all"
+            )
+    for base in project.mro(info)[1:]:
+        if base in foreign:
+            return (
+                f"its base {_named(base, info)} is registered by hand "
+                f"{_foreign_where(foreign[base], base)}, which the codemod does not rewrite; a "
+                f"hierarchy is rewritten whole or not at all"
+            )
+    return ""
+
+
+def _foreign_where(registration: Foreign, info: ClassInfo) -> str:
+    """``with jax.tree_util.register_dataclass (in pkg.b, inside function 'setup')``: stable
+    from run to run (no line numbers, which the run's own comments would move)."""
+    places = [] if registration.module is info.module else [f"in {registration.module.name}"]
+    if registration.place:
+        places.append(registration.place)
+    where = f" ({', '.join(places)})" if places else ""
+    return f"with jax.tree_util.{registration.api}{where}"
 
 
 def _named(info: ClassInfo, seen_from: ClassInfo) -> str:
@@ -1279,8 +1356,15 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
 def _helper_classes(project: Project, helper: str) -> list[str]:
     """The classes a helper (``def register(cls): register_pytree_node(cls, ...)``)
     registers: decorated with it, or passed to it at module level."""
+    found = [_named_in(info, module) for info, module in _helper_uses(project, helper)]
+    return list(dict.fromkeys(found))
+
+
+def _helper_uses(project: Project, helper: str) -> list[tuple[ClassInfo, Module]]:
+    """The classes a helper registers, each with the module that decorates it with the helper
+    or passes it to the helper."""
     short = helper.rpartition(".")[2]
-    found: list[str] = []
+    found: list[tuple[ClassInfo, Module]] = []
     for module in project.modules:
         if short not in module.source or project.parse(module) is None:
             continue
@@ -1290,7 +1374,7 @@ def _helper_classes(project: Project, helper: str) -> list[str]:
                 expression = decorator.decorator
                 target = expression.func if isinstance(expression, cst.Call) else expression
                 if module.qualify(target) == helper:
-                    found.append(_named_in(info, module))
+                    found.append((info, module))
         for statement in module.tree.body:
             if not isinstance(statement, cst.SimpleStatementLine):
                 continue
@@ -1304,8 +1388,8 @@ def _helper_classes(project: Project, helper: str) -> list[str]:
                     registered = module.qualify(value.args[0].value)
                     passed = project.classes.get(registered or "")
                     if passed is not None:
-                        found.append(_named_in(passed, module))
-    return list(dict.fromkeys(found))
+                        found.append((passed, module))
+    return found
 
 
 def _where_base(project: Project, qualified: str | None) -> str:

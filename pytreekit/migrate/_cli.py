@@ -23,7 +23,7 @@ from ._analyze import Options, Outcome, analyze, settle
 from ._codes import TITLES
 from ._report import as_json, as_text, build
 from ._rewrite import rewrite
-from ._scan import Module, Project, scan
+from ._scan import Module, Project, loops, resolved, scan
 from ._verify import DEFAULT_COMMAND, VerificationError, verify
 from ._write import explain as _why
 from ._write import groups, write_group
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the codemod with the command line's arguments; returns the exit code."""
     parser = _parser()
     arguments = parser.parse_args(_arguments(sys.argv[1:] if argv is None else argv))
-    missing = [str(path) for path in arguments.paths if not path.exists()]
+    missing = [_missing(path) for path in arguments.paths if not path.exists()]
     if missing:
         parser.error(f"no such file or directory: {', '.join(missing)}")
     if arguments.line_length is not None and arguments.line_length < 40:
@@ -195,7 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sources, failures = rewrite(project, outcomes, line_length=length, jobs=jobs, progress=progress)
     if progress is not None:
         progress.done()
-    if not (arguments.diff or arguments.check):
+    if arguments.diff or arguments.check:  # what the run would write, no more
+        _withdraw_broken(project, outcomes, sources, failures)
+    else:
         _write_all(project, outcomes, sources, failures)
         if arguments.format_command and sources:
             failures.update(_format(arguments.format_command, list(sources)))
@@ -210,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     if arguments.diff:
         for module, new in sorted(sources.items(), key=lambda item: item[0].display):
-            sys.stdout.writelines(diff(module, new))
+            _emit(sys.stdout, module, diff(module, new))
         out = sys.stderr
     out.write(as_json(report) + "\n" if arguments.report == "json" else as_text(report))
     if verification_failed or report["summary"]["failures"]:
@@ -248,35 +250,83 @@ def _write_all(
     """Write the new sources, a group of files whose rewrites depend on each other together or
     not at all (one that could not be rewritten withdraws its group); a module not written
     moves from ``sources`` to ``failures``."""
+    for group in _withdraw_broken(project, outcomes, sources, failures):
+        found = write_group([(module, sources[module]) for module in group])
+        for module, why in found.items():
+            failures[module] = why
+            del sources[module]
+
+
+def _withdraw_broken(
+    project: Project,
+    outcomes: Sequence[Outcome],
+    sources: dict[Module, str],
+    failures: dict[Module, str],
+) -> list[list[Module]]:
+    """Move to ``failures`` the modules of a group of which one could not be rewritten (the
+    files of a hierarchy are written together or not at all; --check and --diff say so too);
+    the other groups' modules to write, group by group."""
+    whole: list[list[Module]] = []
     for group in groups(project, outcomes, [*sources, *failures]):
-        items = [(module, sources[module]) for module in group if module in sources]
+        items = [module for module in group if module in sources]
         broken = [module for module in group if module in failures]
         if broken and items:
             why = (
                 f"not written: {broken[0].display}, rewritten with it, could not be rewritten; "
                 f"the files of a hierarchy are written together or not at all"
             )
-            found = dict.fromkeys((module for module, _ in items), why)
-        else:
-            found = write_group(items) if items else {}
-        for module, why in found.items():
-            failures[module] = why
-            del sources[module]
+            for module in items:
+                failures[module] = why
+                del sources[module]
+        elif items:
+            whole.append(items)
+    return whole
 
 
 def diff(module: Module, new: str) -> list[str]:
-    """The unified diff ``patch -p1`` applies to give ``new`` exactly: lines end at a line feed
-    only, as diff and patch read them (a CR-only file is one line to them; a form feed ends
-    none), and a last line without one is marked "No newline at end of file"."""
+    """The unified diff of the module's text: lines end at a line feed only, as diff and patch
+    read them (a CR-only file is one line to them; a form feed ends none), a last line without
+    one is marked "No newline at end of file", and a BOM starts the first line as it starts the
+    file. ``diff_bytes`` gives it in the file's own encoding, which ``patch -p1`` applies to give
+    ``new`` exactly."""
+    bom = "\ufeff" if module.encoding == "utf-8-sig" else ""
     lines = difflib.unified_diff(
-        _patch_lines(module.source),
-        _patch_lines(new),
+        _patch_lines(bom + module.source),
+        _patch_lines(bom + new),
         fromfile=f"a/{module.display}",
         tofile=f"b/{module.display}",
     )
-    return [
-        line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
-    ]
+    return [line if line.endswith("\n") else f"{line}\n{_NO_NEWLINE}" for line in lines]
+
+
+_NO_NEWLINE = "\\ No newline at end of file\n"
+
+
+def diff_bytes(module: Module, lines: Sequence[str]) -> bytes:
+    """``diff``'s lines as the file's bytes: its text in its encoding (a latin-1 file's
+    ``é`` is one byte there, as in the file), the file names as the file system spells them."""
+    codec = "utf-8" if module.encoding == "utf-8-sig" else module.encoding  # the BOM is text
+    data = bytearray()
+    for index, line in enumerate(lines):
+        if index < 2 or line.startswith("@@ "):  # the ---/+++ headers and the hunks' ranges
+            data += os.fsencode(line)
+            continue
+        text, marked, _ = line.partition(f"\n{_NO_NEWLINE}")
+        data += line[:1].encode("ascii") + text[1:].encode(codec)
+        data += f"\n{_NO_NEWLINE}".encode("ascii") if marked else b""
+    return bytes(data)
+
+
+def _emit(stream: TextIO, module: Module, lines: Sequence[str]) -> None:
+    """A module's diff on ``stream``: its bytes (``diff_bytes``) where the stream has a binary
+    buffer, as a terminal or a pipe does; else (an in-memory stream) its text."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.writelines(lines)
+        return
+    stream.flush()
+    buffer.write(diff_bytes(module, lines))
+    buffer.flush()
 
 
 def _patch_lines(text: str) -> list[str]:
@@ -300,9 +350,18 @@ def _format(command: str, modules: Sequence[Module]) -> dict[Module, str]:
     return dict.fromkeys(modules, why)
 
 
+def _missing(path: Path) -> str:
+    """A path given that names nothing to read: a symbolic link says where it leads."""
+    if loops(path):
+        return f"{path} (a symbolic link that loops, to {os.readlink(path)})"
+    if path.is_symlink():
+        return f"{path} (a dangling symbolic link, to {os.readlink(path)})"
+    return str(path)
+
+
 def _line_length(paths: Sequence[Path]) -> int:
     """The project's line length: [tool.ruff] or [tool.black] of the nearest pyproject.toml."""
-    start = Path(paths[0]).resolve()
+    start = resolved(Path(paths[0]))
     for directory in [start, *start.parents]:
         candidate = directory / "pyproject.toml"
         if not candidate.is_file():

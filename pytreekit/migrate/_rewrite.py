@@ -23,7 +23,7 @@ import libcst as cst
 from ._analyze import Outcome, Rewrite
 from ._codes import COMMENT_PATTERN, CONTINUATION, comment
 from ._imports import add_import, decorator_name, names_in, remove_unused, unused_names
-from ._scan import Module, Project
+from ._scan import Module, Project, encodable, encode
 
 Anchor = cst.ClassDef | cst.SimpleStatementLine
 
@@ -86,7 +86,8 @@ def rewrite(
             # a nested registration's comment is indented: keep it within the line length
             width = line_length - (8 if registration.place else 0)
             module_edits = of(registration.module)
-            module_edits.comments[anchor] = comment(code, outcome.reason, width)
+            reason = encodable(registration.module, outcome.reason)
+            module_edits.comments[anchor] = comment(code, reason, width)
             module_edits.nested |= bool(registration.place)
     work = [(m, e) for m, e in edits.items() if e and m.tree is not None]
     for module, module_edits in work:
@@ -114,6 +115,14 @@ def _module_result(module: Module, edits: _Edits) -> tuple[str, str]:
     try:
         new = _apply(module, edits)
         compile(new, module.display, "exec", dont_inherit=True)
+        # here, not only when writing: --check and --diff then name the same failure
+        encode(module, new)
+    except UnicodeEncodeError as error:
+        return (
+            "failed",
+            f"not written: the new text cannot be written in the file's encoding ({error}); "
+            f"please report it",
+        )
     except SyntaxError as error:
         return (
             "failed",

@@ -6,7 +6,8 @@ bases and subclasses, and its registrations may live in different modules. This 
 - the files and their module names (the import root is the first directory up without an
   ``__init__.py``);
 - in each module, what its imports bind (local name -> qualified name), its top-level classes and
-  functions, and every registration with the four JAX APIs, wherever it is;
+  functions, and every registration with the four JAX APIs, wherever it is (and those with JAX's
+  other ``register_*`` APIs, which are never rewritten but register a class all the same);
 - the class hierarchy across modules.
 
 Name resolution follows imports only (no type inference): a registration the codemod cannot
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import errno
 import fnmatch
 import io
 import os
@@ -48,6 +50,10 @@ KEY_TYPES = {
 }
 # A file worth a closer look: it names a registration API, or carries a comment of a past run.
 _CANDIDATE = re.compile(r"register_pytree_(node|with_keys)|pytreekit-migrate")
+# A file that may register a class with another API of ``jax.tree_util`` (``register_dataclass``,
+# ``register_static``): never rewritten, but a subclass so registered keeps its base as it is.
+_FOREIGN_TEXT = re.compile(r"tree_util")
+_FOREIGN_CALL = re.compile(r"\bregister_\w")
 
 
 def suite_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement | cst.BaseStatement]:
@@ -90,6 +96,19 @@ class Registration:
     # why the API's name may not be JAX's (a star import, a re-export): "" when it resolves
     unresolved: str = ""
     within: str = ""  # the top-level class whose body holds it (qualified), if one does
+
+
+@dataclass(eq=False, repr=False)
+class Foreign:
+    """A registration with an API of ``jax.tree_util`` the codemod does not rewrite
+    (``register_dataclass``, ``register_static``): its class is registered by hand all the
+    same, so pytreekit must not register it again as the subclass of a rewritten base."""
+
+    module: Module
+    api: str  # "register_dataclass"
+    named: str | None  # the class's qualified name, when the codemod can tell
+    target_text: str  # the class as written
+    place: str  # "" at module level, else where: "inside function 'f'", "under a 'if' statement"
 
 
 @dataclass(eq=False, repr=False)
@@ -180,6 +199,7 @@ class Module:
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)
     lambdas: dict[str, cst.Lambda] = field(default_factory=dict)  # name = lambda ...
     registrations: list[Registration] = field(default_factory=list)
+    foreign: list[Foreign] = field(default_factory=list)  # the other APIs' registrations
     candidate: bool = False
     # class statements not at module level (under ``if``/``try``, in a function or a class) and
     # ``type(name, (bases...), ns)`` calls: how they are placed, and their bases as written
@@ -559,11 +579,11 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
     # a link given is a place given, not its target's: the codemod writes through no link to a
     # place it was not given
     roots = [
-        path.parent.resolve() / path.name if path.is_symlink() else path.resolve() for path in paths
+        resolved(path.parent) / path.name if path.is_symlink() else resolved(path) for path in paths
     ]
     for path in paths:
         if path.is_symlink() and path.is_dir():
-            if not _inside(path.resolve(), roots) and not excluded(path, exclude):
+            if not _inside(resolved(path), roots) and not excluded(path, exclude):
                 found.add(path.absolute())  # skipped by _read, named
             continue
         if not path.is_dir():  # a file, or what _read skips (a FIFO, a socket, a device)
@@ -584,7 +604,7 @@ def python_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Pat
                 Path(directory, name).absolute()
                 for name in subdirectories
                 if Path(directory, name).is_symlink()
-                and not _inside(Path(directory, name).resolve(), roots)
+                and not _inside(resolved(Path(directory, name)), roots)
             )
             found.update(
                 _known_as(Path(directory, name), roots)
@@ -598,8 +618,27 @@ def _known_as(path: Path, roots: Sequence[Path]) -> Path:
     """The path a file is read by: resolved, so that two spellings of one file are one; what
     is skipped (a dangling link, a link to a device or to a file outside the given paths) by
     its own name, as it was found."""
-    resolved = path.resolve()
-    return resolved if resolved.is_file() and _inside(resolved, roots) else path.absolute()
+    target = resolved(path)
+    return target if target.is_file() and _inside(target, roots) else path.absolute()
+
+
+def resolved(path: Path) -> Path:
+    """``path.resolve()``, or the path as it is (absolute) where a symbolic link loops: Python
+    3.11's pathlib raises RuntimeError there, later ones OSError; ``_read`` names such a file as
+    skipped."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
+def loops(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link that leads back to itself (directly or not)."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
 
 
 def _inside(resolved: Path, roots: Sequence[Path]) -> bool:
@@ -609,7 +648,7 @@ def _inside(resolved: Path, roots: Sequence[Path]) -> bool:
 def excluded(path: Path, patterns: Sequence[str]) -> bool:
     if not patterns:
         return False
-    shown = _display(path.resolve())
+    shown = _display(resolved(path))
     return any(
         fnmatch.fnmatch(path.name, pattern)
         or fnmatch.fnmatch(shown, pattern)
@@ -638,11 +677,11 @@ def module_names(path: Path, roots: Sequence[Path] = ()) -> tuple[str, ...]:
     which one is not in the text, so each is a name of the module. Longest first."""
     name, directory = module_name(path)
     names = [name]
-    resolved = directory.resolve()
-    while any(root in resolved.parents for root in roots):
-        name = f"{resolved.name}.{name}"
+    place = resolved(directory)
+    while any(root in place.parents for root in roots):
+        name = f"{place.name}.{name}"
         names.insert(0, name)
-        resolved = resolved.parent
+        place = place.parent
     return tuple(names)
 
 
@@ -666,11 +705,11 @@ def scan(
     a decorator a parsed class uses (followed until nothing new is found). Other modules are
     parsed only when an analysis step needs them and their text says it might
     (``Project.parsed``)."""
-    roots = [path.resolve() for path in paths if path.is_dir()]
+    roots = [resolved(path) for path in paths if path.is_dir()]
     modules = [_read(path, roots) for path in python_files(paths, exclude)]
     project = Project(modules, {})
     pending = [module for module in modules if module.error is None and module.skipped is None]
-    wanted = [module for module in pending if _CANDIDATE.search(module.source)]
+    wanted = [module for module in pending if _CANDIDATE.search(module.source) or _foreign(module)]
     parsed = 0
     while wanted:
         for index, module in enumerate(wanted):
@@ -826,19 +865,22 @@ def _regular_bytes(module: Module) -> bytes | None:
     would block or never end) or cannot be read (a failure), the module saying which."""
     path = module.path
     try:
+        if path.is_symlink() and loops(path):
+            module.skipped = f"a symbolic link that loops (to {os.readlink(path)})"
+            return None
         if path.is_symlink() and not path.exists():
             module.skipped = f"a dangling symbolic link (to {os.readlink(path)})"
             return None
-        if path.is_symlink() and path.resolve().is_dir():
+        if path.is_symlink() and resolved(path).is_dir():
             module.skipped = (
-                f"a symbolic link to the directory {path.resolve()}, outside the given paths: "
+                f"a symbolic link to the directory {resolved(path)}, outside the given paths: "
                 f"not followed (give that path to rewrite its files)"
             )
             return None
-        if path.is_symlink() and path.resolve().is_file():
+        if path.is_symlink() and resolved(path).is_file():
             # python_files resolved every other link: the user did not give the target's place
             module.skipped = (
-                f"a symbolic link to {path.resolve()}, outside the given paths: not written "
+                f"a symbolic link to {resolved(path)}, outside the given paths: not written "
                 f"through (give that path to rewrite it)"
             )
             return None
@@ -904,6 +946,22 @@ def encode(module: Module, text: str) -> bytes:
     return text.encode(module.encoding)
 
 
+def encodable(module: Module, text: str) -> str:
+    """``text`` (a comment's) with each character the module's encoding cannot hold written as
+    a Python escape (``\\u4e2d``): a reason quoting another module's code goes into a latin-1
+    file all the same, and reads the same on the next run (a stable comment)."""
+    try:
+        text.encode(module.encoding)
+    except UnicodeEncodeError:
+        return text.encode(module.encoding, "backslashreplace").decode(module.encoding)
+    return text
+
+
+def _foreign(module: Module) -> bool:
+    """Whether the module's text may register a class with another API of ``jax.tree_util``."""
+    return bool(_FOREIGN_TEXT.search(module.source) and _FOREIGN_CALL.search(module.source))
+
+
 def _index(module: Module) -> None:
     assert module.tree is not None
     module.candidate = bool(_CANDIDATE.search(module.source))
@@ -936,11 +994,16 @@ def _index(module: Module) -> None:
     if module.candidate:
         _rebound(module)
         _api_aliases(module)
+    if module.candidate or _foreign(module):
         # Only the top-level statements whose code names a registration API (or an alias of
         # one) are walked: most of a module's nodes are in others.
-        aliases = [name for name, qualified in module.names.items() if qualified in _API_NAMES]
+        aliases = [
+            name
+            for name, qualified in module.names.items()
+            if qualified in _API_NAMES or _foreign_name(qualified)
+        ]
         aliases += list(module.api_aliases)
-        names = re.compile("|".join(["register_pytree_", *(rf"\b{a}\b" for a in aliases)]))
+        names = re.compile("|".join(["register_", *(rf"\b{a}\b" for a in aliases)]))
         visitor = _Registrations(module)
         for statement, text in zip(module.tree.body, module.statement_texts(), strict=True):
             if names.search(text):
@@ -1317,6 +1380,41 @@ def api_of(module: Module, node: cst.BaseExpression) -> str | None:
     return _API_NAMES.get(name) if name is not None else None
 
 
+def _foreign_name(qualified: str | None) -> str | None:
+    """The API of ``jax.tree_util`` other than the four a qualified name is
+    (``register_dataclass``, ``register_static``, any later ``register_*``), or None."""
+    owner, _, api = (qualified or "").rpartition(".")
+    if owner in _API_MODULES and api.startswith("register_") and api not in APIS:
+        return api
+    return None
+
+
+def foreign_api(module: Module, node: cst.BaseExpression) -> str | None:
+    """The other registration API of ``jax.tree_util`` an expression names, or None."""
+    return _foreign_name(module.qualify(node))
+
+
+def _foreign_in(module: Module, expression: cst.BaseExpression) -> str | None:
+    """The other registration API a decorator names anywhere in it (``@register_static``,
+    ``@partial(jax.tree_util.register_dataclass, data_fields=...)``), or None."""
+    found: list[str] = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            api = foreign_api(module, node)
+            if api is not None:
+                found.append(api)
+            return api is None
+
+        def visit_Name(self, node: cst.Name) -> None:
+            api = foreign_api(module, node)
+            if api is not None:
+                found.append(api)
+
+    expression.visit(Names())
+    return found[0] if found else None
+
+
 def _last_name(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Attribute):
         return node.attr.value
@@ -1399,6 +1497,10 @@ class _Registrations(cst.CSTVisitor):
             expression = decorator.decorator
             api = api_of(self.module, expression) or _lookalike(self.module, expression)
             if api is None:
+                foreign = _foreign_in(self.module, expression)
+                if foreign is not None:
+                    named = f"{self.module.name}.{node.name.value}" if not self.scopes else None
+                    self._foreign(foreign, named, node.name.value)
                 continue
             self.decorators.add(decorator)
             self.read.add(expression)
@@ -1439,6 +1541,9 @@ class _Registrations(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         api = api_of(self.module, node.func) or _lookalike(self.module, node.func)
         if api is None:
+            foreign = foreign_api(self.module, node.func)
+            if foreign is not None:
+                self._foreign_call(foreign, node)
             self._getattr(node)
             return
         self.read.add(node.func)
@@ -1522,6 +1627,35 @@ class _Registrations(cst.CSTVisitor):
         api = api_of(self.module, node) or _lookalike(self.module, node)
         assert api is not None
         self._add(api, "value", node, self.statement, None, "?", {})
+
+    def _foreign_call(self, api: str, node: cst.Call) -> None:
+        """``jax.tree_util.register_dataclass(Sub, ...)``: the class is its first argument
+        (``nodetype``/``cls`` by keyword)."""
+        positional = [arg for arg in node.args if arg.keyword is None]
+        keywords = [
+            arg.value
+            for arg in node.args
+            if arg.keyword is not None and _KEYWORDS.get(arg.keyword.value) == "class"
+        ]
+        if positional and not positional[0].star:
+            target: cst.BaseExpression | None = positional[0].value
+        else:  # ``*args`` first: no telling which class (None names none)
+            target = keywords[0] if keywords and not positional else None
+        if target is None:
+            self.module.foreign.append(Foreign(self.module, api, None, "?", self._place()))
+            return
+        self._foreign(api, self.module.qualify(target), _code(target))
+
+    def _foreign(self, api: str, named: str | None, target_text: str) -> None:
+        self.module.foreign.append(Foreign(self.module, api, named, target_text, self._place()))
+
+    def _place(self) -> str:
+        """Why the current position is not plain module level ("" when it is): the innermost
+        function or class body, else the innermost block."""
+        return next(
+            (s for s in reversed(self.scopes) if s.startswith(("inside", "in the body"))),
+            self.scopes[-1] if self.scopes else "",
+        )
 
     def _add(
         self,
