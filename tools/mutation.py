@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import functools
 import importlib.abc
 import importlib.util
 import io
@@ -34,7 +35,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -242,18 +243,31 @@ def _declares_a_type_variable(value: ast.expr) -> bool:
 
 def mutants(source: str) -> Iterator[tuple[str, int, ast.Module]]:
     """(description, line, mutated tree) for every mutant of ``source``."""
+    for description, line, make in candidates(source):
+        yield description, line, make()
+
+
+def candidates(source: str) -> Iterator[tuple[str, int, Callable[[], ast.Module]]]:
+    """(description, line, a function making the mutated tree) for every mutant of ``source``,
+    in ``mutants``' order: a module's whole tree is copied per mutant, so a sample copies only
+    the mutants it draws (copying them all takes minutes for the largest modules)."""
     tree = ast.parse(source)
     skip = _skipped(tree)
     for index, node in enumerate(ast.walk(tree)):
         if id(node) in skip:
             continue
         for description, change in _changes(node):
-            mutated = copy.deepcopy(tree)
-            # A copy walks in the same order: the node at the same position is the copy's.
-            target = next(n for i, n in enumerate(ast.walk(mutated)) if i == index)
-            change(target)
-            ast.fix_missing_locations(mutated)
-            yield description, getattr(node, "lineno", 0), mutated
+            make = functools.partial(_mutated, tree, index, change)
+            yield description, getattr(node, "lineno", 0), make
+
+
+def _mutated(tree: ast.Module, index: int, change: Callable[[Any], None]) -> ast.Module:
+    mutated = copy.deepcopy(tree)
+    # A copy walks in the same order: the node at the same position is the copy's.
+    target = next(n for i, n in enumerate(ast.walk(mutated)) if i == index)
+    change(target)
+    ast.fix_missing_locations(mutated)
+    return mutated
 
 
 def _changes(node: ast.AST) -> Iterator[tuple[str, Any]]:
@@ -429,11 +443,12 @@ def _mutate(root: Path, options: argparse.Namespace) -> int:
             print(f"{name}: the unmutated selection fails; fix that first", file=sys.stderr)
             return 2
         source = path.read_text()
-        candidates = list(mutants(source))
-        if options.sample and len(candidates) > options.sample:
-            candidates = random.Random(options.seed).sample(candidates, options.sample)
+        drawn = list(candidates(source))
+        if options.sample and len(drawn) > options.sample:
+            drawn = random.Random(options.seed).sample(drawn, options.sample)
         killed, survivors = 0, []
-        for description, line, tree in candidates:
+        for description, line, make in drawn:
+            tree = make()
             finder = _MutatedModule(f"pytreekit.{name}", path, tree)
             if _run(root, tests, finder, options.timeout) == "passed":
                 survivors.append((line, description))
@@ -441,7 +456,7 @@ def _mutate(root: Path, options: argparse.Namespace) -> int:
                 killed += 1
         totals["killed"] += killed
         totals["survived"] += len(survivors)
-        print(f"{name}: {killed}/{len(candidates)} killed ({100 * killed / len(candidates):.1f}%)")
+        print(f"{name}: {killed}/{len(drawn)} killed ({100 * killed / len(drawn):.1f}%)")
         lines = source.splitlines()
         for line, description in sorted(survivors):
             context = f"    {lines[line - 1].strip()}" if options.verbose else ""
