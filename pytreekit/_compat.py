@@ -111,6 +111,16 @@ def written_by_dataclasses(function: Any) -> bool:
 # Python 3.13's dataclasses compare field by field, not as tuples: the same NaN in both is unequal.
 DATACLASS_EQ_FIELD_BY_FIELD = sys.version_info >= (3, 13)
 
+# How deep pytreekit's ``==`` compares before it raises ``RecursionError`` (two instances holding
+# themselves), as Python's own comparison does: before 3.12 the interpreter's recursion limit
+# counts C recursion too (a list's ``==``); from 3.12 C code has a far higher limit of its own.
+_C_RECURSION = sys.version_info >= (3, 12)
+
+
+def comparison_depth() -> int:
+    return 100_000 if _C_RECURSION else sys.getrecursionlimit()
+
+
 # Python 3.13's copy.replace: pytreekit replaces the __replace__ dataclasses writes (via __init__).
 HAS_COPY_REPLACE = hasattr(copy, "replace")
 DATACLASSES_REPLACE: Any = (

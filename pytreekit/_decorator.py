@@ -27,6 +27,7 @@ import keyword
 import types
 import unicodedata
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar, cast, overload
 
@@ -61,6 +62,7 @@ from ._classes import (
 )
 from ._compat import (
     annotations_given_since,
+    dataclass_option,
     frozen_dataclasses,
     own_dataclass_params,
     registered_with_jax,
@@ -315,8 +317,9 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         if existing is None:
             _refuse_unsupported(cls)
         parent = _parent_spec(cls)
+        options, frozen_below = _over_dataclass(cls, options, existing)
         if not automatic:
-            _refuse_unfreezing(cls, options, parent)
+            _refuse_unfreezing(cls, options.frozen or frozen_below, parent)
         options = _merged(options, parent, existing)
         start = _start(cls, options, existing, automatic)
         if start is None:
@@ -350,9 +353,24 @@ def _bring_subclasses(cls: type, spec: ClassSpec) -> None:
             _decorate(sub, spec.options, automatic=True)
 
 
-def _refuse_unfreezing(cls: type, options: Options, parent: ClassSpec | None) -> None:
-    """A decorated subclass of a frozen class must be frozen, as dataclasses says."""
-    if parent is not None and parent.options.frozen and not options.frozen:
+def _over_dataclass(
+    cls: type, options: Options, existing: ClassSpec | None
+) -> tuple[Options, bool]:
+    """``options`` with what a user's ``@dataclass`` below decided (its ``eq=False`` keeps
+    identity, for the subclasses too), and whether it froze the class; not the parameters an
+    earlier decoration (a subclass's automatic set-up) left."""
+    params = own_dataclass_params(cls)
+    if params is None or (existing is not None and params is existing.dataclass_params):
+        return options, False
+    if not dataclass_option(params, "eq"):
+        options = options._replace(eq=False)
+    return options, bool(dataclass_option(params, "frozen"))
+
+
+def _refuse_unfreezing(cls: type, frozen: bool, parent: ClassSpec | None) -> None:
+    """A decorated subclass of a frozen class must be frozen (by ``frozen=True``, or a
+    ``@dataclass(frozen=True)`` below), as dataclasses says."""
+    if parent is not None and parent.options.frozen and not frozen:
         raise TypeError(
             f"{cls.__qualname__}: cannot inherit a pytree class that is not frozen from a "
             f"frozen one ({parent.cls.__qualname__}), as dataclasses refuses: pass "
@@ -734,6 +752,11 @@ def _arrive(
         existing = own_spec(cls)
         if existing is not None and not existing.automatic:
             return existing
+        # Threads unpickling one stream's class at once: the spec is set on the class only once
+        # pickle sets its state, after this returns; the first arrival's stands.
+        arrived = _arrived.get(cls)
+        if arrived is not None:
+            return arrived
         made = {n: v for n, v in cls.__dict__.items() if isinstance(v, _MADE_BY_PYTHON)}
         factories = _backends.key_factories(backends, cls)
         table = table_for(cls, fields, options.static, factories, storage)
@@ -741,7 +764,11 @@ def _arrive(
         spec = _assemble(cls, options, fields, table, made | as_written, params, existing)
         _backends.register_all(cls, spec.nodes, _unregistered(spec.backends, existing))
         publish(spec.table)
+        _arrived[cls] = spec
         return spec
+
+
+_arrived: weakref.WeakKeyDictionary[type, ClassSpec] = weakref.WeakKeyDictionary()
 
 
 copyreg.pickle(ClassSpec, _reduce_spec)

@@ -138,3 +138,59 @@ def test_python_lists_holding_themselves_raise_the_same():
     b.append(b)
     with pytest.raises(RecursionError):
         _ = a == b
+
+
+# -- the eighth peer suite: what the fixes above must not break ---------------------------------
+
+
+def test_a_frozen_dataclass_below_makes_a_subclass_of_a_frozen_class_frozen_enough():
+    @pytree_class(frozen=True)
+    class Base:
+        x: int = 1
+
+    @pytree_class
+    @dataclasses.dataclass(frozen=True)
+    class Sub(Base):
+        y: int = 2
+
+    sub = Sub()
+    assert (sub.x, sub.y) == (1, 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sub.y = 5  # type: ignore[misc]
+
+
+def test_a_subclass_by_inheritance_keeps_identity_as_its_dataclass_parent_does():
+    @pytree_class
+    @dataclasses.dataclass(eq=False)
+    class Parent:
+        a: int
+
+    class Sub(Parent):  # a pytree class by inheritance alone
+        pass
+
+    @dataclasses.dataclass(eq=False)
+    class Reference:
+        a: int
+
+    class ReferenceSub(Reference):
+        pass
+
+    for cls in (Sub, ReferenceSub):
+        x, y = cls(1), cls(1)
+        assert (x == y) is False and len({x, y}) == 2
+    assert pytreekit.is_pytree_class(Sub)
+    assert jax.tree_util.tree_leaves(Sub(3)) == [3]
+
+
+def test_equality_of_deep_lists_agrees_with_pythons():
+    import sys
+
+    deep_a: list = []
+    deep_b: list = []
+    for _ in range(900):  # within every supported Python's limit
+        deep_a, deep_b = [deep_a], [deep_b]
+    assert (Node(deep_a) == Node(deep_b)) is (deep_a == deep_b) is True
+    if sys.version_info >= (3, 12):  # C code has its own, higher limit: Python compares deeper
+        for _ in range(2000):
+            deep_a, deep_b = [deep_a], [deep_b]
+        assert (Node(deep_a) == Node(deep_b)) is (deep_a == deep_b) is True

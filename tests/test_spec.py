@@ -229,3 +229,62 @@ def test_the_modules_pickles_name_are_imported_so_cloudpickle_names_them():
         " 'pytreekit._wrappers') if m in sys.modules))\n"
     )
     assert out.strip() == "['pytreekit._layouts', 'pytreekit._references', 'pytreekit._wrappers']"
+
+
+_THREADED_RECEIVER = """
+import os, pickle, sys, threading
+import jax
+import pytreekit
+
+sys.setswitchinterval(1e-6)
+blob = open(sys.argv[1], "rb").read()
+results, errors = [], []
+barrier = threading.Barrier(8)
+
+
+def receive():
+    barrier.wait()
+    try:
+        cls, treedefs, instances = pickle.loads(blob)
+        structure = jax.tree_util.tree_structure
+        results.append(all(t == structure(i) for t, i in zip(treedefs, instances)))
+    except Exception as error:
+        errors.append(f"{type(error).__name__}: {error}")
+
+
+threads = [threading.Thread(target=receive) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(results.count(True), errors)
+"""
+
+_THREADED_SENDER = """
+import sys
+
+import cloudpickle
+import jax
+
+import pytreekit
+
+
+@pytreekit.pytree_class
+class Sometimes:
+    def __init__(self, a, b=None):
+        self.a = a
+        if b is not None:
+            self.b = b
+
+
+instances = [Sometimes(1.0), Sometimes(1.0, 2.0)]
+treedefs = [jax.tree_util.tree_structure(i) for i in instances]
+sys.stdout.buffer.write(cloudpickle.dumps((Sometimes, treedefs, instances)))
+"""
+
+
+def test_threads_unpickling_one_class_by_value_register_it_once(tmp_path):
+    (tmp_path / "blob").write_bytes(_pickled_by(_THREADED_SENDER))
+    for _ in range(3):  # a race: several tries
+        out = run_fresh(_THREADED_RECEIVER, tmp_path / "blob")
+        assert out.strip() == "8 []", out

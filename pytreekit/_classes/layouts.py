@@ -173,16 +173,26 @@ _arriving: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 
 
+# The tables that adopted them, until published; both under one lock, as threads may unpickle
+# one stream's class at once.
+_adopting: weakref.WeakKeyDictionary[type, weakref.ref[LayoutTable]] = weakref.WeakKeyDictionary()
+_arrival_lock = threading.Lock()
+
+
 def layout_for(cls: type, names: tuple[str, ...], static: tuple[bool, ...]) -> Layout:
     """The interned layout of ``cls`` with these fields (what unpickling a layout calls)."""
     key = (tuple(as_read(list(names)).values()), tuple(static))
     table = published(cls)
-    if table is None:  # the class itself is arriving: its table is built when its spec does
-        waiting = _arriving.setdefault(cls, {})
-        layout = waiting.get(key)
-        if layout is None:
-            layout = waiting[key] = Layout(cls, records(*key))
-        return layout
+    if table is None:  # the class itself may be arriving: its table is built when its spec does
+        with _arrival_lock:
+            adopting = _adopting.get(cls)
+            table = published(cls) or (adopting() if adopting is not None else None)
+            if table is None:
+                waiting = _arriving.setdefault(cls, {})
+                layout = waiting.get(key)
+                if layout is None:
+                    layout = waiting[key] = Layout(cls, records(*key))
+                return layout
     return table.intern(*key)
 
 
@@ -385,10 +395,12 @@ class LayoutTable:
     def adopt(self) -> None:
         """Intern the layouts unpickled while the class arrived (``layout_for``), as the very
         objects the treedefs sent with it hold, where the field rule keeps their names."""
-        for key, layout in _arriving.pop(self.cls, {}).items():
-            if key not in self._by_names and self.refusal(key[0]) is None:
-                Layout.__init__(layout, self.cls, layout.fields, hash_by_name=self.hash_by_name)
-                self._add(layout)
+        with _arrival_lock:
+            _adopting[self.cls] = weakref.ref(self)  # weak: a table refers to its class
+            for key, layout in _arriving.pop(self.cls, {}).items():
+                if key not in self._by_names and self.refusal(key[0]) is None:
+                    Layout.__init__(layout, self.cls, layout.fields, hash_by_name=self.hash_by_name)
+                    self._add(layout)
 
     def _add(self, layout: Layout) -> Layout:
         for backend, make_key in self.key_factories.items():

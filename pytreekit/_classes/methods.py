@@ -29,7 +29,6 @@ dataclasses writes them.
 import functools
 import operator
 import reprlib
-import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
@@ -42,6 +41,7 @@ from .._compat import (
     DATACLASSES_REPLACE,
     HAS_COPY_REPLACE,
     called_by_torch_restricted_unpickler,
+    comparison_depth,
     signature,
     unannotate_self,
 )
@@ -120,7 +120,7 @@ def plan(
     inherited = _FROZEN if automatic and options.frozen and _inherits_frozen(cls) else ()
     wanted = {
         "__repr__": options.repr and "__repr__" not in kept,
-        "__eq__": options.eq and "__eq__" not in kept and _eq_wanted(cls, dataclass_methods),
+        "__eq__": options.eq and "__eq__" not in kept,
         "__hash__": hashing == "by value",
         "__setattr__": options.frozen and not inherited,
         "__delattr__": options.frozen and not inherited,
@@ -140,12 +140,6 @@ _FROZEN = ("__setattr__", "__delattr__")
 def _replace_wanted(own: Mapping[str, Any]) -> bool:
     """``copy.replace`` (3.13) is pytreekit's, unless the class writes its own."""
     return HAS_COPY_REPLACE and own.get("__replace__", DATACLASSES_REPLACE) is DATACLASSES_REPLACE
-
-
-def _eq_wanted(cls: type, dataclass_methods: bool) -> bool:
-    """Over a ``@dataclass``, its choice stands: ``eq=False`` keeps identity, and its object
-    hash (the ``__eq__`` it wrote, if any, is in the class's namespace)."""
-    return not dataclass_methods or "__eq__" in cls.__dict__
 
 
 def _inherits_frozen(cls: type) -> bool:
@@ -353,7 +347,7 @@ def _all_equal(a: Any, b: Any) -> Any:
     for arrays (pytreekit's rule) and instances (equal to themselves)."""
     stack: list[tuple[Any, Any, bool, int]] = [(a, b, False, 0)]
     traced = []
-    limit = sys.getrecursionlimit()
+    limit = comparison_depth()
     while stack:
         a, b, fields, depth = stack.pop()
         if a is b and not fields:
