@@ -454,25 +454,35 @@ def guard_torch_namedtuple_contexts(refusal: Callable[[Any], str | None]) -> Non
     reason for. torch finds that class by name among every type registered with it (a pytree
     class of ours too) and rebuilds the node by calling it with the node's children: a treespec
     could call a pytree class's ``__init__`` with arguments of its choosing, past every check of
-    ours. Every entry reading contexts with torch's ``_namedtuple_deserialize`` is wrapped, each
-    time a class is registered with torch (a namedtuple registered since is covered then)."""
+    ours. The module's reader is replaced once (a namedtuple registered later reads it from
+    there), and every entry holding the original is pointed at the guard, each time a class is
+    registered with torch."""
     pytree = torch_pytree()
     where, needed_for = TORCH_PYTREE, "to refuse a namedtuple node naming a pytree class"
-    reader = _private(pytree, "_namedtuple_deserialize", where, needed_for)
+    current = _private(pytree, "_namedtuple_deserialize", where, needed_for)
     registry: dict[Any, Any] = _private(pytree, "SUPPORTED_SERIALIZED_TYPES", where, needed_for)
+    if current is not _namedtuple_guard[0]:
+        reader = current
 
-    def guarded(dumpable_context: Any) -> Any:
-        found = reader(dumpable_context)
-        why = refusal(found)
-        if why is not None:
-            raise TypeError(
-                f"treespec_loads: a namedtuple node names {dumpable_context!r:.200}: {why}"
-            )
-        return found
+        def guarded(dumpable_context: Any) -> Any:
+            found = reader(dumpable_context)
+            why = refusal(found)
+            if why is not None:
+                raise TypeError(
+                    f"treespec_loads: a namedtuple node names {dumpable_context!r:.200}: {why}"
+                )
+            return found
 
+        _namedtuple_guard[:] = [guarded, reader]
+        setattr(pytree, "_namedtuple_deserialize", guarded)
+    guard, original = _namedtuple_guard
     for typ, entry in list(registry.items()):
-        if entry.from_dumpable_context is reader:
-            registry[typ] = entry._replace(from_dumpable_context=guarded)
+        if entry.from_dumpable_context is original:
+            registry[typ] = entry._replace(from_dumpable_context=guard)
+
+
+# [the guard installed, torch's own reader it wraps]
+_namedtuple_guard: list[Any] = [None, None]
 
 
 # -- the standard library's private attributes the artifacts wing reads (issue 33) --------------
@@ -521,24 +531,17 @@ TORCH_RESTRICTED_UNPICKLER = "torch._weights_only_unpickler"
 _getframe: Callable[[int], Any] | None = getattr(sys, "_getframe", None)
 
 
-# How far up the weights-only unpickler's frame is looked for: past a subclass's ``__setstate__``
-# that delegates with ``super()``, whatever wraps it (a logging decorator, ``torch.no_grad()``'s
-# ``decorate_context``), or a helper it calls. Any frame of the unpickler's counts, whatever the
-# frames between are called: the check fails closed, and an honest state passes it.
-_UNPICKLER_FRAMES = 32
-
-
 def called_by_torch_restricted_unpickler(depth: int = 1) -> bool:
     """Whether the function calling this (``depth`` frames up) was called, directly or through
-    up to ``_UNPICKLER_FRAMES`` frames, by torch's weights-only unpickler."""
+    any frames (a subclass's ``__setstate__`` handing the state on with ``super()``, whatever
+    decorates it, torch's own ``_rebuild_*`` functions nested as deep as a file likes), by
+    torch's weights-only unpickler: the whole stack is read, so the check fails closed."""
     if _getframe is None:  # an interpreter without frames: check every state
         return True
     if TORCH_RESTRICTED_UNPICKLER not in sys.modules:  # torch never loaded a checkpoint so
         return False
     frame = _getframe(depth + 1)
-    for _ in range(_UNPICKLER_FRAMES):
-        if frame is None:
-            return False
+    while frame is not None:
         if frame.f_globals.get("__name__") == TORCH_RESTRICTED_UNPICKLER:
             return True
         frame = frame.f_back

@@ -365,11 +365,15 @@ def check_restricted_state(cls: type, state: Any) -> None:
                     found = unadmitted(value, admitted, leaf=True)
                     _refuse_chosen(f"the field {name}", found, hint)
         learn([], [(table.cls, names)])
-    except StaticDataError as error:
+    except (StaticDataError, RecursionError) as error:
+        why = error if type(error) is not RecursionError else _TOO_DEEP_TO_READ
         raise StaticDataError(
-            f"{_RESTRICTED} cannot restore a {cls.__module__}.{cls.__qualname__}: {error} "
+            f"{_RESTRICTED} cannot restore a {cls.__module__}.{cls.__qualname__}: {why} "
             f"Nothing was loaded; a checkpoint you trust also loads with weights_only=False."
         ) from None
+
+
+_TOO_DEEP_TO_READ = "its state holds values nested deeper than Python can read."
 
 
 def _may_be_unset(fields: Any) -> frozenset[str]:
@@ -449,8 +453,8 @@ def _refuse_chosen(field: str, found: Any, hint: Any) -> None:
     choose what the model calls) or a value nested too deep."""
     if found is TOO_DEEP:
         raise StaticDataError(
-            f"{field} holds values nested more than {MAX_DEPTH} levels deep, which pytreekit "
-            f"never writes. {_NOT_WRITTEN}"
+            f"{field} holds values nested more than {MAX_DEPTH} levels deep, deeper than "
+            f"pytreekit looks for a function or class the checkpoint would choose."
         )
     if found is not MISSING and (is_class(found) or isinstance(found, _FUNCTIONS)):
         what = "class" if is_class(found) else "function"
@@ -680,8 +684,28 @@ def _torch_routes(node: dict[str, Any], trees: list[Any]) -> None:
         name = f"{module}:{node['default_factory_name']}"
     if name is not None:
         trees.append([_TORCH_IMPORT, name])
-    if node.get("type") == "collections.namedtuple" and type(node.get("context")) is str:
+    if type(node.get("context")) is str and _reads_a_namedtuple(node.get("type")):
         trees.append([_TORCH_NAMEDTUPLE, node["context"]])
+
+
+def _reads_a_namedtuple(name: Any) -> bool:
+    """Whether torch reads a node of type ``name``'s context as a namedtuple's class: the type
+    ``collections.namedtuple``, or a namedtuple registered with torch under ``name``."""
+    if name == "collections.namedtuple":
+        return True
+    cls = _torch_types().get(name) if type(name) is str else None
+    return cls is not None and _is_namedtuple(cls)
+
+
+def _torch_types() -> dict[str, Any]:
+    """torch's registry of types by serialized name, if torch's pytree module is imported."""
+    pytree = sys.modules.get(TORCH_PYTREE)
+    found = {} if pytree is None else vars(pytree).get("SERIALIZED_TYPE_TO_PYTHON_TYPE", {})
+    return found if type(found) is dict else {}
+
+
+def _is_namedtuple(cls: Any) -> bool:
+    return is_class(cls) and issubclass(cls, tuple) and lookup(cls, "_fields") is not MISSING
 
 
 def _json_string(
@@ -900,20 +924,22 @@ _TORCH_IMPORT, _TORCH_NAMEDTUPLE = "torch import", "torch namedtuple"
 
 
 def _import_status(name: str) -> str:
-    """A name torch's reader imports: refused where its module is not imported yet (torch would
-    import it, running its code), else as any name."""
-    return "refused" if name.partition(":")[0] not in sys.modules else _status(name)
+    """A name torch's reader imports and reads with ``getattr``: refused where its module is not
+    imported yet (torch would import it, running its code) or the name is in no namespace (a
+    module's ``__getattr__`` or a descriptor would answer, running code), else as any name."""
+    status = "refused" if name.partition(":")[0] not in sys.modules else _status(name)
+    return "refused" if status == "missing" else status
 
 
 def _namedtuple_status(name: str) -> str:
     """A namedtuple node's class, by its name in torch's registry: refused where it is no
     namedtuple (torch would call it; pytreekit's guard refuses it at load)."""
-    pytree = sys.modules.get(TORCH_PYTREE)
-    types_by_name = {} if pytree is None else vars(pytree).get("SERIALIZED_TYPE_TO_PYTHON_TYPE", {})
-    cls = types_by_name.get(name)
+    if TORCH_PYTREE not in sys.modules:
+        return "not imported"
+    cls = _torch_types().get(name)
     if cls is None:
-        return "missing" if pytree is not None else "not imported"
-    return "safe" if issubclass(cls, tuple) and lookup(cls, "_fields") is not MISSING else "refused"
+        return "missing"
+    return "safe" if _is_namedtuple(cls) else "refused"
 
 
 _NAMING: dict[str, Callable[[str], str]] = {

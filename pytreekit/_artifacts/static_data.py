@@ -18,6 +18,7 @@ import dataclasses
 import enum
 import functools
 import importlib
+import itertools
 import json
 import math
 import numbers
@@ -1506,20 +1507,26 @@ def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
         ) from error
 
 
-def hashable(value: Any, depth: int = 0) -> bool:
-    """Whether ``value``, built from static data, is hashable, without running its ``__hash__``."""
+def hashable(value: Any, depth: int = 0, seen: set[int] | None = None) -> bool:
+    """Whether ``value``, built from static data, is hashable, without running its ``__hash__``
+    (a value held twice looked at once: every value looked at is reachable from the first)."""
     kind = type(value)
     if _atom(kind) or kind is frozenset or depth > MAX_DEPTH:
         return True
     if kind is list or kind is dict:
         return False
+    if seen is None:
+        seen = set()
+    elif id(value) in seen:
+        return True
+    seen.add(id(value))
     if issubclass(kind, tuple):
-        return all(hashable(item, depth + 1) for item in _items(value))
+        return all(hashable(item, depth + 1, seen) for item in _items(value))
     hash_method = lookup(kind, "__hash__")
     if hash_method is None:
         return False
     hashed = None if hash_method is _OBJECT_HASH else _hashed(value, kind, hash_method)
-    return hashed is None or all(hashable(item, depth + 1) for item in hashed)
+    return hashed is None or all(hashable(item, depth + 1, seen) for item in hashed)
 
 
 _OBJECT_HASH = vars(object)["__hash__"]
@@ -2388,7 +2395,12 @@ _CALLABLES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
 
 def unadmitted(
-    value: Any, admitted: tuple[type, ...], depth: int = 0, *, leaf: bool = False
+    value: Any,
+    admitted: tuple[type, ...],
+    depth: int = 0,
+    *,
+    leaf: bool = False,
+    seen: set[int] | None = None,
 ) -> Any:
     """The first class, function or object in ``value`` (a value another loader built: torch's
     weights-only unpickler) that static data could not hold there (``MISSING``: none): a class that
@@ -2404,6 +2416,11 @@ def unadmitted(
         return TOO_DEEP
     if is_class(value):
         return MISSING if is_safe_reference(value) or _admits(admitted, value) else value
+    if seen is None:
+        seen = set()
+    elif id(value) in seen:  # held twice (a tuple of the same tuple): looked at once
+        return MISSING
+    seen.add(id(value))  # every value looked at is reachable from the first: no id is reused
     parts = _container_parts(value, kind)
     if parts is None:
         parts, admitted = _object_parts(value, kind, admitted, leaf)
@@ -2413,7 +2430,7 @@ def unadmitted(
         (
             found
             for part in parts
-            if (found := unadmitted(part, admitted, depth + 1, leaf=leaf)) is not MISSING
+            if (found := unadmitted(part, admitted, depth + 1, leaf=leaf, seen=seen)) is not MISSING
         ),
         MISSING,
     )
@@ -2450,15 +2467,17 @@ def _object_parts(
 def _attributes(value: Any, kind: type) -> Iterable[Any]:
     """What an object holds, read by C code only: a tuple's or a dict's items (a NamedTuple, an
     ``OrderedDict``), a list's or a set's, else the values in its ``__dict__`` and its slots."""
+    held: Iterable[Any] = ()
     if issubclass(kind, tuple | frozenset):
-        return _items(value)
-    if issubclass(kind, dict):
-        return (part for entry in dict.items(value) for part in entry)
-    if issubclass(kind, list):
-        return list.__iter__(value)
-    if issubclass(kind, set):
-        return set.__iter__(value)
-    return _instance_values(value, kind)
+        held = _items(value)
+    elif issubclass(kind, dict):
+        held = [part for entry in dict.items(value) for part in entry]
+    elif issubclass(kind, list):
+        held = list.__iter__(value)
+    elif issubclass(kind, set):
+        held = set.__iter__(value)
+    # A subclass's instance holds attributes too (pickle's BUILD sets an OrderedDict's).
+    return itertools.chain(held, _instance_values(value, kind))
 
 
 def _instance_values(value: Any, kind: type) -> list[Any]:
@@ -2466,6 +2485,7 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
     readers = _value_readers.get(kind)
     if readers is None:
         instance_dict = lookup(kind, "__dict__")
+        hooks = lookup(kind, "_backward_hooks")
         readers = (
             instance_dict if type(instance_dict) is types.GetSetDescriptorType else None,
             tuple(
@@ -2474,19 +2494,23 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
                 for slot in own_dict(klass).values()
                 if type(slot) is types.MemberDescriptorType
             ),
+            hooks if type(hooks) is types.GetSetDescriptorType else None,
         )
         _value_readers.set(kind, readers)
-    instance_dict, slots = readers
+    instance_dict, slots, hooks = readers
     parts: list[Any] = []
     if instance_dict is not None:
         parts.extend(dict.values(instance_dict.__get__(value, kind)))
+    if hooks is not None:  # a tensor's backward hooks (torch's C attribute): autograd calls them
+        parts.append(hooks.__get__(value, kind))
     for slot in slots:
         with contextlib.suppress(AttributeError):
             parts.append(slot.__get__(value, kind))
     return parts
 
 
-# Per class: its ``__dict__`` descriptor (None: it has none) and its slots' members.
+# Per class: its ``__dict__`` descriptor (None: it has none), its slots' members, and the C
+# descriptor of a tensor's backward hooks (None: it has none).
 _value_readers = TypeCache()
 
 

@@ -61,16 +61,26 @@ _CONTAINERS: dict[type, tuple[Callable[[Any], list[Any]], Callable[[list[Any]], 
 }
 
 
-def _walk(value: Any, each: Callable[[Any], Any]) -> Any:
+def _walk(
+    value: Any, each: Callable[[Any], Any], memo: dict[int, tuple[Any, Any]] | None = None
+) -> Any:
     """``value`` with ``each`` applied to what its containers hold (dict keys too); ``value``
-    itself where nothing changed."""
+    itself where nothing changed. A container held twice (a tuple of the same tuple, 60 deep: a
+    few bytes of pickle) is walked once; ``memo`` keeps what it saw alive, so no id is reused."""
     container = _CONTAINERS.get(type(value))
     if container is None:
         return each(value)
+    if memo is None:
+        memo = {}
+    seen = memo.get(id(value))
+    if seen is not None:
+        return seen[1]
     parts_of, rebuild = container
     parts = parts_of(value)
-    new = [_walk(part, each) for part in parts]
-    return value if all(a is b for a, b in zip(new, parts, strict=True)) else rebuild(new)
+    new = [_walk(part, each, memo) for part in parts]
+    walked = value if all(a is b for a, b in zip(new, parts, strict=True)) else rebuild(new)
+    memo[id(value)] = (value, walked)
+    return walked
 
 
 def picklable(value: Any) -> Any:
