@@ -59,7 +59,7 @@ from ._static import Static
 
 # The modules whose names pickles store (their functions' ``__module__``): imported, so that
 # cloudpickle, which pickles by value a function whose module is not imported, names them.
-from . import _layouts, _references, _wrappers  # noqa: F401  # isort: skip
+from . import _layouts, _references, _wrappers  # noqa: F401  # isort: skip  # pyright: ignore[reportUnusedImport]
 
 __all__ = [
     "MISSING",
