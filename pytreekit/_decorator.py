@@ -317,9 +317,8 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
         if existing is None:
             _refuse_unsupported(cls)
         parent = _parent_spec(cls)
-        options, frozen_below = _over_dataclass(cls, options, existing)
         if not automatic:
-            _refuse_unfreezing(cls, options.frozen or frozen_below, parent)
+            _refuse_unfreezing(cls, options, parent, existing)
         options = _merged(options, parent, existing)
         start = _start(cls, options, existing, automatic)
         if start is None:
@@ -353,29 +352,28 @@ def _bring_subclasses(cls: type, spec: ClassSpec) -> None:
             _decorate(sub, spec.options, automatic=True)
 
 
-def _over_dataclass(
-    cls: type, options: Options, existing: ClassSpec | None
-) -> tuple[Options, bool]:
-    """``options`` with what a user's ``@dataclass`` below decided (its ``eq=False`` keeps
-    identity, for the subclasses too), and whether it froze the class; not the parameters an
-    earlier decoration (a subclass's automatic set-up) left."""
+def _with_dataclass_eq(options: Options, dataclass_eq: bool) -> Options:
+    """A ``@dataclass(eq=False)`` below keeps identity, for the subclasses too."""
+    return options if dataclass_eq else options._replace(eq=False)
+
+
+def _refuse_unfreezing(
+    cls: type, options: Options, parent: ClassSpec | None, existing: ClassSpec | None
+) -> None:
+    """A decorated subclass of a frozen class must be frozen (``frozen=True``, or a user's
+    ``@dataclass(frozen=True)`` below, not the parameters its automatic set-up left), as
+    dataclasses says."""
+    if parent is None or not parent.options.frozen or options.frozen:
+        return
     params = own_dataclass_params(cls)
-    if params is None or (existing is not None and params is existing.dataclass_params):
-        return options, False
-    if not dataclass_option(params, "eq"):
-        options = options._replace(eq=False)
-    return options, bool(dataclass_option(params, "frozen"))
-
-
-def _refuse_unfreezing(cls: type, frozen: bool, parent: ClassSpec | None) -> None:
-    """A decorated subclass of a frozen class must be frozen (by ``frozen=True``, or a
-    ``@dataclass(frozen=True)`` below), as dataclasses says."""
-    if parent is not None and parent.options.frozen and not frozen:
-        raise TypeError(
-            f"{cls.__qualname__}: cannot inherit a pytree class that is not frozen from a "
-            f"frozen one ({parent.cls.__qualname__}), as dataclasses refuses: pass "
-            f"frozen=True to @pytree_class."
-        )
+    below = params is not None and (existing is None or params is not existing.dataclass_params)
+    if below and dataclass_option(params, "frozen"):
+        return
+    raise TypeError(
+        f"{cls.__qualname__}: cannot inherit a pytree class that is not frozen from a frozen "
+        f"one ({parent.cls.__qualname__}), as dataclasses refuses: pass frozen=True to "
+        f"@pytree_class."
+    )
 
 
 def _merged(options: Options, parent: ClassSpec | None, existing: ClassSpec | None) -> Options:
@@ -482,6 +480,7 @@ def _build(
     factories = _backends.key_factories(options.backends, cls)  # refused before any change
     annotated = None if parent is None else parent.fields is not None
     prepared = prepare(cls, options, as_written, annotated)
+    options = _with_dataclass_eq(options, prepared.dataclass_eq)
     fields = prepared.fields
     table = table_for(cls, fields, options.static, factories, frozen=options.frozen)
     if existing is not None and isinstance(table, LearnedLayouts):

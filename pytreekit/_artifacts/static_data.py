@@ -1507,6 +1507,17 @@ def decode(tree: Any, reader: Reader, depth: int = 0) -> Any:
         ) from error
 
 
+def _seen(value: Any, seen: set[int] | None) -> set[int] | None:
+    """The ids a walk has looked at, ``value``'s added; ``None`` if it was looked at before (a
+    value held twice). Every value looked at is reachable from the first: no id is reused."""
+    if seen is None:
+        return {id(value)}
+    if id(value) in seen:
+        return None
+    seen.add(id(value))
+    return seen
+
+
 def hashable(value: Any, depth: int = 0, seen: set[int] | None = None) -> bool:
     """Whether ``value``, built from static data, is hashable, without running its ``__hash__``
     (a value held twice looked at once: every value looked at is reachable from the first)."""
@@ -1515,11 +1526,9 @@ def hashable(value: Any, depth: int = 0, seen: set[int] | None = None) -> bool:
         return True
     if kind is list or kind is dict:
         return False
+    seen = _seen(value, seen)
     if seen is None:
-        seen = set()
-    elif id(value) in seen:
         return True
-    seen.add(id(value))
     if issubclass(kind, tuple):
         return all(hashable(item, depth + 1, seen) for item in _items(value))
     hash_method = lookup(kind, "__hash__")
@@ -2415,12 +2424,10 @@ def unadmitted(
     if depth > MAX_DEPTH:
         return TOO_DEEP
     if is_class(value):
-        return MISSING if is_safe_reference(value) or _admits(admitted, value) else value
-    if seen is None:
-        seen = set()
-    elif id(value) in seen:  # held twice (a tuple of the same tuple): looked at once
+        return _unadmitted_class(value, admitted)
+    seen = _seen(value, seen)
+    if seen is None:  # held twice (a tuple of the same tuple): looked at once
         return MISSING
-    seen.add(id(value))  # every value looked at is reachable from the first: no id is reused
     parts = _container_parts(value, kind)
     if parts is None:
         parts, admitted = _object_parts(value, kind, admitted, leaf)
@@ -2434,6 +2441,10 @@ def unadmitted(
         ),
         MISSING,
     )
+
+
+def _unadmitted_class(cls: type, admitted: tuple[type, ...]) -> Any:
+    return MISSING if is_safe_reference(cls) or _admits(admitted, cls) else cls
 
 
 def _container_parts(value: Any, kind: type) -> Iterable[Any] | None:
@@ -2760,14 +2771,17 @@ def state_refusal(items: dict[Any, Any], may_be_unset: frozenset[str] = frozense
     if why is not None:
         return why
     names = layout[0]
-    extra = next((k for k in items if k != markers.FIELDS and k not in names), None)
-    if extra is not None:
-        where = f"{extra!r:.60}" if type(extra) is str else f"a {type_name(extra)} key"
-        return f"holds a value under {where}, which is not a field its layout names"
+    extra = next((k for k in items if k != markers.FIELDS and k not in names), MISSING)
+    if extra is not MISSING:
+        return f"holds a value under {_key_named(extra)}, which is not a field its layout names"
     missing = next((n for n in names if n not in items and n not in may_be_unset), None)
-    if missing is not None:
-        return f"names the field {missing!r} without a value"
-    return None
+    return None if missing is None else f"names the field {missing!r} without a value"
+
+
+def _key_named(key: Any) -> str:
+    """A state's key, as an error names it: a string's repr, else only its type (a decoded
+    object's repr is its class's code)."""
+    return f"{key!r:.60}" if type(key) is str else f"a {type_name(key)} key"
 
 
 def _layout_refusal(layout: Any) -> str | None:

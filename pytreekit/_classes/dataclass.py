@@ -69,6 +69,10 @@ class Prepared(NamedTuple):
     own: Mapping[str, Any]
     was_dataclass: bool
     params: Any
+    # What a user's @dataclass below decided: eq=False keeps identity (the subclasses' too), and
+    # frozen=True makes the class frozen.
+    dataclass_eq: bool = True
+    dataclass_frozen: bool = False
 
 
 def prepare(
@@ -80,7 +84,7 @@ def prepare(
     if not (_is_annotated(cls, as_written) if annotated is None else annotated):
         _check_unannotated(cls, options)
         return Prepared(None, None, (), frozenset(), as_written, False, own_dataclass_params(cls))
-    params = _check_dataclass(cls, options) if was_dataclass else _make_dataclass(cls, options)
+    params, eq, frozen = (_check_dataclass if was_dataclass else _make_dataclass)(cls, options)
     entries, init_vars, inherited = dataclass_entries(cls, Field)
     declared = _pytree_fields(cls, options, entries, init_vars, inherited)
     _refuse_properties(cls, [f.name for f in declared.fields], declared.static)
@@ -88,7 +92,9 @@ def prepare(
     if was_dataclass:  # what dataclasses generated is pytreekit's to replace
         own = {k: v for k, v in own.items() if not written_by_dataclasses(cls.__dict__.get(k))}
     made = tuple(declared.made.get(f.name, f) for f in entries)
-    return Prepared(declared.fields, declared, made, init_vars, own, was_dataclass, params)
+    return Prepared(
+        declared.fields, declared, made, init_vars, own, was_dataclass, params, eq, frozen
+    )
 
 
 def _check_unannotated(cls: type, options: Options) -> None:
@@ -125,7 +131,9 @@ def _is_annotated(cls: type, as_written: Mapping[str, Any]) -> bool:
     )
 
 
-def _make_dataclass(cls: type, options: Options) -> Any:
+def _make_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool]:
+    """Make ``cls`` a dataclass with ``options``: its parameters, and no choice of the user's
+    (``eq``, ``frozen``) to carry."""
     if len(cls.__mro__) > 2:  # object is no dataclass
         _check_frozen_inheritance(cls, options.frozen)
     had_doc = "__doc__" in cls.__dict__ and cls.__doc__
@@ -148,18 +156,21 @@ def _make_dataclass(cls: type, options: Options) -> Any:
     finally:
         if not had_doc:
             setattr(cls, "__doc__", None)
-    return record_dataclass_params(
+    params = record_dataclass_params(
         cls, init=True, repr=options.repr, eq=options.eq, frozen=options.frozen
     )
+    return params, True, False
 
 
-def _check_dataclass(cls: type, options: Options) -> Any:
-    """A ``@dataclass`` under ``@pytree_class``: the options it made must be those asked."""
+def _check_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool]:
+    """A ``@dataclass`` under ``@pytree_class``: the options it made must be those asked. Its
+    parameters, and its ``eq`` and ``frozen``."""
     params = own_dataclass_params(cls)
+    frozen = bool(dataclass_option(params, "frozen"))
     # Python 3.11's dataclass params do not record kw_only: its fields do.
     keyword_only = all(f.kw_only for f in dataclasses.fields(cls))
     for option, given, made in (
-        ("frozen", options.frozen, dataclass_option(params, "frozen")),
+        ("frozen", options.frozen, frozen),
         ("kw_only", options.kw_only, keyword_only),
     ):
         if given and not made:
@@ -167,7 +178,7 @@ def _check_dataclass(cls: type, options: Options) -> Any:
                 f"{cls.__qualname__} is already a dataclass, so @pytree_class cannot make it "
                 f"{option}=True: pass {option}=True to @dataclasses.dataclass instead."
             )
-    return params
+    return params, bool(dataclass_option(params, "eq")), frozen
 
 
 def _check_frozen_inheritance(cls: type, frozen: bool) -> None:
