@@ -46,6 +46,7 @@ from ._classes import (
     Options,
     Storage,
     apply_methods,
+    copied_spec,
     decoration_lock,
     field,
     flags,
@@ -621,6 +622,15 @@ def _warn_unreached_post_init(cls: type) -> None:
 def _refuse_unsupported(cls: type) -> None:
     """Classes pytreekit cannot make pytrees, refused before anything changes."""
     name = cls.__qualname__
+    copied = copied_spec(cls)
+    if copied is not None:
+        raise TypeError(
+            f"{name} was made from a copy of another class's namespace (dataclasses' "
+            f"slots=True makes a new class so), after pytreekit had made that class a pytree "
+            f"class as a subclass of a pytree class: the copy holds its generated methods, bound "
+            f"to it. Drop slots=True on a subclass of a pytree class, or declare __slots__ in its "
+            f"class body (a slotted field then takes no class default)."
+        )
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         raise TypeError(
             f"@pytree_class cannot decorate {name}: it is a NamedTuple, which JAX already treats "

@@ -28,3 +28,6 @@ OWNER: Final = "__pytreekit_owner__"
 CLASS: Final = "__pytreekit_class__"
 # On pytreekit's wrapper of jax.export.register_pytree_node_serialization.
 GIVES_WAY: Final = "__pytreekit_gives_way__"
+# On a functools.partial subclass that pickles as a plain functools.partial (one read from static
+# data): pickling replaces its function by a stand-in as a plain partial's.
+PLAIN_PARTIAL: Final = "__pytreekit_plain_partial__"

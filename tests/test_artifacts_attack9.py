@@ -124,3 +124,36 @@ def test_a_state_nested_deeper_than_python_reads_is_a_static_data_error():
         deep = [deep]
     with pytest.raises(StaticDataError, match="nested deeper than Python can read"):
         export.check_restricted_state(fx.Net, _net_state(deep))
+
+
+# -- attack10: a partial's arguments keep their kind; a loaded partial pickles ------------------
+
+
+def test_a_loaded_partial_compares_its_arguments_by_kind():
+    import functools
+    import pickle
+
+    import jax
+
+    from pytreekit._artifacts.static_data import dumps, loads
+
+    def loaded(slope: Any) -> Any:
+        return loads(dumps(functools.partial(jax.nn.leaky_relu, negative_slope=slope)))
+
+    as_float, as_int, as_bool = loaded(1.0), loaded(1), loaded(True)
+    assert as_float == loaded(1.0) and hash(as_float) == hash(loaded(1.0))
+    honest = functools.partial(jax.nn.leaky_relu, negative_slope=1.0)
+    assert as_float == honest and honest == as_float
+    for edited in (as_int, as_bool):
+        assert as_float != edited and honest != edited
+        assert hash(as_float) != hash(edited)  # no jit cache entry shared
+    model = Holding(torch.ones(1), as_float)  # as a model loaded from an artifact holds it
+    again = pickle.loads(pickle.dumps(model))
+    assert type(again.act) is functools.partial and again.act.keywords == {"negative_slope": 1.0}
+    assert again.act.func is jax.nn.leaky_relu
+
+
+@pytreekit.pytree_class
+class Holding:
+    w: Any
+    act: Any = pytreekit.field(static=True)

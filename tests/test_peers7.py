@@ -194,3 +194,44 @@ def test_equality_of_deep_lists_agrees_with_pythons():
         for _ in range(2000):
             deep_a, deep_b = [deep_a], [deep_b]
         assert (Node(deep_a) == Node(deep_b)) is (deep_a == deep_b) is True
+
+
+# -- the ninth peer suite ---------------------------------------------------------------------
+
+
+def test_a_subclass_remade_by_dataclass_slots_is_refused_not_left_a_leaf():
+    @pytree_class
+    class Base:
+        x: float
+
+    with pytest.raises(TypeError, match=r"C was made from a copy .* Drop slots=True"):
+
+        @dataclasses.dataclass(slots=True)
+        class C(Base):
+            y: float = 1.0
+
+    class Slotted(Base):  # what the error suggests
+        __slots__ = ("y",)
+        y: float
+
+    assert jax.tree_util.tree_leaves(Slotted(1.0, 2.0)) == [1.0, 2.0]
+
+    @pytree_class
+    @dataclasses.dataclass(slots=True)
+    class Root:  # a root class remade by slots=True before pytreekit sees it: fine
+        x: float
+
+    assert jax.tree_util.tree_leaves(Root(3.0)) == [3.0] and not hasattr(Root(3.0), "__dict__")
+
+
+def test_an_instance_missing_a_field_with_a_default_factory_is_told_what_to_do():
+    @pytree_class
+    class A:
+        x: float
+        w: list = dataclasses.field(default_factory=list)
+
+    old = object.__new__(A)  # a pickle of A before it had w loads so
+    old.__dict__.update(x=1.0)
+    with pytest.raises(AttributeError, match="no default is filled in there") as caught:
+        jax.tree_util.tree_leaves(old)
+    assert "give the field a default" not in str(caught.value)

@@ -1283,18 +1283,35 @@ class LoadedPartial(functools.partial[Any]):
     __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
+        # Arguments of their kind, as static fields' values: 1 == 1.0 == True with one hash, and
+        # a partial of jnp.clip given 0 would share the jit traces of one given 0.0.
         if not isinstance(other, functools.partial):
             return NotImplemented
-        return (self.func, self.args, self.keywords) == (other.func, other.args, other.keywords)
+        mine, theirs = (self.args, self.keywords), (other.args, other.keywords)
+        return (self.func, *mine) == (other.func, *theirs) and _kinds(mine) == _kinds(theirs)
 
     def __hash__(self) -> int:
         try:
-            return hash((self.func, self.args, tuple(sorted(self.keywords.items()))))
+            keywords = tuple(sorted(self.keywords.items()))
+            return hash((self.func, self.args, keywords, _kinds((self.args, self.keywords))))
         except TypeError:  # unhashable arguments: no treedef holds it
             return object.__hash__(self)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return functools.partial, (self.func,), (self.func, self.args, self.keywords, None)
+
+
+setattr(LoadedPartial, markers.PLAIN_PARTIAL, True)
+
+
+def _kinds(value: Any) -> Any:
+    """The types of ``value`` and of what its tuples, lists and dicts hold, as a hashable tree."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return kind, tuple(map(_kinds, value))
+    if kind is dict:
+        return kind, tuple(sorted((key, _kinds(item)) for key, item in value.items()))
+    return kind
 
 
 Encoder = Callable[[Any, int], str]

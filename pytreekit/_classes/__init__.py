@@ -30,7 +30,16 @@ from .methods import restricted_state_check
 from .nodes import NodeFunctions
 from .pickling import StandIn, new_object, restored
 from .replace import replace
-from .spec import ClassSpec, Options, decoration_lock, fields, is_pytree_class, own_spec, spec_of
+from .spec import (
+    ClassSpec,
+    Options,
+    copied_spec,
+    decoration_lock,
+    fields,
+    is_pytree_class,
+    own_spec,
+    spec_of,
+)
 
 __all__ = [
     "MISSING",
@@ -47,6 +56,7 @@ __all__ = [
     "StandIn",
     "Storage",
     "apply_methods",
+    "copied_spec",
     "decoration_lock",
     "field",
     "fields",

@@ -799,8 +799,9 @@ class NodeFunctions:
             if not hasattr(obj, name):
                 raise AttributeError(
                     f"{type(obj).__qualname__}.{name} is a field but this instance has no value "
-                    f"for it, so it cannot be flattened. Set it in __init__ (or give the field a "
-                    f"default)."
+                    f"for it, so it cannot be flattened. Set it in __init__; an instance made "
+                    f"another way (object.__new__, a pickle written before the class had the "
+                    f"field) must set it too, as no default is filled in there."
                 ) from None
 
 

@@ -101,7 +101,7 @@ def _stood_for(value: Any) -> Any:
 
 def _stand_in(value: Any) -> Any:
     kind = type(value)
-    if kind is functools.partial:
+    if kind is functools.partial or lookup(kind, markers.PLAIN_PARTIAL) is True:
         return _partial(value)
     if _rebuilt_kind(kind):
         return _rebuilt(value)

@@ -61,9 +61,17 @@ class ClassSpec:
 
 
 def own_spec(cls: type) -> ClassSpec | None:
-    """The spec of ``cls`` itself (not one inherited from a base)."""
+    """The spec of ``cls`` itself (not one inherited from a base, nor one another class's
+    namespace held when it was copied into ``cls``: dataclasses' ``slots=True`` makes a class
+    so)."""
     spec = cls.__dict__.get(markers.SPEC)
-    return spec if isinstance(spec, ClassSpec) else None
+    return spec if isinstance(spec, ClassSpec) and spec.cls is cls else None
+
+
+def copied_spec(cls: type) -> ClassSpec | None:
+    """The spec of another class that ``cls``'s namespace holds, copied from that class's."""
+    spec = cls.__dict__.get(markers.SPEC)
+    return spec if isinstance(spec, ClassSpec) and spec.cls is not cls else None
 
 
 def spec_of(obj: Any, caller: str) -> ClassSpec:
