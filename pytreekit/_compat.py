@@ -112,8 +112,8 @@ def written_by_dataclasses(function: Any) -> bool:
 DATACLASS_EQ_FIELD_BY_FIELD = sys.version_info >= (3, 13)
 
 # How deep pytreekit's ``==`` compares before it raises ``RecursionError`` (two instances holding
-# themselves), as Python's own comparison does: before 3.12 the interpreter's recursion limit
-# counts C recursion too (a list's ``==``); from 3.12 C code has a far higher limit of its own.
+# themselves), as Python's own comparison of lists does: before 3.12 the interpreter's recursion
+# limit counts C recursion too; from 3.12 C code has a far higher limit of its own.
 _C_RECURSION = sys.version_info >= (3, 12)
 
 
@@ -531,21 +531,40 @@ TORCH_RESTRICTED_UNPICKLER = "torch._weights_only_unpickler"
 _getframe: Callable[[int], Any] | None = getattr(sys, "_getframe", None)
 
 
+# The modules whose frames call ``__setstate__`` for torch's weights-only unpickler: its own loop
+# (BUILD), and the rebuild functions it allows (``_rebuild_from_type_v2`` calls ``__setstate__``
+# itself, nested as deep as a file likes: each call is one frame below one of them).
+_TORCH_SETSTATE_CALLERS = frozenset({TORCH_RESTRICTED_UNPICKLER, "torch._tensor", "torch._utils"})
+# How far above ``__setstate__`` such a frame is looked for: past a subclass's own ``__setstate__``
+# that hands the state on with ``super()``, whatever decorates it. Bounded: plain pickle and copy
+# (torch imported) read no more of a deep stack than this.
+_SETSTATE_FRAMES = 32
+
+
 def called_by_torch_restricted_unpickler(depth: int = 1) -> bool:
     """Whether the function calling this (``depth`` frames up) was called, directly or through
-    any frames (a subclass's ``__setstate__`` handing the state on with ``super()``, whatever
-    decorates it, torch's own ``_rebuild_*`` functions nested as deep as a file likes), by
-    torch's weights-only unpickler: the whole stack is read, so the check fails closed."""
+    up to ``_SETSTATE_FRAMES`` frames, by torch's weights-only unpickler or a rebuild function of
+    torch's it runs."""
     if _getframe is None:  # an interpreter without frames: check every state
         return True
     if TORCH_RESTRICTED_UNPICKLER not in sys.modules:  # torch never loaded a checkpoint so
         return False
     frame = _getframe(depth + 1)
-    while frame is not None:
-        if frame.f_globals.get("__name__") == TORCH_RESTRICTED_UNPICKLER:
+    for _ in range(_SETSTATE_FRAMES):
+        if frame is None:
+            return False
+        if frame.f_globals.get("__name__") in _TORCH_SETSTATE_CALLERS:
             return True
         frame = frame.f_back
     return False
+
+
+def torch_serialized_types() -> dict[str, Any]:
+    """torch's registry of pytree node types by serialized name, if torch's pytree module is
+    imported (the audit reads it; nothing is imported)."""
+    pytree = sys.modules.get(TORCH_PYTREE)
+    found = {} if pytree is None else vars(pytree).get("SERIALIZED_TYPE_TO_PYTHON_TYPE", {})
+    return found if type(found) is dict else {}
 
 
 # -- typing_extensions' spellings of typing's forms (attack6) ----------------------------------

@@ -353,9 +353,15 @@ def _bring_subclasses(cls: type, spec: ClassSpec) -> None:
             _decorate(sub, spec.options, automatic=True)
 
 
-def _with_dataclass_eq(options: Options, dataclass_eq: bool) -> Options:
-    """A ``@dataclass(eq=False)`` below keeps identity, for the subclasses too."""
-    return options if dataclass_eq else options._replace(eq=False)
+def _with_dataclass_choices(options: Options, prepared: Any) -> Options:
+    """What a user's ``@dataclass`` below decided, recorded for the subclasses too: its
+    ``eq=False`` keeps identity, its ``frozen=True`` makes them frozen."""
+    eq, frozen = options.eq and prepared.dataclass_eq, options.frozen or prepared.dataclass_frozen
+    return (
+        options
+        if (eq, frozen) == (options.eq, options.frozen)
+        else options._replace(eq=eq, frozen=frozen)
+    )
 
 
 def _refuse_unfreezing(
@@ -481,7 +487,7 @@ def _build(
     factories = _backends.key_factories(options.backends, cls)  # refused before any change
     annotated = None if parent is None else parent.fields is not None
     prepared = prepare(cls, options, as_written, annotated)
-    options = _with_dataclass_eq(options, prepared.dataclass_eq)
+    options = _with_dataclass_choices(options, prepared)
     fields = prepared.fields
     table = table_for(cls, fields, options.static, factories, frozen=options.frozen)
     if existing is not None and isinstance(table, LearnedLayouts):
@@ -764,8 +770,9 @@ def _arrive(
         # Threads unpickling one stream's class at once: the spec is set on the class only once
         # pickle sets its state, after this returns; the first arrival's stands.
         arrived = _arrived.get(cls)
-        if arrived is not None:
-            return arrived
+        spec = arrived() if arrived is not None else None
+        if spec is not None:
+            return spec
         made = {n: v for n, v in cls.__dict__.items() if isinstance(v, _MADE_BY_PYTHON)}
         factories = _backends.key_factories(backends, cls)
         table = table_for(cls, fields, options.static, factories, storage)
@@ -773,11 +780,11 @@ def _arrive(
         spec = _assemble(cls, options, fields, table, made | as_written, params, existing)
         _backends.register_all(cls, spec.nodes, _unregistered(spec.backends, existing))
         publish(spec.table)
-        _arrived[cls] = spec
+        _arrived[cls] = weakref.ref(spec)  # weak: a spec refers to its class
         return spec
 
 
-_arrived: weakref.WeakKeyDictionary[type, ClassSpec] = weakref.WeakKeyDictionary()
+_arrived: weakref.WeakKeyDictionary[type, weakref.ref[ClassSpec]] = weakref.WeakKeyDictionary()
 
 
 copyreg.pickle(ClassSpec, _reduce_spec)

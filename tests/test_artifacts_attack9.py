@@ -34,21 +34,33 @@ def _net_state(encoder: Any, extra: Any = None) -> dict[str, Any]:
     return {"encoder": encoder, "extra": extra, FIELDS: (("encoder", "extra"), (False, False))}
 
 
-# -- 1. the unpickler is found however deep below it the state is handed on ---------------------
+# -- 1. the unpickler is found past torch's own rebuild functions, however deep ------------------
 
 
-def test_the_unpickler_is_found_under_any_number_of_frames():
+def _module_of(name: str, code: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": name}
+    exec(compile(code, f"<{name}>", "exec"), namespace)
+    return namespace
+
+
+def test_a_setstate_called_by_torchs_rebuild_functions_is_checked_however_deep():
     assert TORCH_RESTRICTED_UNPICKLER in sys.modules  # torch imported it
-    code = (
-        "def nest(n, ask):\n"
-        "    return ask() if n == 0 else nest(n - 1, ask)\n"
-        "def load(n, ask):\n"
-        "    return nest(n, ask)\n"
+    ask = lambda: called_by_torch_restricted_unpickler(0)  # noqa: E731
+    unpickler = _module_of(TORCH_RESTRICTED_UNPICKLER, "def load(step):\n    return step()\n")
+    rebuild = _module_of(
+        "torch._tensor",  # _rebuild_from_type_v2 nested by the file, each calling __setstate__
+        "def rebuild(n, ask):\n    return ask() if n == 0 else rebuild(n - 1, ask)\n",
     )
-    unpickler: dict[str, Any] = {"__name__": TORCH_RESTRICTED_UNPICKLER}
-    exec(compile(code, "<torch's unpickler>", "exec"), unpickler)
-    for depth in (0, 31, 40, 200):
-        assert unpickler["load"](depth, lambda: called_by_torch_restricted_unpickler(0)) is True
+    user = _module_of(  # a subclass's __setstate__ handing the state on, decorated
+        "user_code",
+        "def chain(n, ask):\n    return ask() if n == 0 else chain(n - 1, ask)\n",
+    )
+    for nesting in (0, 40, 200):
+        assert unpickler["load"](lambda n=nesting: rebuild["rebuild"](n, ask)) is True
+    for wrappers in (0, 20):
+        assert unpickler["load"](lambda n=wrappers: user["chain"](n, ask)) is True
+    # Plain pickle and copy read a bounded part of a deep stack: 32 frames.
+    assert unpickler["load"](lambda: user["chain"](40, ask)) is False
     assert called_by_torch_restricted_unpickler(0) is False
 
 

@@ -456,3 +456,39 @@ def test_the_diff_of_a_latin1_or_bom_file_is_in_its_own_bytes(tmp_path: Path, na
     )
     written = (tmp_path / "written" / "mod.py").read_bytes()
     assert (tmp_path / "patched" / "mod.py").read_bytes() == written
+
+
+# -- codemod11: a package's __init__ that imports the class it registers keeps that import ------
+
+REEXPORTING_INIT = """
+from jax import tree_util
+from pkg.mee import MeeJax
+
+tree_util.register_pytree_node(MeeJax, MeeJax._tree_flatten, MeeJax._tree_unflatten)
+"""
+
+MEE = """
+class MeeJax:
+    def __init__(self, a, b, mode):
+        self.a = a
+        self.b = b
+        self.mode = mode
+
+    def _tree_flatten(self):
+        return (self.a, self.b), self.mode
+
+    @classmethod
+    def _tree_unflatten(cls, aux, children):
+        return cls(*children, aux)
+"""
+
+
+def test_an_import_the_removed_registration_used_stays_unless_it_is_jaxs(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": REEXPORTING_INIT, "pkg/mee.py": MEE})
+    assert codemod(tmp_path, "--unsafe", ".").code == 0
+    init = (tmp_path / "pkg/__init__.py").read_text()
+    assert "from pkg.mee import MeeJax" in init and "tree_util" not in init
+    run = python_in(
+        tmp_path, "import jax; from pkg import MeeJax; print(jax.tree.leaves(MeeJax(1, 2, 't')))"
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "[1, 2]", run.stderr

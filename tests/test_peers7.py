@@ -235,3 +235,19 @@ def test_an_instance_missing_a_field_with_a_default_factory_is_told_what_to_do()
     with pytest.raises(AttributeError, match="no default is filled in there") as caught:
         jax.tree_util.tree_leaves(old)
     assert "give the field a default" not in str(caught.value)
+
+
+def test_a_frozen_dataclass_below_is_recorded_frozen_for_subclasses():
+    @pytree_class
+    @dataclasses.dataclass(frozen=True)
+    class Parent:
+        x: int
+
+    class Child(Parent):  # a pytree class by inheritance: frozen as its parent
+        y: int = 2
+
+    child = Child(1)
+    assert (child.x, child.y) == (1, 2) and hash(child) == hash(Child(1))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        child.y = 3  # type: ignore[misc]
+    assert jax.tree_util.tree_leaves(child) == [1, 2]

@@ -32,6 +32,7 @@ from .._compat import (
     export_registries,
     jax_from_children,
     json_scanner,
+    torch_serialized_types,
 )
 from .._messages import type_name
 from .._names import MISSING, find_in, is_class, lookup
@@ -693,15 +694,8 @@ def _reads_a_namedtuple(name: Any) -> bool:
     ``collections.namedtuple``, or a namedtuple registered with torch under ``name``."""
     if name == "collections.namedtuple":
         return True
-    cls = _torch_types().get(name) if type(name) is str else None
+    cls = torch_serialized_types().get(name) if type(name) is str else None
     return cls is not None and _is_namedtuple(cls)
-
-
-def _torch_types() -> dict[str, Any]:
-    """torch's registry of types by serialized name, if torch's pytree module is imported."""
-    pytree = sys.modules.get(TORCH_PYTREE)
-    found = {} if pytree is None else vars(pytree).get("SERIALIZED_TYPE_TO_PYTHON_TYPE", {})
-    return found if type(found) is dict else {}
 
 
 def _is_namedtuple(cls: Any) -> bool:
@@ -936,7 +930,7 @@ def _namedtuple_status(name: str) -> str:
     namedtuple (torch would call it; pytreekit's guard refuses it at load)."""
     if TORCH_PYTREE not in sys.modules:
         return "not imported"
-    cls = _torch_types().get(name)
+    cls = torch_serialized_types().get(name)
     if cls is None:
         return "missing"
     return "safe" if _is_namedtuple(cls) else "refused"

@@ -210,7 +210,14 @@ def _apply(module: Module, edits: _Edits) -> str:
     # the module's leading comments (a license, a source line) do not keep an import
     header = "".join(new.code_for_node(line) for line in new.header)
     unused = unused_names(code[len(header) :], transformer.removed) - edits.imported_elsewhere
+    # Only JAX's names go: any other may be what the module re-exports (a package's __init__
+    # importing the class it registers), which code outside the scanned files imports from it.
+    unused = {n for n in unused if _from_jax(module.names.get(n, ""))}
     return remove_unused(new, unused).code if unused else code
+
+
+def _from_jax(qualified: str) -> bool:
+    return qualified == "jax" or qualified.startswith("jax.")
 
 
 def _imported_elsewhere(project: Project, module: Module) -> frozenset[str]:
