@@ -628,8 +628,7 @@ def _warn_unreached_post_init(cls: type) -> None:
 def _refuse_unsupported(cls: type) -> None:
     """Classes pytreekit cannot make pytrees, refused before anything changes."""
     name = cls.__qualname__
-    copied = copied_spec(cls)
-    if copied is not None:
+    if markers.SPEC in cls.__dict__ and copied_spec(cls) is not None:
         raise TypeError(
             f"{name} was made from a copy of another class's namespace (dataclasses' "
             f"slots=True makes a new class so), after pytreekit had made that class a pytree "
