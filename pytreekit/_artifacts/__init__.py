@@ -7,6 +7,7 @@ from __future__ import annotations
 from .export import (
     ArtifactReference,
     artifact_references,
+    is_namedtuple,
     leaves_of,
     register_jax_export,
     torch_dumpable,
@@ -27,6 +28,7 @@ __all__ = [
     "add_safe_references",
     "allow_pickled_artifacts",
     "artifact_references",
+    "is_namedtuple",
     "leaves_of",
     "pickle_static_fields",
     "register_jax_export",

@@ -695,10 +695,11 @@ def _reads_a_namedtuple(name: Any) -> bool:
     if name == "collections.namedtuple":
         return True
     cls = torch_serialized_types().get(name) if type(name) is str else None
-    return cls is not None and _is_namedtuple(cls)
+    return cls is not None and is_namedtuple(cls)
 
 
-def _is_namedtuple(cls: Any) -> bool:
+def is_namedtuple(cls: Any) -> bool:
+    """Whether ``cls`` is a namedtuple class, read without running its code."""
     return is_class(cls) and issubclass(cls, tuple) and lookup(cls, "_fields") is not MISSING
 
 
@@ -933,7 +934,7 @@ def _namedtuple_status(name: str) -> str:
     cls = torch_serialized_types().get(name)
     if cls is None:
         return "missing"
-    return "safe" if _is_namedtuple(cls) else "refused"
+    return "safe" if is_namedtuple(cls) else "refused"
 
 
 _NAMING: dict[str, Callable[[str], str]] = {

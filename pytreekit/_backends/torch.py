@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .._artifacts import leaves_of, torch_dumpable
+from .._artifacts import is_namedtuple, leaves_of, torch_dumpable
 from .._classes import Layout, NodeFunctions
 from .._compat import guard_torch_namedtuple_contexts, torch_pytree, unregister_from_torch
 
@@ -51,7 +51,7 @@ def register(cls: type, nodes: NodeFunctions) -> None:
 
 def _not_a_namedtuple(cls: Any) -> str | None:
     """Why a namedtuple node's class is none (torch would call it with the node's children)."""
-    if isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+    if is_namedtuple(cls):
         return None
     return (
         f"{getattr(cls, '__qualname__', cls)!r:.120} is no namedtuple, which torch would build by "

@@ -861,13 +861,9 @@ def table_for(
     if storage is None:
         names = () if fields is None else tuple(f.name for f in fields)
         storage = Storage.of(cls, names, frozen)
-    table: LayoutTable
     if fields is not None:
-        table = FixedLayouts(cls, fields, storage, key_factories)
-    else:
-        table = LearnedLayouts(cls, frozenset(static), storage, key_factories)
-    table.adopt()
-    return table
+        return FixedLayouts(cls, fields, storage, key_factories)
+    return LearnedLayouts(cls, frozenset(static), storage, key_factories)
 
 
 # -- the check of a new instance's values -----------------------------------------------------
