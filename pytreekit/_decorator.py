@@ -775,7 +775,8 @@ def _arrive(
         made = {n: v for n, v in cls.__dict__.items() if isinstance(v, _MADE_BY_PYTHON)}
         factories = _backends.key_factories(backends, cls)
         table = table_for(cls, fields, options.static, factories, storage)
-        table.adopt()  # the layouts unpickled before it existed, treedefs sent with it among them
+        # The layouts unpickled before it existed, treedefs sent with it among them.
+        table.adopt(existing.table if existing is not None else None)
         params = own_dataclass_params(cls)
         spec = _assemble(cls, options, fields, table, made | as_written, params, existing)
         _backends.register_all(cls, spec.nodes, _unregistered(spec.backends, existing))

@@ -383,3 +383,92 @@ def test_a_cached_property_added_above_the_decorator_is_never_a_field(annotated)
         doubled = jax.tree_util.tree_map(lambda x: 2 * x, cls(2.0))
         results.append(([f.name for f in pytreekit.fields(cls(2.0))], doubled.norm))
     assert results == [(["w"], 16.0), (["w"], 16.0)]
+
+
+def _aux(obj: object) -> object:
+    return jax.tree_util.tree_structure(obj).node_data()[1]
+
+
+def test_aux_data_of_static_values_alone_means_the_layout_it_was_made_with():
+    """Aux data that is an annotated class's static values alone names no layout: once a
+    class made such aux data, decorating it again with other fields never changes what that
+    aux data means; before, the class's own fields are what it means."""
+
+    @pytree_class(static=("n",))
+    class Used:
+        w: float
+        n: int = 3
+
+    leaves, old = jax.tree_util.tree_flatten(Used(1.0))
+    assert old.node_data()[1] == (3,)
+    pytree_class(Used, static=("w", "n"))
+    rebuilt = jax.tree_util.tree_unflatten(old, leaves)  # made before: still (w, n*)
+    assert (rebuilt.w, rebuilt.n) == (1.0, 3)
+    new = jax.tree_util.tree_structure(Used(1.0))
+    assert new != old and jax.tree_util.tree_unflatten(new, []) == Used(1.0)
+
+    @pytree_class(static=("n",))
+    class Unused:
+        w: float
+        n: int = 3
+
+    pytree_class(Unused, static=("w", "n"))  # no aux data made before: the new fields declare
+    assert _aux(Unused(1.0)) == (1.0, 3)
+    assert jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(Unused(2.0)), []).w == 2.0
+
+
+def test_a_decorated_subclass_has_its_static_values_alone_as_aux_data_as_its_parent():
+    # The subclass hook sets the class up before @pytree_class(...) runs on it; that set-up made
+    # no aux data, so the subclass's own fields are what its aux data means (as a class
+    # registered with jax.tree_util.register_dataclass).
+    @pytree_class(static=("n",))
+    class Parent:
+        w: float
+        n: int = 1
+
+    @pytree_class(static=("mode",))
+    class Child(Parent):
+        mode: str = "double"
+
+    class Automatic(Parent):
+        z: float = 2.0
+
+    assert _aux(Parent(1.0)) == (1,)
+    assert _aux(Child(1.0)) == (1, "double")
+    assert _aux(Automatic(1.0)) == (1,)
+    for obj in (Child(1.0, 2), Automatic(1.0, 2, 3.0)):
+        leaves, treedef = jax.tree_util.tree_flatten(obj)
+        assert jax.tree_util.tree_unflatten(treedef, leaves) == obj
+        assert treedef == jax.tree_util.tree_structure(type(obj)(*leaves[:1], 2, *leaves[1:]))
+
+
+GAINS_STATIC = """
+import pickle, sys
+import jax
+from pytreekit import pytree_class
+
+@pytree_class
+class Base:
+    x: float
+    n: int = 3
+
+class Sub(Base):
+    z: float = 2.0
+
+cls = Base if sys.argv[1] == "parent" else Sub
+leaves, treedef = jax.tree_util.tree_flatten(cls(1.0))
+state = pickle.dumps(treedef)
+pytree_class(Base, static=("n",))  # the subclass follows its parent
+assert len(jax.tree_util.tree_leaves(cls(1.0))) == len(leaves) - 1
+for old in (treedef, pickle.loads(state)):
+    rebuilt = jax.tree_util.tree_unflatten(old, [5.0] * len(leaves))
+    assert type(rebuilt) is cls and (rebuilt.x, rebuilt.n) == (5.0, 5.0)
+print("checked")
+"""
+
+
+@pytest.mark.parametrize("which", ["parent", "subclass"])
+def test_a_pickled_treedef_of_a_class_without_static_fields_loads_after_it_gains_some(which):
+    # Its aux data (the layout, shown as None) is read off the layout as the class has it now,
+    # which is no longer the class's declared one.
+    assert run_fresh(GAINS_STATIC, which, pythonpath=[ROOT]).strip() == "checked"

@@ -147,7 +147,22 @@ class Slotted:
         self.b = w + 1
 
 
-sent = (Child(jnp.ones(2), 2, 5.0), Decorated(jnp.ones(2)), Slotted(1.0))
+@pytreekit.pytree_class(static=("s",))
+class Own:
+    def __init__(self, w, s=1):
+        self.w = w
+        self.s = s
+
+
+@pytreekit.pytree_class(static=("s", "q"))
+class OwnChild(Own):  # its layouts are learnt from its instances: one travels in its treedef
+    def __init__(self, w):
+        super().__init__(w)
+        self.q = 7
+
+
+sent = (Child(jnp.ones(2), 2, 5.0), Decorated(jnp.ones(2)), Slotted(1.0), OwnChild(jnp.ones(2)))
+sent += (tuple(map(jax.tree_util.tree_structure, sent)),)
 sys.stdout.buffer.write(cloudpickle.dumps(sent))
 """
 
@@ -155,7 +170,7 @@ sys.stdout.buffer.write(cloudpickle.dumps(sent))
 def test_subclasses_and_slots_pickled_by_value_arrive_as_they_were_declared():
     # A subclass arrives as an empty class first, which the subclass hook sets up with its
     # parent's options; what arrives replaces that set-up: its own fields and static names.
-    child, decorated, slotted = pickle.loads(_pickled_by(_SUBCLASS_SENDER))
+    child, decorated, slotted, own, treedefs = pickle.loads(_pickled_by(_SUBCLASS_SENDER))
     assert [(f.name, f.static) for f in pytreekit.fields(child)] == [
         ("w", False),
         ("n", True),
@@ -170,9 +185,20 @@ def test_subclasses_and_slots_pickled_by_value_arrive_as_they_were_declared():
     ]
     assert len(jax.tree_util.tree_leaves(decorated)) == 1
     assert jax.tree_util.tree_leaves(slotted) == [1.0, 2.0]
+    # The treedefs sent with them (static values alone in their aux data, as the sender made
+    # them) equal those of instances made here: jit's caches hold one entry for both.
+    made_here = (
+        type(child)(jnp.ones(2), 2, 5.0),
+        type(decorated)(jnp.ones(2)),
+        slotted,
+        type(own)(jnp.ones(2)),
+    )
+    assert tuple(map(jax.tree_util.tree_structure, made_here)) == treedefs
+    assert tuple(map(jax.tree_util.tree_structure, (child, decorated, slotted, own))) == treedefs
+    assert jax.tree_util.tree_unflatten(treedefs[3], [jnp.zeros(2)]).q == 7
     # Sent on again (a worker returning a result): nothing of the class refers to itself.
     cloudpickle = require("cloudpickle")
-    for obj in (child, decorated, slotted):
+    for obj in (child, decorated, slotted, own):
         again = pickle.loads(cloudpickle.dumps(obj))
         assert jax.tree_util.tree_structure(again) == jax.tree_util.tree_structure(obj)
 

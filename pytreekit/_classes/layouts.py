@@ -91,13 +91,20 @@ class Layout:
         self.read = _getter(self.names)
         self.hashed_values = _getter(self.hashed)
         self.keys: dict[str, tuple[Any, ...]] = {}
-        # Where the class declares its one layout (FixedLayouts), aux data reads as
-        # register_dataclass's: without static fields, ``bare`` (NodeData((self,)), shown as
-        # None); with them, ``plain``: the tuple of static values alone (see ``declared``).
-        self.bare: tuple[Any, ...] | None = None
+        # ``plain``: flatten gives aux data as register_dataclass's, where the class declares its
+        # one layout (FixedLayouts): without static fields, ``bare`` (NodeData((self,)), shown as
+        # None); with them, the tuple of static values alone (see ``declared``). Every layout
+        # without static fields has its ``bare``: pickled aux data reads it (NodeData's reduce),
+        # also once the class is decorated again and the layout is no longer its declared one.
+        self.bare = NodeData((self,)) if not self.static_names else None
         self.plain = False
         # The fields whose "is it set" a read cannot tell (LayoutTable.exactly), once known.
         self.exactly: tuple[str, ...] | None = None
+
+    @property
+    def values_alone(self) -> bool:
+        """Flatten gives the static values alone as aux data (``plain``, with static fields)."""
+        return self.plain and self.bare is None
 
     def __reduce__(self) -> tuple[Callable[..., Layout], tuple[Any, ...]]:
         # Unpickled into the interned layout of the receiving process: identity stays equality.
@@ -144,20 +151,29 @@ def records(names: Iterable[str], static: Iterable[bool]) -> tuple[Field, ...]:
 _published: weakref.WeakKeyDictionary[type, weakref.ref[LayoutTable]] = weakref.WeakKeyDictionary()
 
 
-# Per class, the layout (names, static flags) whose aux data is its static values alone: the
-# first annotated layout with static fields the class committed to (``publish``). Such aux data
-# names no layout, so what it means must stay the same for as long as the class lives; a class
-# decorated again with other fields carries its layout in its aux data instead.
+# Per class, the layout (names, static flags) whose aux data is its static values alone: that of
+# the first published table with static fields the class used (``declare``). Such aux data names
+# no layout, so what it means must stay the same for as long as the class lives; a class
+# decorated again with other fields carries its layout in its aux data instead. A table never
+# used made no aux data, so it declares nothing: the set-up the subclass hook gives a class that
+# is being decorated (or that pickle made empty, arriving by value) does not outlive it.
 _declared: weakref.WeakKeyDictionary[type, tuple[tuple[str, ...], tuple[bool, ...]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
 def publish(table: LayoutTable) -> None:
-    primary = table.primary
-    if primary is not None and primary.plain:
-        _declared.setdefault(table.cls, (primary.names, primary.static))
     _published[table.cls] = weakref.ref(table)
+    if table.used:  # used while being decorated: its aux data exists already
+        declare(table)
+
+
+def declare(table: LayoutTable) -> None:
+    """Make the layout of ``table``, published and used, the class's declared one (if it has
+    static values alone as aux data, and the class has no declared layout yet)."""
+    primary = table.primary
+    if primary is not None and primary.values_alone and published(table.cls) is table:
+        _declared.setdefault(table.cls, (primary.names, primary.static))
 
 
 def published(cls: type) -> LayoutTable | None:
@@ -392,12 +408,19 @@ class LayoutTable:
                     layout = self._add(made)
         return layout
 
-    def adopt(self) -> None:
+    def adopt(self, earlier: LayoutTable | None) -> None:
         """Intern the layouts unpickled while the class arrived (``layout_for``), as the very
-        objects the treedefs sent with it hold, where the field rule keeps their names."""
+        objects the treedefs sent with it hold, where the field rule keeps their names: those
+        unpickled before the class had a table, and those ``earlier`` interned, the table the
+        subclass hook set up on the empty class pickle made first (never used)."""
+        arrived = {}
+        if earlier is not None and not earlier.used:
+            with earlier.lock:
+                arrived.update(earlier._by_names)
         with _arrival_lock:
             _adopting[self.cls] = weakref.ref(self)  # weak: a table refers to its class
-            for key, layout in _arriving.pop(self.cls, {}).items():
+            arrived.update(_arriving.pop(self.cls, {}))
+            for key, layout in arrived.items():
                 if key not in self._by_names and self.refusal(key[0]) is None:
                     Layout.__init__(layout, self.cls, layout.fields, hash_by_name=self.hash_by_name)
                     self._add(layout)
@@ -456,7 +479,10 @@ class LayoutTable:
     def declared(self) -> Layout | None:
         """The layout whose aux data is its static values alone, if the class has one."""
         key = _declared.get(self.cls)
-        return None if key is None else self.intern(*key)
+        if key is None:  # not used yet: its own layout, if its aux data will be so
+            primary = self.primary
+            return primary if primary is not None and primary.values_alone else None
+        return self.intern(*key)
 
     # -- what each kind of table decides -------------------------------------------------------
 
@@ -509,6 +535,7 @@ class LayoutTable:
         self.storage = storage._replace(descriptors=descriptor_names(self.cls, storage.slots))
         self.shadows = self.shadows_now()
         self.used = True
+        declare(self)  # after `used` is set: publish, in another thread, declares it otherwise
 
     def shadows_now(self) -> Shadows:
         """What answers a read of an unset field, by the class as it is now (an annotated class
@@ -547,10 +574,9 @@ class FixedLayouts(LayoutTable):
             raise TypeError(refused[1])
         primary = self.primary = self._add(Layout(cls, fields))
         key = (primary.names, primary.static)
-        if not primary.static_names:
-            primary.bare = NodeData((primary,))
-        elif _declared.get(cls, key) == key:  # published, it becomes the class's declared one
-            primary.plain = True
+        # Without static fields, the aux data names the layout (``bare``); with them, it is the
+        # static values alone unless the class used other ones so (``_declared``).
+        primary.plain = not primary.static_names or _declared.get(cls, key) == key
 
     def layout_of(self, obj: object) -> Layout:
         assert self.primary is not None

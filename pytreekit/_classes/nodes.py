@@ -278,7 +278,7 @@ def node_functions_source(
     (``unless_held``); ``raw``: fields are read past the class's own ``__getattribute__``."""
     held = held or []
     aux = f"({PRIMARY}, {_reads(layout.static_names, raw=raw)})"
-    if layout.bare is not None:
+    if layout.plain and layout.bare is not None:
         aux = BARE  # the one aux data of the class, which prints as None
     elif layout.plain:
         aux = f"({_reads(layout.static_names, raw=raw)})"  # the static values alone
@@ -409,14 +409,16 @@ def _build(target: str, names: tuple[str, ...], values: list[str], storage: Stor
 
 def _unflatten(layout: Layout, storage: Storage) -> str:
     children = iter(range(len(layout.names)))
-    # Plain aux data is the static values alone (a Layout first: the aux data of another layout).
-    statics = iter(range(0 if layout.plain else 1, len(layout.names) + 1))
-    test = "aux[0].__class__ is not _Layout" if layout.plain else f"aux[0] is {PRIMARY}"
+    # Plain aux data with static fields is the static values alone (a Layout first: the aux
+    # data of another layout).
+    alone = layout.values_alone
+    statics = iter(range(0 if alone else 1, len(layout.names) + 1))
+    test = "aux[0].__class__ is not _Layout" if alone else f"aux[0] is {PRIMARY}"
     values = [
         f"aux[{next(statics)}]" if s else f"children[{next(children)}]" for s in layout.static
     ]
     build = [*_build("obj", layout.names, values, storage), "return obj"]
-    if layout.plain:  # too few static values: not this layout's (the generic path says so)
+    if alone:  # too few static values: not this layout's (the generic path says so)
         build = ["try:", *indent(build), "except IndexError:", "    pass"]
     body = [f"if {test}:", *indent(build), "return _unflatten_generic(aux, children)"]
     return function("unflatten", "aux, children", body)
@@ -728,9 +730,9 @@ class NodeFunctions:
     @staticmethod
     def aux_data(layout: Layout, statics: Sequence[Any]) -> Any:
         """The aux data flatten gives an instance of ``layout`` holding ``statics``."""
-        if layout.bare is not None:
-            return layout.bare
-        return tuple(statics) if layout.plain else (layout, *statics)
+        if not layout.plain:
+            return (layout, *statics)
+        return layout.bare if layout.bare is not None else tuple(statics)
 
     def carrying(self, aux: Any) -> tuple[Any, ...]:
         """``aux`` data, in any form flatten gave it (now or before), as ``(layout,
