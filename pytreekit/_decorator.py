@@ -355,13 +355,13 @@ def _bring_subclasses(cls: type, spec: ClassSpec) -> None:
 
 def _with_dataclass_choices(options: Options, prepared: Any) -> Options:
     """What a user's ``@dataclass`` below decided, recorded for the subclasses too: its
-    ``eq=False`` keeps identity, its ``frozen=True`` makes them frozen."""
+    ``eq=False`` keeps identity, its ``repr=False`` the inherited repr, its ``frozen=True`` makes
+    them frozen."""
     eq, frozen = options.eq and prepared.dataclass_eq, options.frozen or prepared.dataclass_frozen
-    return (
-        options
-        if (eq, frozen) == (options.eq, options.frozen)
-        else options._replace(eq=eq, frozen=frozen)
-    )
+    shown = options.repr and prepared.dataclass_repr
+    if (eq, frozen, shown) == (options.eq, options.frozen, options.repr):
+        return options
+    return options._replace(eq=eq, frozen=frozen, repr=shown)
 
 
 def _refuse_unfreezing(

@@ -585,3 +585,38 @@ def test_a_non_default_field_after_a_default_one_is_named_with_advice():
         "before the fields with defaults, or make it keyword-only (field(kw_only=True), a "
         "`_: KW_ONLY` marker, or @pytree_class(kw_only=True))."
     )
+
+
+@pytest.mark.parametrize("repr_", [True, False], ids=["repr", "no-repr"])
+@pytest.mark.parametrize("eq", [True, False], ids=["eq", "no-eq"])
+@pytest.mark.parametrize("frozen", [True, False], ids=["frozen", "mutable"])
+def test_a_dataclass_below_keeps_its_repr_and_eq_choices_as_dataclasses_does(repr_, eq, frozen):
+    # What @dataclass(repr=..., eq=...) decided stands under @pytree_class, for the class and
+    # for a subclass made a pytree class by inheritance (which dataclasses' own subclass gets
+    # from its base when it is not decorated itself).
+    def made(pytree: bool) -> tuple[type, type]:
+        @dataclasses.dataclass(repr=repr_, eq=eq, frozen=frozen)
+        class Point:
+            x: float
+            y: float = 2.0
+
+        cls = pytree_class(Point) if pytree else Point
+
+        class Sub(cls):  # type: ignore[misc, valid-type]
+            pass
+
+        return cls, Sub
+
+    def behaviour(cls: type) -> tuple[object, ...]:
+        a, b = cls(1.0), cls(1.0)
+        shown = repr(a)
+        return (
+            shown.startswith("<"),  # object's repr
+            shown if not shown.startswith("<") else None,
+            a == b,
+            cls.__hash__ is object.__hash__,
+            cls.__hash__ is None,
+        )
+
+    for ours, reference in zip(made(True), made(False), strict=True):
+        assert behaviour(ours) == behaviour(reference), ours.__qualname__

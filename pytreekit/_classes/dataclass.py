@@ -69,10 +69,11 @@ class Prepared(NamedTuple):
     own: Mapping[str, Any]
     was_dataclass: bool
     params: Any
-    # What a user's @dataclass below decided: eq=False keeps identity (the subclasses' too), and
-    # frozen=True makes the class frozen.
+    # What a user's @dataclass below decided: eq=False keeps identity (the subclasses' too),
+    # repr=False the repr the class inherits, and frozen=True makes the class frozen.
     dataclass_eq: bool = True
     dataclass_frozen: bool = False
+    dataclass_repr: bool = True
 
 
 def prepare(
@@ -84,7 +85,9 @@ def prepare(
     if not (_is_annotated(cls, as_written) if annotated is None else annotated):
         _check_unannotated(cls, options)
         return Prepared(None, None, (), frozenset(), as_written, False, own_dataclass_params(cls))
-    params, eq, frozen = (_check_dataclass if was_dataclass else _make_dataclass)(cls, options)
+    params, eq, frozen, shown = (_check_dataclass if was_dataclass else _make_dataclass)(
+        cls, options
+    )
     entries, init_vars, inherited = dataclass_entries(cls, Field)
     declared = _pytree_fields(cls, options, entries, init_vars, inherited)
     _refuse_properties(cls, [f.name for f in declared.fields], declared.static)
@@ -93,7 +96,7 @@ def prepare(
         own = {k: v for k, v in own.items() if not written_by_dataclasses(cls.__dict__.get(k))}
     made = tuple(declared.made.get(f.name, f) for f in entries)
     return Prepared(
-        declared.fields, declared, made, init_vars, own, was_dataclass, params, eq, frozen
+        declared.fields, declared, made, init_vars, own, was_dataclass, params, eq, frozen, shown
     )
 
 
@@ -131,9 +134,9 @@ def _is_annotated(cls: type, as_written: Mapping[str, Any]) -> bool:
     )
 
 
-def _make_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool]:
+def _make_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool, bool]:
     """Make ``cls`` a dataclass with ``options``: its parameters, and no choice of the user's
-    (``eq``, ``frozen``) to carry."""
+    (``eq``, ``frozen``, ``repr``) to carry."""
     if len(cls.__mro__) > 2:  # object is no dataclass
         _check_frozen_inheritance(cls, options.frozen)
     had_doc = "__doc__" in cls.__dict__ and cls.__doc__
@@ -159,12 +162,12 @@ def _make_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool]:
     params = record_dataclass_params(
         cls, init=True, repr=options.repr, eq=options.eq, frozen=options.frozen
     )
-    return params, True, False
+    return params, True, False, True
 
 
-def _check_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool]:
+def _check_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool, bool]:
     """A ``@dataclass`` under ``@pytree_class``: the options it made must be those asked. Its
-    parameters, and its ``eq`` and ``frozen``."""
+    parameters, and its ``eq``, ``frozen`` and ``repr``."""
     params = own_dataclass_params(cls)
     frozen = bool(dataclass_option(params, "frozen"))
     # Python 3.11's dataclass params do not record kw_only: its fields do.
@@ -178,7 +181,8 @@ def _check_dataclass(cls: type, options: Options) -> tuple[Any, bool, bool]:
                 f"{cls.__qualname__} is already a dataclass, so @pytree_class cannot make it "
                 f"{option}=True: pass {option}=True to @dataclasses.dataclass instead."
             )
-    return params, bool(dataclass_option(params, "eq")), frozen
+    eq, shown = (bool(dataclass_option(params, option)) for option in ("eq", "repr"))
+    return params, eq, frozen, shown
 
 
 def _check_frozen_inheritance(cls: type, frozen: bool) -> None:
