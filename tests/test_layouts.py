@@ -784,3 +784,25 @@ def test_unflatten_refuses_aux_data_that_is_not_a_tuple():
     aux = [nodes.table.layout_of(second), "t"]  # the right contents, in a list
     with pytest.raises(TypeError, match=r"cannot unflatten .*\.Varied from aux data \[Layout\("):
         nodes.unflatten(aux, [jnp.ones(1), jnp.ones(2), jnp.ones(3)])
+
+
+def test_a_table_published_after_another_was_first_used_carries_its_layout():
+    # A thread's first flatten of a class (its table published, never used) while another
+    # thread decorates it again with other static flags: the new table, built before that use,
+    # must not make static values alone mean its layout, which already mean the old one's.
+    from pytreekit._classes import layouts
+
+    @pytree_class(static=("n",))
+    class C:
+        w: float
+        n: int = 1
+
+    first = C.__pytreekit_spec__.table
+    second = layouts.table_for(C, layouts.records(("w", "n"), (True, True)), (), {})
+    assert second.primary.values_alone  # made while nothing was declared
+    first.first_use()  # the other thread's flatten: (n*) is declared
+    layouts.publish(second)
+    assert not second.primary.plain and second.declared() is second.intern(
+        ("w", "n"), (False, True)
+    )
+    layouts.publish(first)

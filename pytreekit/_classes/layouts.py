@@ -162,8 +162,19 @@ _declared: weakref.WeakKeyDictionary[type, tuple[tuple[str, ...], tuple[bool, ..
 )
 
 
+_declaring = threading.Lock()  # publishing a table and declaring its layout: one at a time
+
+
 def publish(table: LayoutTable) -> None:
-    _published[table.cls] = weakref.ref(table)
+    primary = table.primary
+    with _declaring:
+        if primary is not None and primary.values_alone:
+            declared = _declared.get(table.cls, (primary.names, primary.static))
+            if declared != (primary.names, primary.static):
+                # The table published before was first used after this one was made (a thread
+                # flattening while another decorates): its layout is the declared one.
+                primary.plain = False
+        _published[table.cls] = weakref.ref(table)
     if table.used:  # used while being decorated: its aux data exists already
         declare(table)
 
@@ -172,8 +183,10 @@ def declare(table: LayoutTable) -> None:
     """Make the layout of ``table``, published and used, the class's declared one (if it has
     static values alone as aux data, and the class has no declared layout yet)."""
     primary = table.primary
-    if primary is not None and primary.values_alone and published(table.cls) is table:
-        _declared.setdefault(table.cls, (primary.names, primary.static))
+    if primary is not None and primary.values_alone:
+        with _declaring:
+            if published(table.cls) is table:
+                _declared.setdefault(table.cls, (primary.names, primary.static))
 
 
 def published(cls: type) -> LayoutTable | None:
