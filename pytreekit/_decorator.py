@@ -47,6 +47,7 @@ from ._classes import (
     Storage,
     apply_methods,
     copied_spec,
+    declare_sent,
     decoration_lock,
     field,
     flags,
@@ -336,7 +337,9 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
                 _defer(cls, start.as_written, error)
                 return cls
             raise
-        publish(spec.table)
+        # An explicit @pytree_class(...) replaces the subclass hook's set-up of this class.
+        replacing = existing.table if existing is not None and existing.automatic else None
+        publish(spec.table, None if automatic else replacing)
         setattr(cls, markers.SPEC, spec)  # the commit point
         _bring_subclasses(cls, spec)
         return cls
@@ -745,7 +748,10 @@ def _reduce_spec(spec: ClassSpec) -> tuple[Callable[..., ClassSpec], tuple[Any, 
     # name, looked up on the class before it has them (or as its own namespace, which holds
     # this spec again).
     written = {n: v for n, v in spec.as_written.items() if not isinstance(v, _MADE_BY_PYTHON)}
-    return _arrive, (*data, travelling(spec.cls, written))
+    # What the class's static values alone mean here (it may have been decorated again since).
+    declared = spec.table.declared()
+    sent = None if declared is None else (declared.names, declared.static)
+    return _arrive, (*data, travelling(spec.cls, written), sent)
 
 
 _MADE_BY_PYTHON = (types.GetSetDescriptorType, types.MemberDescriptorType)
@@ -758,10 +764,12 @@ def _arrive(
     storage: Storage,
     backends: tuple[str, ...],
     as_written: dict[str, Any],
+    declared: tuple[tuple[str, ...], tuple[bool, ...]] | None = None,
 ) -> ClassSpec:
     """The spec of a class that arrived pickled by value, registered here (once, also when the
     same class arrives again). A subclass of a pytree class arrives as an empty class first,
-    which the subclass hook sets up with its parent's options: what arrives replaces that."""
+    which the subclass hook sets up with its parent's options: what arrives replaces that,
+    declaring what the class ``declared`` where it was sent from."""
     with decoration_lock:
         existing = own_spec(cls)
         if existing is not None and not existing.automatic:
@@ -772,6 +780,8 @@ def _arrive(
         spec = arrived() if arrived is not None else None
         if spec is not None:
             return spec
+        if existing is None or not existing.table.used:
+            declare_sent(cls, declared)
         made = {n: v for n, v in cls.__dict__.items() if isinstance(v, _MADE_BY_PYTHON)}
         factories = _backends.key_factories(backends, cls)
         table = table_for(cls, fields, options.static, factories, storage)

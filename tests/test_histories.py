@@ -389,32 +389,52 @@ def _aux(obj: object) -> object:
     return jax.tree_util.tree_structure(obj).node_data()[1]
 
 
-def test_aux_data_of_static_values_alone_means_the_layout_it_was_made_with():
-    """Aux data that is an annotated class's static values alone names no layout: once a
-    class made such aux data, decorating it again with other fields never changes what that
-    aux data means; before, the class's own fields are what it means."""
+DECLARED_MODULE = """
+import pytreekit
 
-    @pytree_class(static=("n",))
-    class Used:
-        w: float
-        n: int = 3
 
-    leaves, old = jax.tree_util.tree_flatten(Used(1.0))
-    assert old.node_data()[1] == (3,)
-    pytree_class(Used, static=("w", "n"))
-    rebuilt = jax.tree_util.tree_unflatten(old, leaves)  # made before: still (w, n*)
-    assert (rebuilt.w, rebuilt.n) == (1.0, 3)
-    new = jax.tree_util.tree_structure(Used(1.0))
-    assert new != old and jax.tree_util.tree_unflatten(new, []) == Used(1.0)
+@pytreekit.pytree_class(static=("n",))
+class C:
+    w: float
+    n: int = 3
+"""
 
-    @pytree_class(static=("n",))
-    class Unused:
-        w: float
-        n: int = 3
+WRITE_DECLARED = """
+import pickle, sys
+import jax
+import declared
 
-    pytree_class(Unused, static=("w", "n"))  # no aux data made before: the new fields declare
-    assert _aux(Unused(1.0)) == (1.0, 3)
-    assert jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(Unused(2.0)), []).w == 2.0
+with open(sys.argv[1], "wb") as f:
+    pickle.dump(jax.tree_util.tree_structure(declared.C(1.0)), f)
+"""
+
+# The class decorated again (used first or not), then the other process's treedef read.
+READ_DECLARED = """
+import pickle, sys
+import jax
+import pytreekit
+import declared
+
+if sys.argv[2] == "used":
+    jax.tree_util.tree_flatten(declared.C(5.0))
+pytreekit.pytree_class(declared.C, static=("w",))
+with open(sys.argv[1], "rb") as f:
+    old = pickle.load(f)
+rebuilt = jax.tree_util.tree_unflatten(old, [1.0])
+print(rebuilt.w, rebuilt.n, jax.tree_util.tree_structure(declared.C(1.0, 3)) != old)
+"""
+
+
+@pytest.mark.parametrize("history", ["used", "unused"])
+def test_static_values_alone_mean_the_layout_the_class_first_declared(tmp_path, history):
+    """Aux data that is an annotated class's static values alone names no layout: it means the
+    layout of the class's first decoration, in every process running its source, whatever the
+    process did since (the class used, or decorated again before its first use)."""
+    (tmp_path / "declared.py").write_text(DECLARED_MODULE)
+    path = tmp_path / "treedef.pickle"
+    run_fresh(WRITE_DECLARED, path, pythonpath=[ROOT, tmp_path])
+    read = run_fresh(READ_DECLARED, path, history, pythonpath=[ROOT, tmp_path])
+    assert read.split() == ["1.0", "3", "True"]
 
 
 def test_a_decorated_subclass_has_its_static_values_alone_as_aux_data_as_its_parent():

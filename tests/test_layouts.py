@@ -786,23 +786,23 @@ def test_unflatten_refuses_aux_data_that_is_not_a_tuple():
         nodes.unflatten(aux, [jnp.ones(1), jnp.ones(2), jnp.ones(3)])
 
 
-def test_a_table_published_after_another_was_first_used_carries_its_layout():
-    # A thread's first flatten of a class (its table published, never used) while another
-    # thread decorates it again with other static flags: the new table, built before that use,
-    # must not make static values alone mean its layout, which already mean the old one's.
+@pytest.mark.parametrize("used", [False, True], ids=["unused", "used"])
+def test_a_table_used_before_it_is_published_keeps_carrying_its_layout(used):
+    # A class decorated again while a thread flattens it through the registries, which follow
+    # the new table before it is published: the aux data that thread made carries the layout,
+    # so the table stays so. Unused, it declares its static values alone.
     from pytreekit._classes import layouts
 
-    @pytree_class(static=("n",))
-    class C:
+    @pytree_class
+    class C:  # no static fields: no layout of it is declared yet
         w: float
         n: int = 1
 
     first = C.__pytreekit_spec__.table
-    second = layouts.table_for(C, layouts.records(("w", "n"), (True, True)), (), {})
-    assert second.primary.values_alone  # made while nothing was declared
-    first.first_use()  # the other thread's flatten: (n*) is declared
+    second = layouts.table_for(C, layouts.records(("w", "n"), (False, True)), (), {})
+    if used:
+        second.first_use()
     layouts.publish(second)
-    assert not second.primary.plain and second.declared() is second.intern(
-        ("w", "n"), (False, True)
-    )
+    assert second.primary.plain is not used
+    assert (second.declared() is second.primary) is not used
     layouts.publish(first)

@@ -246,6 +246,59 @@ def test_a_treedef_sent_with_its_class_by_value_equals_its_instances_treedefs():
     assert jax.tree_util.tree_structure(rebuilt) == other and vars(rebuilt)["a"] == 5.0
 
 
+_DECLARED_SENDER = """
+import sys
+
+import cloudpickle
+import jax
+
+import pytreekit
+
+
+@pytreekit.pytree_class(static=("n",))
+class Redecorated:
+    w: float
+    n: int = 3
+
+
+old = jax.tree_util.tree_structure(Redecorated(1.0))  # (3,): the static values alone
+pytreekit.pytree_class(Redecorated, static=("w",))  # now (w*, n): its aux data names it
+
+
+@pytreekit.pytree_class(static=("n",))
+class Parent:
+    w: float
+    n: int = 1
+
+
+def prototyped(cls):  # a class decorator that flattens an instance: the set-up is used
+    jax.tree_util.tree_flatten(cls(0.0))
+    return cls
+
+
+@pytreekit.pytree_class(static=("mode",))
+@prototyped
+class Child(Parent):
+    mode: str = "double"
+
+
+sent = (Redecorated, old, Child, jax.tree_util.tree_structure(Child(1.0)))
+sys.stdout.buffer.write(cloudpickle.dumps(sent))
+"""
+
+
+def test_a_class_sent_by_value_reads_static_values_alone_as_it_did_where_it_was_sent_from():
+    # What a class's static values alone mean travels with it: a treedef made before it was
+    # decorated again unflattens to the values it was made from, and the treedefs made here
+    # are those the sender makes (a worker's result sent back unflattens there).
+    redecorated, old, child, child_treedef = pickle.loads(_pickled_by(_DECLARED_SENDER))
+    rebuilt = jax.tree_util.tree_unflatten(old, [1.0])
+    assert (rebuilt.w, rebuilt.n) == (1.0, 3)
+    made_here = jax.tree_util.tree_structure(redecorated(1.0, 3))
+    assert made_here != old and jax.tree_util.tree_unflatten(made_here, [3]).n == 3
+    assert jax.tree_util.tree_structure(child(1.0)) == child_treedef
+
+
 def test_the_modules_pickles_name_are_imported_so_cloudpickle_names_them():
     # cloudpickle pickles a function by value where its module is not imported: pytreekit's own
     # code would travel, and with it what its globals hold.

@@ -152,41 +152,40 @@ _published: weakref.WeakKeyDictionary[type, weakref.ref[LayoutTable]] = weakref.
 
 
 # Per class, the layout (names, static flags) whose aux data is its static values alone: that of
-# the first published table with static fields the class used (``declare``). Such aux data names
-# no layout, so what it means must stay the same for as long as the class lives; a class
-# decorated again with other fields carries its layout in its aux data instead. A table never
-# used made no aux data, so it declares nothing: the set-up the subclass hook gives a class that
-# is being decorated (or that pickle made empty, arriving by value) does not outlive it.
-_declared: weakref.WeakKeyDictionary[type, tuple[tuple[str, ...], tuple[bool, ...]]] = (
-    weakref.WeakKeyDictionary()
-)
+# the first table with static fields the class published (``publish``). Such aux data names no
+# layout, so what it means must stay the same for as long as the class lives, and be the same in
+# every process that runs the class's source; a class decorated again with other fields carries
+# its layout in its aux data instead. The one exception is a set-up that made no aux data and
+# that no process keeps: the subclass hook's, replaced by the ``@pytree_class(...)`` on the class
+# statement, or that of the empty class pickle makes first (a class arriving by value declares
+# what the sender declared: ``declare_sent``).
+Key = tuple[tuple[str, ...], tuple[bool, ...]]
+_declared: weakref.WeakKeyDictionary[type, Key] = weakref.WeakKeyDictionary()
 
 
-_declaring = threading.Lock()  # publishing a table and declaring its layout: one at a time
+def publish(table: LayoutTable, replacing: LayoutTable | None = None) -> None:
+    """Make ``table`` the class's (the commit point of its decoration), and decide whether its
+    aux data is its static values alone: where the class declared no other layout so, or where
+    the one it did was ``replacing``'s (the subclass hook's set-up of the class this decoration
+    replaces), never used. A table used before it is published keeps carrying its layout."""
+    cls, primary = table.cls, table.primary
+    with table.lock:  # its first use takes the lock: used or not, it stays so meanwhile
+        if replacing is not None and not replacing.used:
+            _declared.pop(cls, None)
+        fixed = isinstance(table, FixedLayouts) and not table.used
+        if fixed and primary is not None and primary.static_names:
+            key = (primary.names, primary.static)
+            primary.plain = _declared.setdefault(cls, key) == key
+        _published[cls] = weakref.ref(table)
 
 
-def publish(table: LayoutTable) -> None:
-    primary = table.primary
-    with _declaring:
-        if primary is not None and primary.values_alone:
-            declared = _declared.get(table.cls, (primary.names, primary.static))
-            if declared != (primary.names, primary.static):
-                # The table published before was first used after this one was made (a thread
-                # flattening while another decorates): its layout is the declared one.
-                primary.plain = False
-        _published[table.cls] = weakref.ref(table)
-    if table.used:  # used while being decorated: its aux data exists already
-        declare(table)
-
-
-def declare(table: LayoutTable) -> None:
-    """Make the layout of ``table``, published and used, the class's declared one (if it has
-    static values alone as aux data, and the class has no declared layout yet)."""
-    primary = table.primary
-    if primary is not None and primary.values_alone:
-        with _declaring:
-            if published(table.cls) is table:
-                _declared.setdefault(table.cls, (primary.names, primary.static))
+def declare_sent(cls: type, key: Key | None) -> None:
+    """What a class arriving pickled by value declared where it was sent from (``None``:
+    nothing), in place of what the set-up of the empty class pickle made first declared."""
+    if key is None:
+        _declared.pop(cls, None)
+    else:
+        _declared[cls] = key
 
 
 def published(cls: type) -> LayoutTable | None:
@@ -434,9 +433,17 @@ class LayoutTable:
             _adopting[self.cls] = weakref.ref(self)  # weak: a table refers to its class
             arrived.update(_arriving.pop(self.cls, {}))
             for key, layout in arrived.items():
-                if key not in self._by_names and self.refusal(key[0]) is None:
-                    Layout.__init__(layout, self.cls, layout.fields, hash_by_name=self.hash_by_name)
-                    self._add(layout)
+                known = self._by_names.get(key)
+                if (known is not None and known is not self.primary) or self.refusal(key[0]):
+                    continue
+                # The class's own layout (an annotated class's, made with the table) is the
+                # arrived object from now on, with the fields it declares.
+                fields = layout.fields if known is None else known.fields
+                Layout.__init__(layout, self.cls, fields, hash_by_name=self.hash_by_name)
+                if known is not None:
+                    layout.plain = known.plain
+                    self.primary = layout
+                self._add(layout)
 
     def _add(self, layout: Layout) -> Layout:
         for backend, make_key in self.key_factories.items():
@@ -492,10 +499,7 @@ class LayoutTable:
     def declared(self) -> Layout | None:
         """The layout whose aux data is its static values alone, if the class has one."""
         key = _declared.get(self.cls)
-        if key is None:  # not used yet: its own layout, if its aux data will be so
-            primary = self.primary
-            return primary if primary is not None and primary.values_alone else None
-        return self.intern(*key)
+        return None if key is None else self.intern(*key)
 
     # -- what each kind of table decides -------------------------------------------------------
 
@@ -548,7 +552,6 @@ class LayoutTable:
         self.storage = storage._replace(descriptors=descriptor_names(self.cls, storage.slots))
         self.shadows = self.shadows_now()
         self.used = True
-        declare(self)  # after `used` is set: publish, in another thread, declares it otherwise
 
     def shadows_now(self) -> Shadows:
         """What answers a read of an unset field, by the class as it is now (an annotated class
@@ -586,10 +589,9 @@ class FixedLayouts(LayoutTable):
         if refused is not None:
             raise TypeError(refused[1])
         primary = self.primary = self._add(Layout(cls, fields))
-        key = (primary.names, primary.static)
-        # Without static fields, the aux data names the layout (``bare``); with them, it is the
-        # static values alone unless the class used other ones so (``_declared``).
-        primary.plain = not primary.static_names or _declared.get(cls, key) == key
+        # Without static fields, the aux data names the layout (``bare``); with them, it carries
+        # the layout until ``publish`` decides it may be the static values alone.
+        primary.plain = not primary.static_names
 
     def layout_of(self, obj: object) -> Layout:
         assert self.primary is not None
