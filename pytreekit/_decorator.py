@@ -751,7 +751,13 @@ def _reduce_spec(spec: ClassSpec) -> tuple[Callable[..., ClassSpec], tuple[Any, 
     # What the class's static values alone mean here (it may have been decorated again since).
     declared = spec.table.declared()
     sent = None if declared is None else (declared.names, declared.static)
+    _sent.add(spec.cls)
     return _arrive, (*data, travelling(spec.cls, written), sent)
+
+
+# The classes this process pickled by value: one that comes back (cloudpickle finds the class it
+# sent) keeps its spec here, whatever it was decorated as since it was sent.
+_sent: weakref.WeakSet[type] = weakref.WeakSet()
 
 
 _MADE_BY_PYTHON = (types.GetSetDescriptorType, types.MemberDescriptorType)
@@ -772,7 +778,7 @@ def _arrive(
     declaring what the class ``declared`` where it was sent from."""
     with decoration_lock:
         existing = own_spec(cls)
-        if existing is not None and not existing.automatic:
+        if existing is not None and (not existing.automatic or cls in _sent):
             return existing
         # Threads unpickling one stream's class at once: the spec is set on the class only once
         # pickle sets its state, after this returns; the first arrival's stands.

@@ -492,3 +492,24 @@ def test_a_pickled_treedef_of_a_class_without_static_fields_loads_after_it_gains
     # Its aux data (the layout, shown as None) is read off the layout as the class has it now,
     # which is no longer the class's declared one.
     assert run_fresh(GAINS_STATIC, which, pythonpath=[ROOT]).strip() == "checked"
+
+
+def test_a_subclass_used_then_set_up_again_keeps_what_its_static_values_alone_meant():
+    # The subclass hook's set-up, used, declared (w, n*, z); its base decorated again sets it up
+    # again, unused; then @pytree_class(...) on it replaces that set-up: the declaration made by
+    # the first one, which was used, stands.
+    @pytree_class(static=("n",))
+    class Base:
+        w: float
+        n: float = 3.0
+
+    class Child(Base):
+        z: float = 2.0
+
+    leaves, old = jax.tree_util.tree_flatten(Child(1.0))
+    assert old.node_data()[1] == (3.0,)
+    pytree_class(Base, static=("w",))
+    pytree_class(Child, static=("w",))
+    rebuilt = jax.tree_util.tree_unflatten(old, leaves)
+    assert (rebuilt.w, rebuilt.n, rebuilt.z) == (1.0, 3.0, 2.0)
+    assert jax.tree_util.tree_leaves(Child(1.0)) == [3.0, 2.0]

@@ -367,3 +367,40 @@ def test_threads_unpickling_one_class_by_value_register_it_once(tmp_path):
     for _ in range(3):  # a race: several tries
         out = run_fresh(_THREADED_RECEIVER, tmp_path / "blob")
         assert out.strip() == "8 []", out
+
+
+_ECHO = """
+import pickle, sys
+import cloudpickle
+import pytreekit
+
+sys.stdout.buffer.write(cloudpickle.dumps(pickle.loads(sys.stdin.buffer.read())))
+"""
+
+
+def test_a_class_sent_by_value_that_comes_back_keeps_how_it_is_decorated_here():
+    # A worker sends back the class it was sent (with a result): cloudpickle finds the class it
+    # came from, which keeps its spec here, not the one it was sent with.
+    cloudpickle = require("cloudpickle")
+
+    @pytreekit.pytree_class(static=("n",))
+    class Base:
+        w: float
+        n: float = 3.0
+
+    class Child(Base):
+        z: float = 2.0
+
+    assert jax.tree_util.tree_leaves(Child(1.0)) == [1.0, 2.0]
+    sent = cloudpickle.dumps(Child)
+    pytreekit.pytree_class(Base, static=("w",))  # meanwhile, here
+    result = subprocess.run(
+        [sys.executable, "-c", _ECHO],
+        input=sent,
+        capture_output=True,
+        env={"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert pickle.loads(result.stdout) is Child
+    assert jax.tree_util.tree_leaves(Child(1.0)) == [3.0, 2.0]

@@ -166,17 +166,30 @@ _declared: weakref.WeakKeyDictionary[type, Key] = weakref.WeakKeyDictionary()
 def publish(table: LayoutTable, replacing: LayoutTable | None = None) -> None:
     """Make ``table`` the class's (the commit point of its decoration), and decide whether its
     aux data is its static values alone: where the class declared no other layout so, or where
-    the one it did was ``replacing``'s (the subclass hook's set-up of the class this decoration
-    replaces), never used. A table used before it is published keeps carrying its layout."""
+    ``replacing`` (the subclass hook's set-up of the class this decoration replaces) declared
+    it and was never used. A table used before it is published still declares its layout (as
+    it does in a process where it was not), but its own aux data keeps carrying the layout."""
     cls, primary = table.cls, table.primary
     with table.lock:  # its first use takes the lock: used or not, it stays so meanwhile
-        if replacing is not None and not replacing.used:
-            _declared.pop(cls, None)
-        fixed = isinstance(table, FixedLayouts) and not table.used
-        if fixed and primary is not None and primary.static_names:
+        if replacing is not None:
+            _withdraw(replacing)
+        if isinstance(table, FixedLayouts) and primary is not None and primary.static_names:
             key = (primary.names, primary.static)
-            primary.plain = _declared.setdefault(cls, key) == key
+            declared = _declared.setdefault(cls, key)
+            table.declares = declared is key
+            primary.plain = declared == key and not table.used
         _published[cls] = weakref.ref(table)
+
+
+def _withdraw(replaced: LayoutTable) -> None:
+    """What ``replaced``, the subclass hook's set-up, declared goes with it, where it was never
+    used; a thread still holding it then makes aux data carrying its layout."""
+    with replaced.lock:
+        if replaced.declares and not replaced.used:
+            _declared.pop(replaced.cls, None)
+            replaced.declares = False
+            if replaced.primary is not None and replaced.primary.values_alone:
+                replaced.primary.plain = False
 
 
 def declare_sent(cls: type, key: Key | None) -> None:
@@ -399,6 +412,7 @@ class LayoutTable:
         self.varied = False  # an instance of another layout than the primary exists
         self.marked = False  # and the generated code tests markers (varied, code regenerated)
         self.used = False  # flattened, unflattened or built at least once
+        self.declares = False  # its publication made its layout the class's declared one
         self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
         # Whether observe must read an instance's own order of assignment: not where an instance
         # holding exactly the primary's fields has them in its order (declared, or proven).
