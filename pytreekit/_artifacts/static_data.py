@@ -1305,13 +1305,20 @@ setattr(LoadedPartial, markers.PLAIN_PARTIAL, True)
 
 
 def _kinds(value: Any) -> Any:
-    """The types of ``value`` and of what its tuples, lists and dicts hold, as a hashable tree."""
+    """The types of ``value`` and of everything its containers hold (a partial's arguments are
+    plain data: tuples, lists, dicts, frozensets and atoms), as a hashable tree. A NaN read back
+    is of kind ``float``, as the NaN it stands for."""
     kind = type(value)
     if kind is tuple or kind is list:
         return kind, tuple(map(_kinds, value))
+    # An element or key paired with its kind: 1 == 1.0 == True with one hash, so a frozenset or
+    # dict's own == matches {1} with {1.0}. Unordered, as the containers compare (and keys of
+    # several types do not sort).
+    if kind is frozenset:
+        return kind, frozenset((item, _kinds(item)) for item in value)
     if kind is dict:
-        return kind, tuple(sorted((key, _kinds(item)) for key, item in value.items()))
-    return kind
+        return kind, frozenset((key, _kinds(key), _kinds(item)) for key, item in value.items())
+    return float if kind is LoadedNaN else kind
 
 
 Encoder = Callable[[Any, int], str]

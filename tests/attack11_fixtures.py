@@ -1,0 +1,36 @@
+"""Classes the eleventh attack's tests export and load (in fresh processes too)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from pytreekit import field, pytree_class
+
+
+@pytree_class
+class Model:
+    w: jax.Array
+    act: Callable[..., Any] = field(static=True, default=jax.nn.relu)
+
+
+@pytree_class
+class Cast:
+    w: jax.Array
+    cast: Callable[..., Any] = field(static=True, default=jnp.float32)
+
+
+@pytree_class(static=("act",))
+class Net:
+    """Without annotations: its fields are what its instances hold (an optional bias)."""
+
+    def __init__(self, w: Any, act: Any = None, bias: Any = None, **extra: Any) -> None:
+        self.w = w
+        self.act = act
+        if bias is not None:
+            self.bias = bias
+        for name, value in extra.items():  # the attacker's made-up fields
+            setattr(self, name, value)
