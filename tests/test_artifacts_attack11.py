@@ -6,14 +6,34 @@ the structure check. Each test fails without its fix."""
 
 from __future__ import annotations
 
+import _codecs
 import functools
 import json
 import math
 
+import attack11_fixtures as fx
 import jax.numpy as jnp
+import pytest
 from conftest import run_fresh
 
-from pytreekit._artifacts.static_data import LoadedNaN, LoadedPartial, dumps, loads
+from pytreekit._artifacts.export import check_restricted_state, load_aux
+from pytreekit._artifacts.schema import MAGIC
+from pytreekit._artifacts.static_data import (
+    MAX_LEARNED_LAYOUTS,
+    MAX_LEARNED_NAMES,
+    LoadedNaN,
+    LoadedPartial,
+    StaticDataError,
+    dumps,
+    loads,
+)
+
+FIELDS = "__pytreekit_fields__"
+
+
+def _raw(tree: object) -> bytes:
+    return MAGIC + json.dumps(tree, separators=(",", ":")).encode("ascii")
+
 
 # -- 3. and 4. a partial's arguments are compared by kind everywhere, a NaN's kind is float ----
 
@@ -95,3 +115,120 @@ def test_the_structure_check_of_partials_in_a_fresh_process(tmp_path):
     run_fresh(WRITE_PARTIALS, tmp_path)
     out = json.loads(run_fresh(CHECK_PARTIALS, tmp_path).splitlines()[-1])
     assert out == {"fs honest": True, "fs edited": False, "nan honest": True}
+
+
+# -- 1. what one read may teach a class is capped, not what the process learns ------------------
+
+WRITE_LAYOUTS = """
+import sys, jax, jax.numpy as jnp
+from jax import export
+import attack11_fixtures as fx
+
+fx.Net(jnp.ones(2))  # the primary layout (w, act), as in any process using the class
+honest = fx.Net(jnp.ones(2), bias=jnp.zeros(2))
+data = export.export(jax.jit(lambda m: m))(honest).serialize()
+open(f"{sys.argv[1]}/honest.bin", "wb").write(data)
+# 256 nodes, each of a made-up layout of its own: each node is one read, within the cap
+nets = tuple(fx.Net(jnp.ones(1), **{f"z{i}": jnp.zeros(1)}) for i in range(256))
+data = export.export(jax.jit(lambda t: t[0].w))(nets).serialize()
+open(f"{sys.argv[1]}/flood.bin", "wb").write(data)
+"""
+
+LOAD_LAYOUTS = """
+import json, sys, jax, jax.numpy as jnp
+from jax import export
+import attack11_fixtures as fx
+
+fx.Net(jnp.ones(2))  # a long-running process: its own model, then artifacts one after another
+out = []
+for name in sys.argv[2:]:
+    try:
+        exp = export.deserialize(open(f"{sys.argv[1]}/{name}.bin", "rb").read())
+    except Exception as error:
+        out.append([name, type(error).__name__, str(error)])
+    else:
+        out.append([name, "loaded", exp.in_tree.num_leaves])
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("attack11-layouts")
+    run_fresh(WRITE_LAYOUTS, folder)
+    return folder
+
+
+@pytest.mark.parametrize("order", [("flood", "honest"), ("honest", "flood")])
+def test_an_accepted_artifact_leaves_later_ones_loading(layouts, order):
+    out = json.loads(run_fresh(LOAD_LAYOUTS, layouts, *order).splitlines()[-1])
+    leaves = {"flood": 512, "honest": 2}
+    assert out == [[name, "loaded", leaves[name]] for name in order]
+
+
+def test_one_node_naming_more_field_names_than_the_cap_is_refused_naming_its_class():
+    nodes = fx.Net.__pytreekit_spec__.nodes
+    table = nodes.table
+    before = len(table._by_names)
+    wide = ["w", "act", *(f"z{i}" for i in range(MAX_LEARNED_NAMES))]
+    data = _raw(["t", 4, None, ["t", *wide], ["t", *(n == "act" for n in wide)], ["t", None]])
+    with pytest.raises(StaticDataError) as refused:
+        load_aux(nodes, data)
+    message = str(refused.value)
+    assert f"names more than {MAX_LEARNED_NAMES} field names in its layouts of Net" in message
+    assert "jax.export cannot read the serialized treedef of Net" in message
+    assert len(table._by_names) == before  # nothing learnt
+    for index in range(MAX_LEARNED_LAYOUTS + 1):  # reads after it: each within the cap
+        names = ["t", "w", "act", f"y{index}"]
+        load_aux(nodes, _raw(["t", 4, None, names, ["t", False, True, False], ["t", None]]))
+    assert len(table._by_names) == before + MAX_LEARNED_LAYOUTS + 1
+
+
+def test_a_checkpoint_state_beyond_the_cap_is_not_sent_to_weights_only_false():
+    """The file fills memory whoever wrote it: the refusal does not suggest the unsafe loader."""
+    names = ("w", "act", *(f"z{i}" for i in range(MAX_LEARNED_NAMES)))
+    static = tuple(name == "act" for name in names)
+    state = {**dict.fromkeys(names, 0), "act": None, FIELDS: (names, static)}
+    with pytest.raises(StaticDataError) as refused:
+        check_restricted_state(fx.Net, state)
+    message = str(refused.value)
+    assert "cannot restore a attack11_fixtures.Net" in message
+    assert f"more than {MAX_LEARNED_NAMES} field names in its layouts of Net" in message
+    assert "weights_only=False" not in message and message.endswith("Nothing was loaded.")
+    small = ("w", "act", "bias")
+    state = {"w": 0, "act": None, "bias": 0, FIELDS: (small, (False, True, False))}
+    check_restricted_state(fx.Net, state)  # the next object is read alone
+    with pytest.raises(StaticDataError, match="also loads with weights_only=False"):
+        check_restricted_state(fx.Net, {**state, "act": _codecs.encode})
+
+
+TORCH_LAYOUTS = """
+import json, sys, torch
+import attack11_fixtures as fx
+
+folder = sys.argv[1]
+if sys.argv[2] == "write":
+    fx.Net(torch.ones(2))
+    torch.save(fx.Net(torch.ones(2), bias=torch.zeros(2)), f"{folder}/honest.pt")
+    flood = [fx.Net(torch.ones(1), **{f"z{i}": torch.zeros(1)}) for i in range(256)]
+    torch.save(flood, f"{folder}/flood.pt")
+else:
+    fx.Net(torch.ones(2))
+    out = []
+    for name in ("flood", "honest"):
+        try:
+            with torch.serialization.safe_globals([fx.Net]):
+                loaded = torch.load(f"{folder}/{name}.pt", weights_only=True)
+        except Exception as error:
+            out.append([name, type(error).__name__, str(error)])
+        else:
+            out.append([name, "loaded", type(loaded).__name__])
+    print(json.dumps(out))
+"""
+
+
+def test_an_accepted_checkpoint_leaves_later_ones_loading(tmp_path):
+    pytest.importorskip("torch")
+    run_fresh(TORCH_LAYOUTS, tmp_path, "write")
+    out = json.loads(run_fresh(TORCH_LAYOUTS, tmp_path, "read").splitlines()[-1])
+    assert out == [["flood", "loaded", "list"], ["honest", "loaded", "Net"]]

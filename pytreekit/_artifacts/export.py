@@ -43,6 +43,7 @@ from .static_data import (
     TOO_DEEP,
     Reader,
     StaticDataError,
+    TooManyLayouts,
     UnencodableError,
     admits_value,
     allowing_advice,
@@ -316,7 +317,7 @@ def _refuse_unknown_names(table: Any, names: tuple[str, ...]) -> None:
         raise StaticDataError(f"{no_field(table.cls, *refusal)}.")
     why = no_room(table.cls, names)
     if why is not None:
-        raise StaticDataError(f"{why}.")
+        raise TooManyLayouts(f"{why}.")
 
 
 def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str | None:
@@ -368,10 +369,16 @@ def check_restricted_state(cls: type, state: Any) -> None:
         learn([], [(table.cls, names)])
     except (StaticDataError, RecursionError) as error:
         why = error if type(error) is not RecursionError else _TOO_DEEP_TO_READ
+        # A file naming more layouts than one read may teach fills memory whoever wrote it:
+        # weights_only=False would read it all the same.
+        trust = "" if isinstance(error, TooManyLayouts) else _TRUSTED
         raise StaticDataError(
             f"{_RESTRICTED} cannot restore a {cls.__module__}.{cls.__qualname__}: {why} "
-            f"Nothing was loaded; a checkpoint you trust also loads with weights_only=False."
+            f"Nothing was loaded{trust}."
         ) from None
+
+
+_TRUSTED = "; a checkpoint you trust also loads with weights_only=False"
 
 
 _TOO_DEEP_TO_READ = "its state holds values nested deeper than Python can read."

@@ -1424,30 +1424,40 @@ def loads(
 
 # -- layouts learnt from artifacts --------------------------------------------------------------
 
-# What one class may learn from artifacts, each layout costing memory for as long as the class
-# lives: so many layouts, so many field names in all. Learnt only when a load has passed every
-# check, so a refused one leaves nothing behind.
+# What one read may name of a class's layouts other than its primary (one node's aux data with the
+# pytree values its static fields hold, one object's state in a checkpoint, one ``loads``): so
+# many layouts, so many field names in all. A class keeps each layout it learns for as long as it
+# lives (about 2 KB, and 0.5 KB a field name), so a read naming more is refused, that read alone
+# blamed; it is checked before anything is learnt, so a refused read leaves nothing behind.
+# Counted per read, not per process: a quota the process shared was used up by one file that
+# passed (256 nodes, one made-up layout each), and every later read naming a layout not learnt
+# yet, honest ones too, was refused for the rest of the process and blamed for it. Whether a file
+# loads depends on that file alone. The cost: a process keeps the layouts of every artifact it
+# accepted, as it keeps those its own instances hold, so its memory grows with what it loads
+# (within these bounds per read); a class's table does not forget a layout nothing holds any more.
 MAX_LEARNED_LAYOUTS = 256
 MAX_LEARNED_NAMES = 65_536
-_learned = TypeCache()  # class -> the field names of the layouts it learnt from artifacts
-_learned_lock = threading.Lock()
+
+
+class TooManyLayouts(StaticDataError):
+    """A read names more layouts of one class, or field names in all, than ``no_room`` allows: a
+    file made to fill memory, however trusted its source (no other loader reads it either)."""
 
 
 def no_room(cls: type, names: tuple[str, ...], *more: tuple[str, ...]) -> str | None:
-    """Why ``cls`` may not learn the layout of ``names`` from an artifact, with ``more`` learnt
-    by the same load (``None``: it may)."""
-    learned: set[tuple[str, ...]] = (_learned.get(cls) or set()).union(more)
-    if names in learned:
-        return None
-    if len(learned) >= MAX_LEARNED_LAYOUTS:
-        limit = f"the {MAX_LEARNED_LAYOUTS} layouts"
-    elif sum(map(len, learned)) + len(names) > MAX_LEARNED_NAMES:
-        limit = f"the {MAX_LEARNED_NAMES} field names in all"
+    """Why one read may not name the layout of ``names`` of ``cls`` with the layouts ``more`` it
+    names too (``None``: it may)."""
+    named = {names, *more}
+    if len(named) > MAX_LEARNED_LAYOUTS:
+        limit = f"more than {MAX_LEARNED_LAYOUTS} layouts"
+    elif sum(map(len, named)) > MAX_LEARNED_NAMES:
+        limit = f"more than {MAX_LEARNED_NAMES} field names in its layouts"
     else:
         return None
     return (
-        f"it names a layout ({', '.join(names):.200}) beyond {limit} that {cls.__qualname__} may "
-        f"learn from artifacts"
+        f"it names {limit} of {cls.__qualname__} in one node or object (the last: "
+        f"{', '.join(names):.200}), more than one read may teach a class: pytreekit writes one "
+        f"layout per set of fields an instance holds, and a class keeps each it learns"
     )
 
 
@@ -1455,27 +1465,19 @@ def learn(
     built: list[tuple[object, tuple[str, ...]]],
     layouts: Iterable[tuple[type, tuple[str, ...]]] = (),
 ) -> None:
-    """Record the layouts a load named (``layouts``: class and field names, and those of the
-    instances it ``built``), then mark each instance with its layout as the class is declared
-    now. Beyond the cap, counting what the load itself adds: ``StaticDataError``, and nothing
-    recorded."""
+    """Check the layouts one read named (``layouts``: class and field names, and those of the
+    instances it ``built``) against what one read may name, then mark each instance with its
+    layout as the class is declared now (interning it). Beyond: ``TooManyLayouts``, and nothing
+    learnt."""
     named: dict[int, tuple[type, set[tuple[str, ...]]]] = {}  # by id: a class's hash is code
     for cls, names in [*layouts, *((type(obj), names) for obj, names in built)]:
         if not _is_primary(own_dict(cls)[markers.SPEC].table, names):
             named.setdefault(id(cls), (cls, set()))[1].add(names)
-    with _learned_lock:
-        for cls, new in named.values():
-            added: list[tuple[str, ...]] = []
-            for names in sorted(new):
-                why = no_room(cls, names, *added)
-                if why is not None:
-                    raise StaticDataError(f"{why}.")
-                added.append(names)
-        for cls, new in named.values():
-            learned: set[tuple[str, ...]] | None = _learned.get(cls)
-            if learned is None:
-                _learned.set(cls, learned := set())
-            learned.update(new)
+    for cls, new in named.values():
+        last, *rest = sorted(new, reverse=True)
+        why = no_room(cls, last, *rest)
+        if why is not None:
+            raise TooManyLayouts(f"{why}.")
     for obj, names in built:
         table = own_dict(type(obj))[markers.SPEC].table
         table.note(obj, table.for_names(names))
