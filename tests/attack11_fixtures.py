@@ -10,6 +10,13 @@ import jax.numpy as jnp
 
 from pytreekit import field, pytree_class
 
+try:
+    import torch  # noqa: F401 - only whether it is there
+
+    BACKENDS: tuple[str, ...] = ("jax", "torch")
+except ImportError:  # pragma: no cover - CI installs torch
+    BACKENDS = ("jax",)
+
 
 @pytree_class
 class Model:
@@ -17,7 +24,7 @@ class Model:
     act: Callable[..., Any] = field(static=True, default=jax.nn.relu)
 
 
-@pytree_class
+@pytree_class(backends=BACKENDS)
 class Cast:
     w: jax.Array
     cast: Callable[..., Any] = field(static=True, default=jnp.float32)

@@ -10,9 +10,12 @@ import _codecs
 import functools
 import json
 import math
+import pickle
+from typing import NamedTuple
 
 import attack11_fixtures as fx
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from conftest import run_fresh
 
@@ -21,11 +24,13 @@ from pytreekit._artifacts.schema import MAGIC
 from pytreekit._artifacts.static_data import (
     MAX_LEARNED_LAYOUTS,
     MAX_LEARNED_NAMES,
+    LoadedAux,
     LoadedNaN,
     LoadedPartial,
     StaticDataError,
     dumps,
     loads,
+    same,
 )
 
 FIELDS = "__pytreekit_fields__"
@@ -232,3 +237,99 @@ def test_an_accepted_checkpoint_leaves_later_ones_loading(tmp_path):
     run_fresh(TORCH_LAYOUTS, tmp_path, "write")
     out = json.loads(run_fresh(TORCH_LAYOUTS, tmp_path, "read").splitlines()[-1])
     assert out == [["flood", "loaded", "list"], ["honest", "loaded", "Net"]]
+
+
+# -- 2. a class read back equals only itself, not a class its metaclass makes equal -------------
+
+
+class _Pair(NamedTuple):
+    first: object
+    second: object
+
+
+def test_same_compares_classes_by_identity_all_through_containers():
+    assert jnp.float32 == np.float32 and hash(jnp.float32) == hash(np.float32)  # JAX's doing
+    assert same(jnp.float32, jnp.float32) and not same(np.float32, jnp.float32)
+    assert not same(jnp.float32, np.float32) and not same(np.float32, 1)
+    pairs = [
+        ((np.float32,), (jnp.float32,)),
+        ([np.float32], [jnp.float32]),
+        ({"cast": np.float32}, {"cast": jnp.float32}),
+        (frozenset({np.float32, 1}), frozenset({jnp.float32, 1})),
+        (_Pair(np.float32, 1), _Pair(jnp.float32, 1)),
+    ]
+    for edited, honest in pairs:
+        assert edited == honest and same(honest, honest) and not same(edited, honest), edited
+    assert not same((1, 2), (1,)) and not same({"a": 1}, {"b": 1}) and same(1, 1.0)
+    assert same(LoadedNaN("nan"), math.nan) and same((LoadedNaN("nan"),), (math.nan,))
+    partial = functools.partial(jnp.add, 1.0)
+    assert same(_loaded(partial), partial) and same((_loaded(partial),), (partial,))
+
+
+def test_loaded_aux_data_compares_classes_by_identity_and_pickles_as_a_tuple():
+    honest = (np.float32, 1.0)
+    loaded = LoadedAux(honest)
+    assert loaded == honest and honest == loaded
+    assert not loaded != honest  # noqa: SIM202
+    assert hash(loaded) == hash(honest)
+    edited = LoadedAux((jnp.float32, 1.0))
+    assert edited != honest and honest != edited
+    assert not edited == honest  # noqa: SIM201
+    assert edited != LoadedAux((jnp.float32,)) and loaded != [np.float32, 1.0]
+    assert type(pickle.loads(pickle.dumps(loaded))) is tuple
+    assert LoadedAux.__eq__(loaded, [np.float32]) is NotImplemented
+    assert LoadedAux.__ne__(loaded, [np.float32]) is NotImplemented
+
+
+def test_a_partial_of_another_class_read_back_is_another_partial():
+    honest = functools.partial(jnp.float32)
+    assert _loaded(honest) == honest and honest == _loaded(honest)
+    edited = _loaded(functools.partial(np.float32))
+    assert edited != honest and honest != edited
+
+
+def test_a_treespec_edited_to_name_an_equal_class_fails_the_structure_check():
+    pytest.importorskip("torch")
+    import torch
+    import torch.utils._pytree as tp
+
+    spec = tp.tree_structure(fx.Cast(torch.ones(2)))
+    text = tp.treespec_dumps(spec)
+    edited = text.replace("jax.numpy:float32", "numpy:float32")
+    assert edited != text
+    assert tp.treespec_loads(text) == spec and spec == tp.treespec_loads(text)
+    assert tp.treespec_loads(edited) != spec and spec != tp.treespec_loads(edited)
+    assert tp.tree_unflatten([torch.ones(2)], tp.treespec_loads(edited)).cast is np.float32
+
+
+WRITE_CAST = """
+import functools, sys, jax, jax.numpy as jnp
+from jax import export
+import attack11_fixtures as fx
+
+model = fx.Cast(jnp.ones(3), functools.partial(jnp.float32))
+data = export.export(jax.jit(lambda m: m))(model).serialize()
+open(f"{sys.argv[1]}/honest.bin", "wb").write(data)
+edited = data.replace(b'"jax.numpy:float32"', b'    "numpy:float32"', 1)  # one length
+assert edited != data and len(edited) == len(data)
+open(f"{sys.argv[1]}/edited.bin", "wb").write(edited)
+"""
+
+CHECK_CAST = """
+import functools, json, sys, jax, jax.numpy as jnp
+from jax import export
+import attack11_fixtures as fx
+
+mine = jax.tree.structure(fx.Cast(jnp.ones(3), functools.partial(jnp.float32)))
+out = {}
+for name in ("honest", "edited"):
+    exp = export.deserialize(open(f"{sys.argv[1]}/{name}.bin", "rb").read())
+    out[name] = exp.out_tree == mine
+print(json.dumps(out))
+"""
+
+
+def test_an_artifact_edited_to_name_an_equal_class_in_a_partial_fails_the_check(tmp_path):
+    run_fresh(WRITE_CAST, tmp_path)
+    out = json.loads(run_fresh(CHECK_CAST, tmp_path).splitlines()[-1])
+    assert out == {"honest": True, "edited": False}

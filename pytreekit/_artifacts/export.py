@@ -41,6 +41,7 @@ from .schema import FORMAT, MAGIC, MAGIC_TEXT, MAX_DEPTH
 from .static_data import (
     ATOMS,
     TOO_DEEP,
+    LoadedAux,
     Reader,
     StaticDataError,
     TooManyLayouts,
@@ -142,7 +143,11 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "j
         raise StaticDataError(
             f"{what} cannot read the serialized treedef of {owner}: {error}"
         ) from None
-    return nodes.aux_data(table.for_names(names), statics)
+    aux = nodes.aux_data(table.for_names(names), statics)
+    # A class in its static values equal only to itself: a treedef torch reads back compares it
+    # with == (jax.export flattens the instances it rebuilds instead), and JAX's metaclass makes
+    # numpy:float32 == jax.numpy:float32, with one hash.
+    return LoadedAux(aux) if type(aux) is tuple else aux
 
 
 # (class written or None, field names, static flags, static values, the pytree class instances

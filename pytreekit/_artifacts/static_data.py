@@ -1288,7 +1288,7 @@ class LoadedPartial(functools.partial[Any]):
         if not isinstance(other, functools.partial):
             return NotImplemented
         mine, theirs = (self.args, self.keywords), (other.args, other.keywords)
-        return (self.func, *mine) == (other.func, *theirs) and _kinds(mine) == _kinds(theirs)
+        return same(self.func, other.func) and mine == theirs and _kinds(mine) == _kinds(theirs)
 
     def __hash__(self) -> int:
         try:
@@ -1302,6 +1302,50 @@ class LoadedPartial(functools.partial[Any]):
 
 
 setattr(LoadedPartial, markers.PLAIN_PARTIAL, True)
+
+
+class LoadedAux(tuple[Any, ...]):
+    """The aux data of a node read from an artifact: equal to aux data holding the same values,
+    a class only to itself (``same``). A treedef compares its nodes' aux data with ``==``, which
+    a subclass's ``__eq__`` answers on either side. Pickles as a plain tuple."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(map(same, self, other))
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = tuple.__hash__  # equal under same: equal as tuples, so hashed alike
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return tuple, (tuple(self),)
+
+
+def same(mine: Any, theirs: Any) -> bool:
+    """Whether two static values are equal, a class equal only to itself, all through tuples
+    (NamedTuples too), lists, dicts and frozensets: a metaclass's ``__eq__`` may make two classes
+    equal, with one hash (JAX's scalar types: ``jnp.float32 == np.float32``), and an artifact
+    edited to name one for the other would pass the structure check and share jit traces."""
+    if mine is theirs:
+        return True
+    if isinstance(mine, type) or isinstance(theirs, type):
+        return False
+    kind = type(mine)
+    if kind is not type(theirs):  # a LoadedNaN, a LoadedPartial: equal to what they stand for
+        return bool(mine == theirs)
+    if issubclass(kind, (tuple, list)):
+        return len(mine) == len(theirs) and all(map(same, mine, theirs))
+    if kind is dict:
+        return mine.keys() == theirs.keys() and all(same(mine[k], theirs[k]) for k in mine)
+    if kind is frozenset:
+        classes = [{id(item) for item in side if isinstance(item, type)} for side in (mine, theirs)]
+        return classes[0] == classes[1] and mine == theirs
+    return bool(mine == theirs)
 
 
 def _kinds(value: Any) -> Any:
