@@ -261,6 +261,7 @@ def test_same_compares_classes_by_identity_all_through_containers():
     for edited, honest in pairs:
         assert edited == honest and same(honest, honest) and not same(edited, honest), edited
     assert not same((1, 2), (1,)) and not same({"a": 1}, {"b": 1}) and same(1, 1.0)
+    assert not same(1, 2) and not same(np.float32, None)
     assert same(LoadedNaN("nan"), math.nan) and same((LoadedNaN("nan"),), (math.nan,))
     partial = functools.partial(jnp.add, 1.0)
     assert same(_loaded(partial), partial) and same((_loaded(partial),), (partial,))

@@ -374,8 +374,8 @@ def check_restricted_state(cls: type, state: Any) -> None:
         learn([], [(table.cls, names)])
     except (StaticDataError, RecursionError) as error:
         why = error if type(error) is not RecursionError else _TOO_DEEP_TO_READ
-        # A file naming more layouts than one read may teach fills memory whoever wrote it:
-        # weights_only=False would read it all the same.
+        # A file naming more layouts than one read may teach is made to fill memory, whoever
+        # wrote it: the unpickler that runs any code is no way around that.
         trust = "" if isinstance(error, TooManyLayouts) else _TRUSTED
         raise StaticDataError(
             f"{_RESTRICTED} cannot restore a {cls.__module__}.{cls.__qualname__}: {why} "
