@@ -41,8 +41,10 @@ from .schema import FORMAT, MAGIC, MAGIC_TEXT, MAX_DEPTH
 from .static_data import (
     ATOMS,
     TOO_DEEP,
+    LoadedAux,
     Reader,
     StaticDataError,
+    TooManyLayouts,
     UnencodableError,
     admits_value,
     allowing_advice,
@@ -141,7 +143,11 @@ def load_aux(nodes: NodeFunctions, data: bytes | bytearray | str, what: str = "j
         raise StaticDataError(
             f"{what} cannot read the serialized treedef of {owner}: {error}"
         ) from None
-    return nodes.aux_data(table.for_names(names), statics)
+    aux = nodes.aux_data(table.for_names(names), statics)
+    # A class in its static values equal only to itself: a treedef torch reads back compares it
+    # with == (jax.export flattens the instances it rebuilds instead), and JAX's metaclass makes
+    # numpy:float32 == jax.numpy:float32, with one hash.
+    return LoadedAux(aux) if type(aux) is tuple else aux
 
 
 # (class written or None, field names, static flags, static values, the pytree class instances
@@ -316,7 +322,7 @@ def _refuse_unknown_names(table: Any, names: tuple[str, ...]) -> None:
         raise StaticDataError(f"{no_field(table.cls, *refusal)}.")
     why = no_room(table.cls, names)
     if why is not None:
-        raise StaticDataError(f"{why}.")
+        raise TooManyLayouts(f"{why}.")
 
 
 def _hiding(table: Any, names: tuple[str, ...], fields: frozenset[str]) -> str | None:
@@ -368,10 +374,16 @@ def check_restricted_state(cls: type, state: Any) -> None:
         learn([], [(table.cls, names)])
     except (StaticDataError, RecursionError) as error:
         why = error if type(error) is not RecursionError else _TOO_DEEP_TO_READ
+        # A file naming more layouts than one read may teach is made to fill memory, whoever
+        # wrote it: the unpickler that runs any code is no way around that.
+        trust = "" if isinstance(error, TooManyLayouts) else _TRUSTED
         raise StaticDataError(
             f"{_RESTRICTED} cannot restore a {cls.__module__}.{cls.__qualname__}: {why} "
-            f"Nothing was loaded; a checkpoint you trust also loads with weights_only=False."
+            f"Nothing was loaded{trust}."
         ) from None
+
+
+_TRUSTED = "; a checkpoint you trust also loads with weights_only=False"
 
 
 _TOO_DEEP_TO_READ = "its state holds values nested deeper than Python can read."

@@ -1288,7 +1288,7 @@ class LoadedPartial(functools.partial[Any]):
         if not isinstance(other, functools.partial):
             return NotImplemented
         mine, theirs = (self.args, self.keywords), (other.args, other.keywords)
-        return (self.func, *mine) == (other.func, *theirs) and _kinds(mine) == _kinds(theirs)
+        return same(self.func, other.func) and mine == theirs and _kinds(mine) == _kinds(theirs)
 
     def __hash__(self) -> int:
         try:
@@ -1304,14 +1304,65 @@ class LoadedPartial(functools.partial[Any]):
 setattr(LoadedPartial, markers.PLAIN_PARTIAL, True)
 
 
+class LoadedAux(tuple[Any, ...]):
+    """The aux data of a node read from an artifact: equal to aux data holding the same values,
+    a class only to itself (``same``). A treedef compares its nodes' aux data with ``==``, which
+    a subclass's ``__eq__`` answers on either side. Pickles as a plain tuple."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(map(same, self, other))
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = tuple.__hash__  # equal under same: equal as tuples, so hashed alike
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return tuple, (tuple(self),)
+
+
+def same(mine: Any, theirs: Any) -> bool:
+    """Whether two static values are equal, a class equal only to itself, all through tuples
+    (NamedTuples too), lists, dicts and frozensets: a metaclass's ``__eq__`` may make two classes
+    equal, with one hash (JAX's scalar types: ``jnp.float32 == np.float32``), and an artifact
+    edited to name one for the other would pass the structure check and share jit traces."""
+    if mine is theirs:
+        return True
+    if isinstance(mine, type) or isinstance(theirs, type):
+        return False
+    kind = type(mine)
+    if kind is not type(theirs):  # a LoadedNaN, a LoadedPartial: equal to what they stand for
+        return bool(mine == theirs)
+    if issubclass(kind, (tuple, list)):
+        return len(mine) == len(theirs) and all(map(same, mine, theirs))
+    if kind is dict:
+        return mine.keys() == theirs.keys() and all(same(mine[k], theirs[k]) for k in mine)
+    if kind is frozenset:
+        classes = [{id(item) for item in side if isinstance(item, type)} for side in (mine, theirs)]
+        return classes[0] == classes[1] and mine == theirs
+    return bool(mine == theirs)
+
+
 def _kinds(value: Any) -> Any:
-    """The types of ``value`` and of what its tuples, lists and dicts hold, as a hashable tree."""
+    """The types of ``value`` and of everything its containers hold (a partial's arguments are
+    plain data: tuples, lists, dicts, frozensets and atoms), as a hashable tree. A NaN read back
+    is of kind ``float``, as the NaN it stands for."""
     kind = type(value)
     if kind is tuple or kind is list:
         return kind, tuple(map(_kinds, value))
+    # An element or key paired with its kind: 1 == 1.0 == True with one hash, so a frozenset or
+    # dict's own == matches {1} with {1.0}. Unordered, as the containers compare (and keys of
+    # several types do not sort).
+    if kind is frozenset:
+        return kind, frozenset((item, _kinds(item)) for item in value)
     if kind is dict:
-        return kind, tuple(sorted((key, _kinds(item)) for key, item in value.items()))
-    return kind
+        return kind, frozenset((key, _kinds(key), _kinds(item)) for key, item in value.items())
+    return float if kind is LoadedNaN else kind
 
 
 Encoder = Callable[[Any, int], str]
@@ -1417,30 +1468,40 @@ def loads(
 
 # -- layouts learnt from artifacts --------------------------------------------------------------
 
-# What one class may learn from artifacts, each layout costing memory for as long as the class
-# lives: so many layouts, so many field names in all. Learnt only when a load has passed every
-# check, so a refused one leaves nothing behind.
+# What one read may name of a class's layouts other than its primary (one node's aux data with the
+# pytree values its static fields hold, one object's state in a checkpoint, one ``loads``): so
+# many layouts, so many field names in all. A class keeps each layout it learns for as long as it
+# lives (about 2 KB, and 0.5 KB a field name), so a read naming more is refused, that read alone
+# blamed; it is checked before anything is learnt, so a refused read leaves nothing behind.
+# Counted per read, not per process: a quota the process shared was used up by one file that
+# passed (256 nodes, one made-up layout each), and every later read naming a layout not learnt
+# yet, honest ones too, was refused for the rest of the process and blamed for it. Whether a file
+# loads depends on that file alone. The cost: a process keeps the layouts of every artifact it
+# accepted, as it keeps those its own instances hold, so its memory grows with what it loads
+# (within these bounds per read); a class's table does not forget a layout nothing holds any more.
 MAX_LEARNED_LAYOUTS = 256
 MAX_LEARNED_NAMES = 65_536
-_learned = TypeCache()  # class -> the field names of the layouts it learnt from artifacts
-_learned_lock = threading.Lock()
+
+
+class TooManyLayouts(StaticDataError):
+    """A read names more layouts of one class, or field names in all, than ``no_room`` allows: a
+    file made to fill memory, however trusted its source (no other loader reads it either)."""
 
 
 def no_room(cls: type, names: tuple[str, ...], *more: tuple[str, ...]) -> str | None:
-    """Why ``cls`` may not learn the layout of ``names`` from an artifact, with ``more`` learnt
-    by the same load (``None``: it may)."""
-    learned: set[tuple[str, ...]] = (_learned.get(cls) or set()).union(more)
-    if names in learned:
-        return None
-    if len(learned) >= MAX_LEARNED_LAYOUTS:
-        limit = f"the {MAX_LEARNED_LAYOUTS} layouts"
-    elif sum(map(len, learned)) + len(names) > MAX_LEARNED_NAMES:
-        limit = f"the {MAX_LEARNED_NAMES} field names in all"
+    """Why one read may not name the layout of ``names`` of ``cls`` with the layouts ``more`` it
+    names too (``None``: it may)."""
+    named = {names, *more}
+    if len(named) > MAX_LEARNED_LAYOUTS:
+        limit = f"more than {MAX_LEARNED_LAYOUTS} layouts"
+    elif sum(map(len, named)) > MAX_LEARNED_NAMES:
+        limit = f"more than {MAX_LEARNED_NAMES} field names in its layouts"
     else:
         return None
     return (
-        f"it names a layout ({', '.join(names):.200}) beyond {limit} that {cls.__qualname__} may "
-        f"learn from artifacts"
+        f"it names {limit} of {cls.__qualname__} in one node or object (the last: "
+        f"{', '.join(names):.200}), more than one read may teach a class: pytreekit writes one "
+        f"layout per set of fields an instance holds, and a class keeps each it learns"
     )
 
 
@@ -1448,27 +1509,19 @@ def learn(
     built: list[tuple[object, tuple[str, ...]]],
     layouts: Iterable[tuple[type, tuple[str, ...]]] = (),
 ) -> None:
-    """Record the layouts a load named (``layouts``: class and field names, and those of the
-    instances it ``built``), then mark each instance with its layout as the class is declared
-    now. Beyond the cap, counting what the load itself adds: ``StaticDataError``, and nothing
-    recorded."""
+    """Check the layouts one read named (``layouts``: class and field names, and those of the
+    instances it ``built``) against what one read may name, then mark each instance with its
+    layout as the class is declared now (interning it). Beyond: ``TooManyLayouts``, and nothing
+    learnt."""
     named: dict[int, tuple[type, set[tuple[str, ...]]]] = {}  # by id: a class's hash is code
     for cls, names in [*layouts, *((type(obj), names) for obj, names in built)]:
         if not _is_primary(own_dict(cls)[markers.SPEC].table, names):
             named.setdefault(id(cls), (cls, set()))[1].add(names)
-    with _learned_lock:
-        for cls, new in named.values():
-            added: list[tuple[str, ...]] = []
-            for names in sorted(new):
-                why = no_room(cls, names, *added)
-                if why is not None:
-                    raise StaticDataError(f"{why}.")
-                added.append(names)
-        for cls, new in named.values():
-            learned: set[tuple[str, ...]] | None = _learned.get(cls)
-            if learned is None:
-                _learned.set(cls, learned := set())
-            learned.update(new)
+    for cls, new in named.values():
+        last, *rest = sorted(new, reverse=True)
+        why = no_room(cls, last, *rest)
+        if why is not None:
+            raise TooManyLayouts(f"{why}.")
     for obj, names in built:
         table = own_dict(type(obj))[markers.SPEC].table
         table.note(obj, table.for_names(names))
