@@ -337,9 +337,7 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
                 _defer(cls, start.as_written, error)
                 return cls
             raise
-        # An explicit @pytree_class(...) replaces the subclass hook's set-up of this class.
-        replacing = existing.table if existing is not None and existing.automatic else None
-        publish(spec.table, None if automatic else replacing)
+        publish(spec.table)
         setattr(cls, markers.SPEC, spec)  # the commit point
         _bring_subclasses(cls, spec)
         return cls
@@ -752,7 +750,7 @@ def _reduce_spec(spec: ClassSpec) -> tuple[Callable[..., ClassSpec], tuple[Any, 
     declared = spec.table.declared()
     sent = None if declared is None else (declared.names, declared.static)
     _sent.add(spec.cls)
-    return _arrive, (*data, travelling(spec.cls, written), sent)
+    return _arrive, (*data, travelling(spec.cls, written), sent, spec.automatic)
 
 
 # The classes this process pickled by value: one that comes back (cloudpickle finds the class it
@@ -771,11 +769,13 @@ def _arrive(
     backends: tuple[str, ...],
     as_written: dict[str, Any],
     declared: tuple[tuple[str, ...], tuple[bool, ...]] | None = None,
+    automatic: bool = False,
 ) -> ClassSpec:
     """The spec of a class that arrived pickled by value, registered here (once, also when the
     same class arrives again). A subclass of a pytree class arrives as an empty class first,
     which the subclass hook sets up with its parent's options: what arrives replaces that,
-    declaring what the class ``declared`` where it was sent from."""
+    declaring what the class ``declared`` where it was sent from, and set up by the subclass
+    hook (``automatic``) if it was there, so it follows its parent decorated again here."""
     with decoration_lock:
         existing = own_spec(cls)
         if existing is not None and (not existing.automatic or cls in _sent):
@@ -794,7 +794,9 @@ def _arrive(
         # The layouts unpickled before it existed, treedefs sent with it among them.
         table.adopt(existing.table if existing is not None else None)
         params = own_dataclass_params(cls)
-        spec = _assemble(cls, options, fields, table, made | as_written, params, existing)
+        spec = _assemble(
+            cls, options, fields, table, made | as_written, params, existing, automatic
+        )
         _backends.register_all(cls, spec.nodes, _unregistered(spec.backends, existing))
         publish(spec.table)
         _arrived[cls] = weakref.ref(spec)  # weak: a spec refers to its class

@@ -805,27 +805,5 @@ def test_a_table_used_before_it_is_published_keeps_carrying_its_layout(used):
         second.first_use()
     layouts.publish(second)
     assert second.primary.plain is not used
-    assert second.declared() is second.primary and second.declares
+    assert second.declared() is second.primary
     layouts.publish(first)
-
-
-def test_a_set_up_replaced_unused_takes_along_only_the_declaration_it_made():
-    from pytreekit._classes import layouts
-
-    @pytree_class(static=("n",))
-    class C:
-        w: float
-        n: int = 1
-
-    declaring = C.__pytreekit_spec__.table
-    fields = layouts.records(("w", "n"), (True, True))
-    later = layouts.table_for(C, fields, (), {})
-    layouts.publish(later)  # (w, n*) stays declared: not this table's, nor plain
-    assert not later.declares and not later.primary.plain
-    replacing = layouts.table_for(C, fields, (), {})
-    layouts.publish(replacing, replacing=later)
-    assert replacing.declared().static == (False, True) and not replacing.primary.plain
-    replacing = layouts.table_for(C, fields, (), {})
-    layouts.publish(replacing, replacing=declaring)  # unused, and it declared: withdrawn
-    assert replacing.declares and replacing.primary.plain
-    assert not declaring.primary.plain  # a thread still holding it carries its layout

@@ -404,3 +404,33 @@ def test_a_class_sent_by_value_that_comes_back_keeps_how_it_is_decorated_here():
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert pickle.loads(result.stdout) is Child
     assert jax.tree_util.tree_leaves(Child(1.0)) == [3.0, 2.0]
+
+
+_RECEIVED_SUBCLASS_SENDER = """
+import sys
+
+import cloudpickle
+
+import pytreekit
+
+
+@pytreekit.pytree_class(static=("n",))
+class Base:
+    w: float
+    n: float = 3.0
+
+
+class Child(Base):  # set up by the subclass hook
+    z: float = 2.0
+
+
+sys.stdout.buffer.write(cloudpickle.dumps((Base, Child)))
+"""
+
+
+def test_a_subclass_received_by_value_follows_its_parent_decorated_again_here():
+    # As where it was sent from: the subclass hook set it up, so it is set up again.
+    base, child = pickle.loads(_pickled_by(_RECEIVED_SUBCLASS_SENDER))
+    assert jax.tree_util.tree_leaves(child(1.0)) == [1.0, 2.0]
+    pytreekit.pytree_class(base, static=("w",))
+    assert jax.tree_util.tree_leaves(child(1.0)) == [3.0, 2.0]

@@ -155,41 +155,23 @@ _published: weakref.WeakKeyDictionary[type, weakref.ref[LayoutTable]] = weakref.
 # the first table with static fields the class published (``publish``). Such aux data names no
 # layout, so what it means must stay the same for as long as the class lives, and be the same in
 # every process that runs the class's source; a class decorated again with other fields carries
-# its layout in its aux data instead. The one exception is a set-up that made no aux data and
-# that no process keeps: the subclass hook's, replaced by the ``@pytree_class(...)`` on the class
-# statement, or that of the empty class pickle makes first (a class arriving by value declares
-# what the sender declared: ``declare_sent``).
+# its layout in its aux data instead. A class arriving pickled by value declares what the sender
+# declared (``declare_sent``), not what the set-up of the empty class pickle made first did.
 Key = tuple[tuple[str, ...], tuple[bool, ...]]
 _declared: weakref.WeakKeyDictionary[type, Key] = weakref.WeakKeyDictionary()
 
 
-def publish(table: LayoutTable, replacing: LayoutTable | None = None) -> None:
+def publish(table: LayoutTable) -> None:
     """Make ``table`` the class's (the commit point of its decoration), and decide whether its
-    aux data is its static values alone: where the class declared no other layout so, or where
-    ``replacing`` (the subclass hook's set-up of the class this decoration replaces) declared
-    it and was never used. A table used before it is published still declares its layout (as
-    it does in a process where it was not), but its own aux data keeps carrying the layout."""
+    aux data is its static values alone: where the class declared no other layout so. A table
+    used before it is published declares its layout all the same (as it does in a process where
+    it was not), but its own aux data keeps carrying the layout."""
     cls, primary = table.cls, table.primary
     with table.lock:  # its first use takes the lock: used or not, it stays so meanwhile
-        if replacing is not None:
-            _withdraw(replacing)
         if isinstance(table, FixedLayouts) and primary is not None and primary.static_names:
             key = (primary.names, primary.static)
-            declared = _declared.setdefault(cls, key)
-            table.declares = declared is key
-            primary.plain = declared == key and not table.used
+            primary.plain = _declared.setdefault(cls, key) == key and not table.used
         _published[cls] = weakref.ref(table)
-
-
-def _withdraw(replaced: LayoutTable) -> None:
-    """What ``replaced``, the subclass hook's set-up, declared goes with it, where it was never
-    used; a thread still holding it then makes aux data carrying its layout."""
-    with replaced.lock:
-        if replaced.declares and not replaced.used:
-            _declared.pop(replaced.cls, None)
-            replaced.declares = False
-            if replaced.primary is not None and replaced.primary.values_alone:
-                replaced.primary.plain = False
 
 
 def declare_sent(cls: type, key: Key | None) -> None:
@@ -412,7 +394,6 @@ class LayoutTable:
         self.varied = False  # an instance of another layout than the primary exists
         self.marked = False  # and the generated code tests markers (varied, code regenerated)
         self.used = False  # flattened, unflattened or built at least once
-        self.declares = False  # its publication made its layout the class's declared one
         self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
         # Whether observe must read an instance's own order of assignment: not where an instance
         # holding exactly the primary's fields has them in its order (declared, or proven).
