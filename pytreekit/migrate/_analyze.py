@@ -26,6 +26,7 @@ from typing import TypeVar
 
 import libcst as cst
 
+from ._bindings import GLOBALS, STAR, Binding
 from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
@@ -183,6 +184,11 @@ def analyze(project: Project, options: Options) -> list[Outcome]:
     outcomes = [analysis.outcome(registration) for registration in project.registrations]
     decide_hierarchies(project, outcomes, options)
     return outcomes
+
+
+def _sources(stars: Sequence[Binding]) -> list[str]:
+    """The modules star imports name (``from .a import *``: "." and its name, unresolved)."""
+    return [star.how.removeprefix("from ").removesuffix(" import *") for star in stars]
 
 
 def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: Options) -> None:
@@ -1102,8 +1108,10 @@ class _RegisteredFunctions:
             return Function.of(node, None, module)
         if isinstance(node, cst.Name):
             if node.value in module.functions:
+                self._bound_once(registration, node.value, role)
                 return Function.of(module.functions[node.value], None, module, deletable=True)
             if node.value in module.lambdas:
+                self._bound_once(registration, node.value, role)
                 return Function.of(module.lambdas[node.value], None, module, deletable=True)
         if isinstance(node, cst.Attribute) and module.qualify(node.value) == info.qualname:
             for ancestor in self.project.mro(info):
@@ -1112,6 +1120,37 @@ class _RegisteredFunctions:
                     return Function.of(method, ancestor, info.module, attribute=True)
         raise Refusal(
             "PTK116", f"{role} ({code(node)}) is not a function or lambda of this module", node
+        )
+
+    def _bound_once(self, registration: Registration, name: str, role: str) -> None:
+        """The function named is the one JAX registers: the name is bound once, by a def or
+        ``name = lambda`` of the module's own body, above the registration."""
+        module = registration.module
+        bindings = module.bindings()
+        found = [*bindings.get(name, []), *bindings.get(GLOBALS, [])]
+        # a star import above the def is overridden by it; one below may bind the name again
+        first = min((b.line for b in found), default=0)
+        stars = [b for b in bindings.get(STAR, []) if b.line >= first]
+        if stars and any(self.project._star_binds(s, name) is not False for s in _sources(stars)):
+            found += stars
+        single = found[0] if len(found) == 1 else None
+        if (
+            single is not None
+            and single.direct
+            and (single.how == "a def" or single.lambda_)
+            and single.end < registration.line
+        ):
+            return
+        if single is not None:
+            why = f"is bound by {single.describe()}, not by a def above the registration"
+        else:
+            shown = ", ".join(b.describe() for b in found[:3])
+            why = f"is bound {len(found)} times in {module.name} ({shown})"
+        raise Refusal(
+            "PTK116",
+            f"{role} {name} {why}: which function JAX registers cannot be proven; give the "
+            f"registration a function bound once, by a def above it",
+            registration.args.get(role),
         )
 
     # -- unflatten ------------------------------------------------------------------------------

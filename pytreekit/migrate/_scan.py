@@ -33,6 +33,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ._bindings import Binding, module_bindings
 from ._codes import COMMENT_PATTERN
 
 APIS = (
@@ -217,6 +218,23 @@ class Module:
     _words: frozenset[str] | None = None
     _texts: list[str] | None = None
     _statement_words: list[frozenset[str]] | None = None
+    _syntax: ast.Module | None = None
+    _bindings: dict[str, list[Binding]] | None = None
+
+    def syntax(self) -> ast.Module:
+        """The module as Python's own parser reads it (once; empty if it cannot)."""
+        if self._syntax is None:
+            try:
+                self._syntax = ast.parse(self.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._syntax = ast.Module(body=[], type_ignores=[])
+        return self._syntax
+
+    def bindings(self) -> dict[str, list[Binding]]:
+        """Every binding of each module-level name (``_bindings.module_bindings``)."""
+        if self._bindings is None:
+            self._bindings = module_bindings(self.syntax())
+        return self._bindings
 
     @property
     def package(self) -> str:

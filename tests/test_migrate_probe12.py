@@ -1,0 +1,175 @@
+"""Defects the codemod12 probe found: a flatten function read by its name while another binding
+of the name is the one JAX registers, a class body or module changing a method after the def
+the codemod read, a subclass whose base is an expression becoming a pytree, form feeds deleted
+outside the edits, ``super(Mid, self)`` followed as ``super()``: each test fails without its
+fix."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require
+
+require("libcst")
+
+from migrate_helpers import by_class, codemod, write  # noqa: E402
+
+from pytreekit.migrate import _bindings  # noqa: E402
+
+
+def _left(tmp_path: Path, files: dict[str, str], *args: str) -> dict[str, dict[str, Any]]:
+    """The report of a run that must change no file (``--comments never``)."""
+    write(tmp_path, files)
+    before = {name: (tmp_path / name).read_bytes() for name in files}
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", *args, ".")
+    assert {name: (tmp_path / name).read_bytes() for name in files} == before
+    return by_class(result)
+
+
+# -- D1. a flatten function is trusted only when its name is bound once, by a def above ---------
+
+# Each registers ``C`` keeping ``b`` static; something else binds the name JAX reads.
+_C = """
+import jax
+
+
+class C:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+def _flat(x):
+    return (x.a,), x.b
+
+
+def _unflat(aux, children):
+    return C(children[0], aux)
+"""
+_REGISTER = "jax.tree_util.register_pytree_node(C, _flat, _unflat)\n"
+_LEAF_B = "(lambda x: ((x.a, x.b), None))"
+
+REBOUND = {
+    "def_again_after": _REGISTER + "\n\ndef _flat(x):  # noqa: F811\n    return (x.a, x.b), None\n",
+    "tuple_before": f"_flat, _other = {_LEAF_B}, 0\n" + _REGISTER,
+    "lambda_again_after": _REGISTER + f"_flat = {_LEAF_B}\n",
+    "def_under_if": (
+        "import sys\nif sys.version_info >= (3, 8):\n\n    def _flat(x):\n"
+        "        return (x.a, x.b), None\n\n\n" + _REGISTER
+    ),
+    "import_under_try": "try:\n    from accel import _flat\nexcept ImportError:\n    pass\n"
+    + _REGISTER,
+    "del_after": _REGISTER + "del _flat\n",
+    "global_in_function": _REGISTER
+    + f"\n\ndef patch():\n    global _flat\n    _flat = {_LEAF_B}\n",
+    "walrus": f"if (_flat := {_LEAF_B}):\n    pass\n" + _REGISTER,
+    "globals_write": f'globals()["_flat"] = {_LEAF_B}\n' + _REGISTER,
+    "star_import_after_def": "from accel import *\n" + _REGISTER,
+    "with_target": "import contextlib\nwith contextlib.nullcontext() as _flat:\n    pass\n"
+    + _REGISTER,
+    "loop_target": "for _flat in ():\n    pass\n" + _REGISTER,
+}
+
+
+@pytest.mark.parametrize("case", sorted(REBOUND))
+def test_a_flatten_function_bound_again_is_left(tmp_path: Path, case: str) -> None:
+    accel = f"_flat = {_LEAF_B}\n__all__ = ['_flat']\n"
+    found = _left(tmp_path, {"case.py": _C + "\n\n" + REBOUND[case], "accel.py": accel})
+    entry = found["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK116"), entry
+    assert "flatten _flat is bound" in entry["reason"], entry["reason"]
+    assert "which function JAX registers cannot be proven" in entry["reason"]
+
+
+def test_a_flatten_function_defined_below_the_registration_is_left(tmp_path: Path) -> None:
+    source = _C.replace("\n\ndef _flat(x):\n    return (x.a,), x.b\n", "\n")
+    source += "\n\n" + _REGISTER + "\n\ndef _flat(x):\n    return (x.a,), x.b\n"
+    entry = _left(tmp_path, {"case.py": source})["C"]
+    assert entry["code"] == "PTK116", entry
+    assert "not by a def above the registration" in entry["reason"], entry["reason"]
+
+
+def test_helper_names_reused_for_each_class_are_left_with_a_true_reason(tmp_path: Path) -> None:
+    """The copy-paste pattern: each class's registration reuses ``_flatten``/``_unflatten``.
+    It was refused with a false PTK107 (the last ``_unflatten`` read for the first class)."""
+    source = _C.replace("C", "Scaled") + "\n\n" + _REGISTER.replace("C", "Scaled")
+    source += "\n\n" + _C.split("\n\n\n", 1)[1].replace("C", "Shifted") + "\n\n"
+    source += _REGISTER.replace("C", "Shifted") + "\n"
+    source = source.replace("import jax\n", "", 1)
+    found = _left(tmp_path, {"case.py": "import jax\n" + source})
+    for name in ("Scaled", "Shifted"):
+        assert found[name]["code"] == "PTK116", found[name]
+        assert "bound 2 times" in found[name]["reason"], found[name]["reason"]
+
+
+def test_a_star_import_above_the_function_does_not_keep_it(tmp_path: Path) -> None:
+    source = "from accel import *\n" + _C + "\n\n" + _REGISTER
+    write(tmp_path, {"case.py": source, "accel.py": f"_flat = {_LEAF_B}\n__all__ = ['_flat']\n"})
+    result = codemod(tmp_path, "--report", "json", "case.py")
+    assert by_class(result)["C"]["verdict"] == "rewritten", by_class(result)["C"]
+
+
+def test_the_bindings_of_a_module_are_each_found() -> None:
+    source = textwrap.dedent(
+        """
+        import os.path, sys as system
+        from m import *
+        from . import *
+        a: int = 1
+        b: int
+        c += 1
+        [d, *e] = f.g = h[0] = 1, 2
+        async def i(j=(k := 1)): ...
+        @decorated(l := 2)
+        class M(Base, meta=(n := 3)): ...
+        try:
+            pass
+        except E as o:
+            pass
+        match p:
+            case {"q": q, **r} if (s := 1):
+                pass
+            case [*t]:
+                pass
+        while (u := 0):
+            lambda: (v := 1)
+        w = [x for x in () if (y := x)]
+        del z
+        async def later():
+            global a
+            globals().update(a=2)
+            vars()["b"] = 3
+            async with A() as (aa, bb):
+                pass
+            async for cc in D():
+                pass
+        """
+    )
+    found = _bindings.module_bindings(ast.parse(source))
+    hows = {name: [b.how for b in found[name]] for name in found}
+    assert hows["os"] == ["an import"] and hows["system"] == ["an import"]
+    assert [b.how for b in found[_bindings.STAR]] == ["from m import *", "from . import *"]
+    assert hows["a"] == ["an assignment", "a 'global' statement in function 'later'"]
+    assert "b" not in hows and hows["c"] == ["an assignment"]
+    assert hows["d"] == hows["e"] == ["an assignment"] and "f" not in hows and "h" not in hows
+    assert hows["i"] == ["a def"] and hows["M"] == ["a class statement"]
+    for walrus in ("k", "l", "n", "s", "u", "y"):
+        assert hows[walrus] == ["an assignment expression (:=)"], walrus
+    assert "v" not in hows and "x" not in hows and "aa" not in hows and "cc" not in hows
+    assert hows["o"] == ["an except clause"]
+    assert hows["q"] == hows["r"] == hows["t"] == ["a match pattern"]
+    assert hows["z"] == ["a del statement"] and hows["later"] == ["a def"]
+    assert len(found[_bindings.GLOBALS]) == 2
+    inner = _bindings.scope_bindings(
+        ast.parse("async with A() as (aa, bb):\n    for cc in D(): pass").body
+    )
+    assert {name: [b.how for b in bs] for name, bs in inner.items()} == {
+        "aa": ["a with statement"],
+        "bb": ["a with statement"],
+        "cc": ["a loop"],
+    }
+    assert not inner["cc"][0].direct and inner["aa"][0].describe() == "a with statement (line 1)"
