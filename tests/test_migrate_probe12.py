@@ -16,7 +16,7 @@ from conftest import require
 
 require("libcst")
 
-from migrate_helpers import by_class, codemod, write  # noqa: E402
+from migrate_helpers import by_class, codemod, hand_registered, write  # noqa: E402
 
 from pytreekit.migrate import _bindings  # noqa: E402
 
@@ -173,3 +173,57 @@ def test_the_bindings_of_a_module_are_each_found() -> None:
         "cc": ["a loop"],
     }
     assert not inner["cc"][0].direct and inner["aa"][0].describe() == "a with statement (line 1)"
+
+
+# -- D2. a class whose methods change after the def the codemod read is left --------------------
+
+_DECORATED = hand_registered("C", style="from")
+
+IN_THE_BODY = {
+    "tree_flatten = other": ("tree_flatten = lambda self: ((self.x, 1), None)", "PTK116"),
+    "tree_unflatten = classmethod(...)": (
+        "tree_unflatten = classmethod(lambda cls, aux, children: cls(children[0]))",
+        "PTK116",
+    ),
+    "__init__ = other": ("__init__ = lambda self, x: setattr(self, 'x', x)", "PTK112"),
+    "a def under if": (
+        "if True:\n\n        def tree_flatten(self):\n            return (self.x, 2), None",
+        "PTK116",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IN_THE_BODY))
+def test_a_method_the_class_body_binds_again_is_left(tmp_path: Path, case: str) -> None:
+    line, code = IN_THE_BODY[case]
+    entry = _left(tmp_path, {"case.py": _DECORATED + "\n    " + line + "\n"})["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", code), entry
+    assert "the body of C binds" in entry["reason"], entry["reason"]
+
+
+PATCHES = {
+    "assignment": ("case.py", "C.tree_flatten = lambda self: ((self.x,), None)\n", "case"),
+    "setattr": ("case.py", "setattr(C, 'tree_flatten', lambda self: ((self.x,), None))\n", "case"),
+    "in a function": ("case.py", "def patch():\n    C.extra = 1\n", "case"),
+    "del": ("case.py", "del C.tree_flatten\n", "case"),
+    "another module": ("other.py", "from case import C\n\nC.tree_flatten = None\n", "other"),
+    "augmented": ("other.py", "import case\n\ncase.C.count += 1\n", "other"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PATCHES))
+def test_a_class_patched_after_its_statement_is_left(tmp_path: Path, case: str) -> None:
+    name, text, where = PATCHES[case]
+    files = {"case.py": _DECORATED + "\n\n" + (text if name == "case.py" else "")}
+    if name != "case.py":
+        files[name] = text
+    entry = _left(tmp_path, files)["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK112"), entry
+    assert f"(in {where}, line" in entry["reason"] and "changes class C" in entry["reason"]
+
+
+def test_writes_to_other_objects_keep_the_rewrite(tmp_path: Path) -> None:
+    other = "class D:\n    pass\n\n\nD.tree_flatten = None\nsetattr(D, 'x', 1)\nC_x = 1\n"
+    write(tmp_path, {"case.py": _DECORATED + "\n    to_parts = tree_flatten\n\n\n" + other})
+    result = codemod(tmp_path, "--check", "--report", "json", ".")
+    assert by_class(result)["C"]["verdict"] == "rewritten", by_class(result)["C"]

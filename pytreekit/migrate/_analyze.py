@@ -19,6 +19,7 @@ attributes. Everything else gets a code (``_codes``) and a reason naming the cul
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from ._bindings import GLOBALS, STAR, Binding
+from ._bindings import GLOBALS, STAR, Binding, attribute_writes, scope_bindings
 from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
@@ -52,6 +53,11 @@ from ._values import (
     is_docstring,
     strip,
 )
+
+# The methods JAX calls on a registered class (by name, on the class as it is then).
+_FLATTEN_METHODS = frozenset({"tree_flatten", "tree_unflatten", "tree_flatten_with_keys"})
+# The methods the analysis reads by their defs: a class body binding one otherwise is refused.
+_READ_METHODS = _FLATTEN_METHODS | {"__init__", "__post_init__", "__new__"}
 
 # Conversions that make a static value hashable whatever the caller passed.
 _HASHABLE_RESULT = {"builtins.tuple", "builtins.str", "builtins.int", "builtins.float"}
@@ -857,6 +863,53 @@ class _ClassReading:
                         ),
                     )
 
+    def _check_bindings(self, info: ClassInfo) -> None:
+        """The methods the analysis reads (by their defs) are what the classes of the hierarchy
+        hold: no name of a body is bound both by a def and otherwise (``tree_flatten = f``, a
+        def under ``if``), no method JAX or ``__init__`` uses is bound other than by a def, and
+        no code of the scanned files sets or deletes an attribute of the class object."""
+        for ancestor in self.project.mro(info):
+            module = ancestor.module
+            for node in module.syntax().body:
+                if not (isinstance(node, ast.ClassDef) and node.name == ancestor.name):
+                    continue
+                for name, found in scope_bindings(node.body).items():
+                    defs = [b for b in found if b.how == "a def" and b.direct]
+                    others = [b for b in found if b not in defs]
+                    if others and (defs or name in _READ_METHODS):
+                        code_ = "PTK116" if name in _FLATTEN_METHODS else "PTK112"
+                        raise Refusal(
+                            code_,
+                            f"the body of {ancestor.name} binds {name} by "
+                            f"{others[0].describe()}"
+                            f"{' besides its def' if defs else ''}: the codemod cannot prove "
+                            f"which {name} the class holds; bind it once, by a def",
+                            ancestor.node.name,
+                        )
+            self._check_patches(ancestor)
+
+    def _check_patches(self, info: ClassInfo) -> None:
+        """No module of the scanned files writes an attribute of the class object."""
+        name = re.escape(info.name)
+        writes = re.compile(rf"\b{name}\s*\.|\b(?:set|del)attr\b")
+        for module in self.project.modules:
+            if info.name not in module.words() or not writes.search(module.source):
+                continue
+            if self.project.parse(module) is None:
+                continue
+            for target, how, line in attribute_writes(module.syntax()):
+                text = ast.unparse(target)
+                if text.rpartition(".")[2] != info.name:
+                    continue
+                qualified = module.qualify(cst.parse_expression(text))
+                if self.project.lookup(module, qualified) is info:
+                    raise Refusal(
+                        "PTK112",
+                        f"{how} (in {module.name}, line {line}) changes class {info.name} "
+                        f"after its statement: the codemod cannot follow what it holds then",
+                        info.node.name,
+                    )
+
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
             if keyword.keyword is not None and keyword.keyword.value == "metaclass":
@@ -1267,6 +1320,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
 
         attempt(lambda: self._check_containers(info))
         attempt(lambda: self._check_class(info, registration))
+        attempt(lambda: self._check_bindings(info))
         attempt(lambda: self._check_dataclass_forms(info))
         flattened = attempt(lambda: self._flatten(info, registration))
         fields = attempt(lambda: Fields(self.project, info))
