@@ -227,3 +227,40 @@ def test_writes_to_other_objects_keep_the_rewrite(tmp_path: Path) -> None:
     write(tmp_path, {"case.py": _DECORATED + "\n    to_parts = tree_flatten\n\n\n" + other})
     result = codemod(tmp_path, "--check", "--report", "json", ".")
     assert by_class(result)["C"]["verdict"] == "rewritten", by_class(result)["C"]
+
+
+# -- D3. a subclass whose base is an expression may subclass the class: unsafe ------------------
+
+_BASE = hand_registered("Base", style="from")
+
+EXPRESSION_BASES = {
+    "a conditional": "import os\n\n\nclass Sub(Base if os.sep else object):\n    pass\n",
+    "a starred tuple": "_bases = (Base,)\n\n\nclass Sub(*_bases):\n    pass\n",
+    "a call": "def make():\n    return Base\n\n\nclass Sub(make()):\n    pass\n",
+    "a variable": "_B = Base if True else object\n\n\nclass Sub(_B):\n    pass\n",
+    "under an if": "_bases = (Base,)\nif True:\n\n    class Sub(*_bases):\n        pass\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPRESSION_BASES))
+@pytest.mark.parametrize("where", ["base.py", "sub.py"])
+def test_a_subclass_whose_base_is_an_expression_makes_the_rewrite_unsafe(
+    tmp_path: Path, case: str, where: str
+) -> None:
+    subclass = EXPRESSION_BASES[case]
+    if where == "base.py":
+        files = {"base.py": _BASE + "\n\n" + subclass}
+    else:
+        files = {"base.py": _BASE, "sub.py": "from base import Base\n\n\n" + subclass}
+    entry = _left(tmp_path, files)["Base"]
+    assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK204"), entry
+    module = where.removesuffix(".py")
+    assert f"{module} makes a class with class Sub(" in entry["reason"], entry["reason"]
+    assert "from bases the codemod cannot read" in entry["reason"]
+
+
+def test_a_namedtuple_base_is_no_subclass(tmp_path: Path) -> None:
+    other = "from collections import namedtuple\n\n\nclass P(namedtuple('P', 'x y')):\n    pass\n"
+    write(tmp_path, {"base.py": _BASE + "\n\n" + other})
+    result = codemod(tmp_path, "--check", "--report", "json", ".")
+    assert by_class(result)["Base"]["verdict"] == "rewritten", by_class(result)["Base"]

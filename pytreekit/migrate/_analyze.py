@@ -275,8 +275,9 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                 outcome.rewrite.unsafe.append(
                     Refusal(
                         "PTK204",
-                        f"{module.name} makes a class by {call}, from bases the codemod cannot "
-                        f"read: if it subclasses {info.name}, it would become a pytree too",
+                        f"{module.name} makes a class with {call}, from bases the codemod "
+                        f"cannot read: if it subclasses {info.name}, it would become a pytree "
+                        f"too",
                     )
                 )
         if unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):

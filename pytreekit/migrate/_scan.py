@@ -789,6 +789,11 @@ def _related(project: Project) -> re.Pattern[str] | None:
         # pkg.Base``), or built by ``type(...)``: a subclass there spells the other name
         parts.append(rf"\b(?:{joined})[ \t]+as[ \t]+\w")
         parts.append(rf"{start}\w+[ \t]*=[ \t]*[\w.]*\b(?:{joined})[ \t]*(?:#|$)")
+        # a name bound to an expression of the class (``_B = Base if c else object``,
+        # ``_bases = (Base,)``), which a class statement may take as its base
+        parts.append(rf"{start}\w+[ \t]*(?::[^=\r\n]*)?=[^=\r\n][^\r\n]*\b(?:{joined})\b")
+        # a base that is not a name (``class Sub(make_base())``, ``class Sub(*bases)``)
+        parts.append(rf"{start}class[ \t]+\w+[ \t]*{_TYPE_PARAMS}\([^)]*[*(]")
         parts.append(rf"\btype[ \t]*\([^)]*\([^)]*\b(?:{joined})\b")
         parts.append(_OPAQUE_CALL.pattern)
     if decorators:
@@ -1009,6 +1014,13 @@ def _index(module: Module) -> None:
     for info in module.classes.values():
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
+        # ``class Sub(Base if c else object)``, ``class Sub(*bases)``: it may subclass any class
+        if any(
+            arg.star or (name is None and not _namedtuple(module, arg.value))
+            for arg, (name, _) in zip(info.node.bases, info.bases, strict=True)
+        ):
+            shown = ", ".join(f"{arg.star}{_code(arg.value)}" for arg in info.node.bases)
+            module.opaque.append(f"class {info.name}({shown})")
     if module.candidate:
         _rebound(module)
         _api_aliases(module)
@@ -1057,6 +1069,8 @@ def _hidden_and_rebound(module: Module) -> None:
                 if places:
                     bases = tuple(filter(None, (_ast_dotted(b) for b in child.bases)))
                     module.hidden.append(HiddenClass(child.name, places[-1], bases))
+                    if len(bases) < len(child.bases):  # ``class Sub(*bases)`` under an ``if``
+                        module.opaque.append(f"class {child.name}(...), {places[-1]}")
                 else:
                     bind(child.name, "a class statement")
                 here = (*places, f"in the body of class '{child.name}'")
@@ -1186,6 +1200,14 @@ _TYPE_CALL = re.compile(r"\btype[ \t]*\([^)]*,|\bnew_class[ \t]*\(")
 # ``types.new_class("D", (B,))``
 _OPAQUE_CALL = re.compile(r"\btype[ \t]*\([^(),]*,|\bnew_class[ \t]*\(")
 _TYPE_PARAMS = _TYPE_PARAMS_TEXT  # ``class Sub[T](Base)`` (3.12)
+
+
+_NAMEDTUPLES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
+
+
+def _namedtuple(module: Module, node: cst.BaseExpression) -> bool:
+    """``namedtuple("P", "x y")`` as a base: a new class, not one of the scanned files'."""
+    return isinstance(node, cst.Call) and module.qualify(node.func) in _NAMEDTUPLES
 
 
 def _base_name(module: Module, node: cst.BaseExpression) -> str | None:
