@@ -18,6 +18,8 @@ require("libcst")
 
 from migrate_helpers import by_class, codemod, hand_registered, write  # noqa: E402
 
+import pytreekit.migrate._rewrite as rewrite_module  # noqa: E402
+import pytreekit.migrate._scan as scan  # noqa: E402
 from pytreekit.migrate import _bindings  # noqa: E402
 
 
@@ -264,3 +266,44 @@ def test_a_namedtuple_base_is_no_subclass(tmp_path: Path) -> None:
     write(tmp_path, {"base.py": _BASE + "\n\n" + other})
     result = codemod(tmp_path, "--check", "--report", "json", ".")
     assert by_class(result)["Base"]["verdict"] == "rewritten", by_class(result)["Base"]
+
+
+# -- D4. a file LibCST does not give back byte for byte is never written -------------------------
+
+_FORM_FEEDS = "import jax\n\n\n\fdef unrelated():\n    return 1\n\n\n\fclass Unrelated:\n    pass\n"
+
+
+@pytest.mark.parametrize("registered", ["left", "rewritable"])
+def test_a_file_with_a_form_feed_opening_a_line_is_not_written(
+    tmp_path: Path, registered: str
+) -> None:
+    stores = "x * 2" if registered == "left" else "x"
+    source = (
+        _FORM_FEEDS + f"\n\nclass Bad:\n    def __init__(self, x):\n        self.x = {stores}\n\n\n"
+        "jax.tree_util.register_pytree_node(Bad, lambda b: ((b.x,), None), lambda a, c: Bad(*c))\n"
+    )
+    (tmp_path / "case.py").write_text(source, encoding="utf-8", newline="")
+    result = codemod(tmp_path, "--report", "json", "case.py")  # comments on, as by default
+    assert (tmp_path / "case.py").read_bytes().decode() == source
+    entry = by_class(result)["Bad"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK117"), entry
+    assert "case.py does not come back unchanged through LibCST (line 4" in entry["reason"]
+    assert result.report["summary"]["failures"] == 0
+
+
+def test_a_form_feed_alone_on_a_blank_line_is_kept(tmp_path: Path) -> None:
+    source = _BASE.lstrip("\n") + "\n\f\n\nx = 1\n"
+    (tmp_path / "case.py").write_text(source, encoding="utf-8", newline="")
+    result = codemod(tmp_path, "--report", "json", "case.py")
+    assert by_class(result)["Base"]["verdict"] == "rewritten", by_class(result)["Base"]
+    assert "\n\f\n" in (tmp_path / "case.py").read_bytes().decode()
+
+
+def test_the_rewrite_of_a_module_that_does_not_round_trip_fails(tmp_path: Path) -> None:
+    """The analysis leaves such a module's registrations; the rewrite refuses it all the same."""
+    (tmp_path / "case.py").write_text(_FORM_FEEDS + "register_pytree_node = 1\n", encoding="utf-8")
+    project = scan.scan([tmp_path])
+    module = project.modules[0]
+    assert project.parse(module) is not None and module.changed_line() == 4
+    kind, why = rewrite_module._module_result(module, rewrite_module._Edits())
+    assert kind == "failed" and "LibCST does not give its text back unchanged (line 4)" in why

@@ -171,7 +171,8 @@ def settle(
     """Apply ``--select``, ``--ignore``, ``--comments never`` and ``# noqa`` comments: a
     suppressed registration gets no comment and is not counted as a warning."""
     for outcome in outcomes:
-        outcome.comment = comments
+        # a file LibCST does not give back byte for byte takes no comment either
+        outcome.comment = comments and outcome.code != "PTK117"
         code = outcome.code
         if code is None or outcome.verdict == "rewritten":
             continue
@@ -188,6 +189,8 @@ def analyze(project: Project, options: Options) -> list[Outcome]:
     """An outcome per registration, hierarchies decided together."""
     analysis = _Analysis(project, options)
     outcomes = [analysis.outcome(registration) for registration in project.registrations]
+    for outcome in outcomes:
+        _check_round_trip(outcome)
     decide_hierarchies(project, outcomes, options)
     return outcomes
 
@@ -195,6 +198,26 @@ def analyze(project: Project, options: Options) -> list[Outcome]:
 def _sources(stars: Sequence[Binding]) -> list[str]:
     """The modules star imports name (``from .a import *``: "." and its name, unresolved)."""
     return [star.how.removeprefix("from ").removesuffix(" import *") for star in stars]
+
+
+def _check_round_trip(outcome: Outcome) -> None:
+    """Left, with no comment, where a file it would write does not come back from LibCST byte
+    for byte: writing it would change bytes outside the edits."""
+    registration = outcome.registration
+    modules = [registration.module]
+    if outcome.rewrite is not None:
+        plan = outcome.rewrite
+        modules += [plan.cls.module, *(m for m, _ in plan.remove_functions)]
+    for module in dict.fromkeys(modules):
+        line = module.changed_line() if module.tree is not None else 0
+        if line:
+            outcome.leave(
+                "PTK117",
+                f"{module.display} does not come back unchanged through LibCST (line {line}, "
+                f"a form feed opening a statement's line, say): the codemod writes nothing to "
+                f"it; remove that character, or edit by hand",
+            )
+            return
 
 
 def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: Options) -> None:

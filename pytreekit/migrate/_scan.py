@@ -220,6 +220,7 @@ class Module:
     _statement_words: list[frozenset[str]] | None = None
     _syntax: ast.Module | None = None
     _bindings: dict[str, list[Binding]] | None = None
+    _round_trip: int | None = None  # 0: LibCST gives the source back unchanged
 
     def syntax(self) -> ast.Module:
         """The module as Python's own parser reads it (once; empty if it cannot)."""
@@ -235,6 +236,24 @@ class Module:
         if self._bindings is None:
             self._bindings = module_bindings(self.syntax())
         return self._bindings
+
+    def changed_line(self) -> int:
+        """0 when LibCST's code of the parsed module is the source, byte for byte; else the
+        first line where it is not (a form feed opening a statement's line is dropped): such a
+        module is never written, or bytes outside the edits would change."""
+        if self._round_trip is None:
+            assert self.tree is not None
+            # the last line ending of a CR-only file: ``_rewrite._apply`` puts it back
+            tree = self.tree.with_changes(has_trailing_newline=self.source.endswith(("\n", "\r")))
+            code = tree.code
+            self._round_trip = 0
+            if code != self.source:
+                same = next(
+                    (i for i, (a, b) in enumerate(zip(code, self.source, strict=False)) if a != b),
+                    min(len(code), len(self.source)),
+                )
+                self._round_trip = len(physical_lines(self.source[: same + 1]))
+        return self._round_trip
 
     @property
     def package(self) -> str:
