@@ -307,3 +307,54 @@ def test_the_rewrite_of_a_module_that_does_not_round_trip_fails(tmp_path: Path) 
     assert project.parse(module) is not None and module.changed_line() == 4
     kind, why = rewrite_module._module_result(module, rewrite_module._Edits())
     assert kind == "failed" and "LibCST does not give its text back unchanged (line 4)" in why
+
+
+# -- D5. only super() and super(C, self) are followed -------------------------------------------
+
+_SUPER = """
+import jax
+
+
+class Root:
+    def __init__(self, a):
+        self.a = a
+
+
+class Mid(Root):
+    def __init__(self, a):
+        super().__init__(a)
+        self.extra = "mid"
+
+
+@jax.tree_util.register_pytree_node_class
+class C(Mid):
+    def __init__(self, a, b):
+        {call}.__init__(a)
+        self.b = b
+
+    def tree_flatten(self):
+        return (self.a, self.b), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+
+@pytest.mark.parametrize(
+    "call", ["super(Mid, self)", "super(type(self), self)", "super(C)", "super(C, *())"]
+)
+def test_a_super_naming_another_class_is_not_followed(tmp_path: Path, call: str) -> None:
+    entry = _left(tmp_path, {"case.py": _SUPER.replace("{call}", call)})["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK108"), entry
+    assert f"C.__init__ calls {call}.__init__: only super() and super(C, self)" in entry["reason"]
+
+
+@pytest.mark.parametrize("call", ["super()", "super(C, self)"])
+def test_super_of_the_class_itself_is_followed(tmp_path: Path, call: str) -> None:
+    write(tmp_path, {"case.py": _SUPER.replace("{call}", call)})
+    result = codemod(tmp_path, "--check", "--report", "json", ".")
+    entry = by_class(result)["C"]
+    # followed into Mid.__init__, which sets extra: a true reason, not one about super
+    assert (entry["code"], "sets extra") == ("PTK108", "sets extra"), entry
+    assert "extra" in entry["reason"] and "super(" not in entry["reason"], entry["reason"]
