@@ -166,15 +166,17 @@ def test_the_bindings_of_a_module_are_each_found() -> None:
     assert hows["q"] == hows["r"] == hows["t"] == ["a match pattern"]
     assert hows["z"] == ["a del statement"] and hows["later"] == ["a def"]
     assert len(found[_bindings.GLOBALS]) == 2
+    broken = scan.Module(Path("x.py"), "x.py", "x", Path("."), "def (:\n")
+    assert broken.syntax().body == [] and broken.bindings() == {}
     inner = _bindings.scope_bindings(
-        ast.parse("async with A() as (aa, bb):\n    for cc in D(): pass").body
+        ast.parse("with B():\n    pass\nasync with A() as (aa, bb):\n    for cc in D(): pass").body
     )
     assert {name: [b.how for b in bs] for name, bs in inner.items()} == {
         "aa": ["a with statement"],
         "bb": ["a with statement"],
         "cc": ["a loop"],
     }
-    assert not inner["cc"][0].direct and inner["aa"][0].describe() == "a with statement (line 1)"
+    assert not inner["cc"][0].direct and inner["aa"][0].describe() == "a with statement (line 3)"
 
 
 # -- D2. a class whose methods change after the def the codemod read is left --------------------
@@ -358,3 +360,13 @@ def test_super_of_the_class_itself_is_followed(tmp_path: Path, call: str) -> Non
     # followed into Mid.__init__, which sets extra: a true reason, not one about super
     assert (entry["code"], "sets extra") == ("PTK108", "sets extra"), entry
     assert "extra" in entry["reason"] and "super(" not in entry["reason"], entry["reason"]
+
+
+# -- cosmetic: the reason for a subclass made by type(...) ---------------------------------------
+
+
+def test_a_subclass_made_by_type_is_named_in_plain_words(tmp_path: Path) -> None:
+    write(tmp_path, {"base.py": _BASE + "\n\nSub = type('Sub', (Base,), {})\n"})
+    entry = by_class(codemod(tmp_path, "--check", "--report", "json", "."))["Base"]
+    assert entry["code"] == "PTK204", entry
+    assert "subclass Sub is made by type(...), where the codemod" in entry["reason"]

@@ -279,8 +279,9 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                 outcome.rewrite.unsafe.append(
                     Refusal(
                         "PTK204",
-                        f"subclass {hidden.name}{where} is made {hidden.place}, where the "
-                        f"codemod cannot follow it: it would become a pytree too",
+                        f"subclass {hidden.name}{where} is made "
+                        f"{hidden.place.removeprefix('built ')}, where the codemod cannot follow "
+                        f"it: it would become a pytree too",
                     )
                 )
             elif unsure:
