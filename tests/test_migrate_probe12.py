@@ -228,7 +228,15 @@ def test_a_class_patched_after_its_statement_is_left(tmp_path: Path, case: str) 
 
 def test_writes_to_other_objects_keep_the_rewrite(tmp_path: Path) -> None:
     other = "class D:\n    pass\n\n\nD.tree_flatten = None\nsetattr(D, 'x', 1)\nC_x = 1\n"
-    write(tmp_path, {"case.py": _DECORATED + "\n    to_parts = tree_flatten\n\n\n" + other})
+    write(
+        tmp_path,
+        {
+            "case.py": _DECORATED + "\n    to_parts = tree_flatten\n\n\n" + other,
+            # a class C of its own, and a module that does not parse: neither patches case.C
+            "own.py": "class C:\n    pass\n\n\nC.tree_flatten = None\n",
+            "broken.py": "C.tree_flatten = (\n",
+        },
+    )
     result = codemod(tmp_path, "--check", "--report", "json", ".")
     assert by_class(result)["C"]["verdict"] == "rewritten", by_class(result)["C"]
 
