@@ -19,6 +19,7 @@ attributes. Everything else gets a code (``_codes``) and a reason naming the cul
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import TypeVar
 
 import libcst as cst
 
+from ._bindings import GLOBALS, STAR, Binding, attribute_writes, scope_bindings
 from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
@@ -51,6 +53,11 @@ from ._values import (
     is_docstring,
     strip,
 )
+
+# The methods JAX calls on a registered class (by name, on the class as it is then).
+_FLATTEN_METHODS = frozenset({"tree_flatten", "tree_unflatten", "tree_flatten_with_keys"})
+# The methods the analysis reads by their defs: a class body binding one otherwise is refused.
+_READ_METHODS = _FLATTEN_METHODS | {"__init__", "__post_init__", "__new__"}
 
 # Conversions that make a static value hashable whatever the caller passed.
 _HASHABLE_RESULT = {"builtins.tuple", "builtins.str", "builtins.int", "builtins.float"}
@@ -164,7 +171,8 @@ def settle(
     """Apply ``--select``, ``--ignore``, ``--comments never`` and ``# noqa`` comments: a
     suppressed registration gets no comment and is not counted as a warning."""
     for outcome in outcomes:
-        outcome.comment = comments
+        # a file LibCST does not give back byte for byte takes no comment either
+        outcome.comment = comments and outcome.code != "PTK117"
         code = outcome.code
         if code is None or outcome.verdict == "rewritten":
             continue
@@ -181,8 +189,35 @@ def analyze(project: Project, options: Options) -> list[Outcome]:
     """An outcome per registration, hierarchies decided together."""
     analysis = _Analysis(project, options)
     outcomes = [analysis.outcome(registration) for registration in project.registrations]
+    for outcome in outcomes:
+        _check_round_trip(outcome)
     decide_hierarchies(project, outcomes, options)
     return outcomes
+
+
+def _sources(stars: Sequence[Binding]) -> list[str]:
+    """The modules star imports name (``from .a import *``: "." and its name, unresolved)."""
+    return [star.how.removeprefix("from ").removesuffix(" import *") for star in stars]
+
+
+def _check_round_trip(outcome: Outcome) -> None:
+    """Left, with no comment, where a file it would write does not come back from LibCST byte
+    for byte: writing it would change bytes outside the edits."""
+    registration = outcome.registration
+    modules = [registration.module]
+    if outcome.rewrite is not None:
+        plan = outcome.rewrite
+        modules += [plan.cls.module, *(m for m, _ in plan.remove_functions)]
+    for module in dict.fromkeys(modules):
+        line = module.changed_line() if module.tree is not None else 0
+        if line:
+            outcome.leave(
+                "PTK117",
+                f"{module.display} does not come back unchanged through LibCST (line {line}, "
+                f"a form feed opening a statement's line, say): the codemod writes nothing to "
+                f"it; remove that character, or edit by hand",
+            )
+            return
 
 
 def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: Options) -> None:
@@ -244,8 +279,9 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                 outcome.rewrite.unsafe.append(
                     Refusal(
                         "PTK204",
-                        f"subclass {hidden.name}{where} is made {hidden.place}, where the "
-                        f"codemod cannot follow it: it would become a pytree too",
+                        f"subclass {hidden.name}{where} is made "
+                        f"{hidden.place.removeprefix('built ')}, where the codemod cannot follow "
+                        f"it: it would become a pytree too",
                     )
                 )
             elif unsure:
@@ -263,8 +299,9 @@ def decide_hierarchies(project: Project, outcomes: Sequence[Outcome], options: O
                 outcome.rewrite.unsafe.append(
                     Refusal(
                         "PTK204",
-                        f"{module.name} makes a class by {call}, from bases the codemod cannot "
-                        f"read: if it subclasses {info.name}, it would become a pytree too",
+                        f"{module.name} makes a class with {call}, from bases the codemod "
+                        f"cannot read: if it subclasses {info.name}, it would become a pytree "
+                        f"too",
                     )
                 )
         if unregistered and all(u.code != "PTK204" for u in outcome.rewrite.unsafe):
@@ -851,6 +888,53 @@ class _ClassReading:
                         ),
                     )
 
+    def _check_bindings(self, info: ClassInfo) -> None:
+        """The methods the analysis reads (by their defs) are what the classes of the hierarchy
+        hold: no name of a body is bound both by a def and otherwise (``tree_flatten = f``, a
+        def under ``if``), no method JAX or ``__init__`` uses is bound other than by a def, and
+        no code of the scanned files sets or deletes an attribute of the class object."""
+        for ancestor in self.project.mro(info):
+            module = ancestor.module
+            for node in module.syntax().body:
+                if not (isinstance(node, ast.ClassDef) and node.name == ancestor.name):
+                    continue
+                for name, found in scope_bindings(node.body).items():
+                    defs = [b for b in found if b.how == "a def" and b.direct]
+                    others = [b for b in found if b not in defs]
+                    if others and (defs or name in _READ_METHODS):
+                        code_ = "PTK116" if name in _FLATTEN_METHODS else "PTK112"
+                        raise Refusal(
+                            code_,
+                            f"the body of {ancestor.name} binds {name} by "
+                            f"{others[0].describe()}"
+                            f"{' besides its def' if defs else ''}: the codemod cannot prove "
+                            f"which {name} the class holds; bind it once, by a def",
+                            ancestor.node.name,
+                        )
+            self._check_patches(ancestor)
+
+    def _check_patches(self, info: ClassInfo) -> None:
+        """No module of the scanned files writes an attribute of the class object."""
+        name = re.escape(info.name)
+        writes = re.compile(rf"\b{name}\s*\.|\b(?:set|del)attr\b")
+        for module in self.project.modules:
+            if info.name not in module.words() or not writes.search(module.source):
+                continue
+            if self.project.parse(module) is None:
+                continue
+            for target, how, line in attribute_writes(module.syntax()):
+                text = ast.unparse(target)
+                if text.rpartition(".")[2] != info.name:
+                    continue
+                qualified = module.qualify(cst.parse_expression(text))
+                if self.project.lookup(module, qualified) is info:
+                    raise Refusal(
+                        "PTK112",
+                        f"{how} (in {module.name}, line {line}) changes class {info.name} "
+                        f"after its statement: the codemod cannot follow what it holds then",
+                        info.node.name,
+                    )
+
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
             if keyword.keyword is not None and keyword.keyword.value == "metaclass":
@@ -1102,8 +1186,10 @@ class _RegisteredFunctions:
             return Function.of(node, None, module)
         if isinstance(node, cst.Name):
             if node.value in module.functions:
+                self._bound_once(registration, node.value, role)
                 return Function.of(module.functions[node.value], None, module, deletable=True)
             if node.value in module.lambdas:
+                self._bound_once(registration, node.value, role)
                 return Function.of(module.lambdas[node.value], None, module, deletable=True)
         if isinstance(node, cst.Attribute) and module.qualify(node.value) == info.qualname:
             for ancestor in self.project.mro(info):
@@ -1112,6 +1198,37 @@ class _RegisteredFunctions:
                     return Function.of(method, ancestor, info.module, attribute=True)
         raise Refusal(
             "PTK116", f"{role} ({code(node)}) is not a function or lambda of this module", node
+        )
+
+    def _bound_once(self, registration: Registration, name: str, role: str) -> None:
+        """The function named is the one JAX registers: the name is bound once, by a def or
+        ``name = lambda`` of the module's own body, above the registration."""
+        module = registration.module
+        bindings = module.bindings()
+        found = [*bindings.get(name, []), *bindings.get(GLOBALS, [])]
+        # a star import above the def is overridden by it; one below may bind the name again
+        first = min((b.line for b in found), default=0)
+        stars = [b for b in bindings.get(STAR, []) if b.line >= first]
+        if stars and any(self.project._star_binds(s, name) is not False for s in _sources(stars)):
+            found += stars
+        single = found[0] if len(found) == 1 else None
+        if (
+            single is not None
+            and single.direct
+            and (single.how == "a def" or single.lambda_)
+            and single.end < registration.line
+        ):
+            return
+        if single is not None:
+            why = f"is bound by {single.describe()}, not by a def above the registration"
+        else:
+            shown = ", ".join(b.describe() for b in found[:3])
+            why = f"is bound {len(found)} times in {module.name} ({shown})"
+        raise Refusal(
+            "PTK116",
+            f"{role} {name} {why}: which function JAX registers cannot be proven; give the "
+            f"registration a function bound once, by a def above it",
+            registration.args.get(role),
         )
 
     # -- unflatten ------------------------------------------------------------------------------
@@ -1228,6 +1345,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
 
         attempt(lambda: self._check_containers(info))
         attempt(lambda: self._check_class(info, registration))
+        attempt(lambda: self._check_bindings(info))
         attempt(lambda: self._check_dataclass_forms(info))
         flattened = attempt(lambda: self._flatten(info, registration))
         fields = attempt(lambda: Fields(self.project, info))

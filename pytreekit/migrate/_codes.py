@@ -37,6 +37,7 @@ TITLES: dict[str, str] = {
     "PTK114": "a static value is unhashable",
     "PTK115": "a base class outside the scanned files",
     "PTK116": "flatten or unflatten cannot be read",
+    "PTK117": "the file does not survive LibCST byte for byte",
     "PTK120": "verification failed",
     "PTK199": "the codemod failed on this registration",
     "PTK201": "leaf order changes",

@@ -492,6 +492,13 @@ class _Interpreter:
         owner = func.value
         args = list(call.args)
         if isinstance(owner, cst.Call) and code(owner.func) == "super":
+            if not self._plain_super(frame, owner):
+                raise Refusal(
+                    "PTK108",
+                    f"{frame.owner.name}.__init__ calls {code(owner, 40)}.__init__: only "
+                    f"super() and super({frame.owner.name}, self) are followed",
+                    owner,
+                )
             bases = self.project.base_classes(frame.owner)
         elif (
             named := self.project.lookup(frame.owner.module, frame.owner.module.qualify(owner))
@@ -515,6 +522,16 @@ class _Interpreter:
             return frame.owner
         found = Fields(self.project, bases[0]).init
         return self._enter(frame, found, args, bases[0])
+
+    def _plain_super(self, frame: _Frame, call: cst.Call) -> bool:
+        """``super()``, or ``super(C, self)`` in C: the next class after the owner's."""
+        if not call.args:
+            return True
+        if len(call.args) != 2 or any(a.star or a.keyword is not None for a in call.args):
+            return False
+        first, second = (a.value for a in call.args)
+        named = self.project.lookup(frame.owner.module, frame.owner.module.qualify(first))
+        return named is frame.owner and frame.is_self(second)
 
     def _enter(
         self,

@@ -112,6 +112,12 @@ def rewrite(
 
 def _module_result(module: Module, edits: _Edits) -> tuple[str, str]:
     """("new", the module's new source), or ("failed", why): a failure is this module's."""
+    if module.changed_line():  # the analysis leaves its registrations: never reached
+        return (
+            "failed",
+            f"not written: LibCST does not give its text back unchanged (line "
+            f"{module.changed_line()}); please report it",
+        )
     try:
         new = _apply(module, edits)
         compile(new, module.display, "exec", dont_inherit=True)

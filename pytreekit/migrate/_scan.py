@@ -33,6 +33,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ._bindings import Binding, module_bindings
 from ._codes import COMMENT_PATTERN
 
 APIS = (
@@ -217,6 +218,42 @@ class Module:
     _words: frozenset[str] | None = None
     _texts: list[str] | None = None
     _statement_words: list[frozenset[str]] | None = None
+    _syntax: ast.Module | None = None
+    _bindings: dict[str, list[Binding]] | None = None
+    _round_trip: int | None = None  # 0: LibCST gives the source back unchanged
+
+    def syntax(self) -> ast.Module:
+        """The module as Python's own parser reads it (once; empty if it cannot)."""
+        if self._syntax is None:
+            try:
+                self._syntax = ast.parse(self.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._syntax = ast.Module(body=[], type_ignores=[])
+        return self._syntax
+
+    def bindings(self) -> dict[str, list[Binding]]:
+        """Every binding of each module-level name (``_bindings.module_bindings``)."""
+        if self._bindings is None:
+            self._bindings = module_bindings(self.syntax())
+        return self._bindings
+
+    def changed_line(self) -> int:
+        """0 when LibCST's code of the parsed module is the source, byte for byte; else the
+        first line where it is not (a form feed opening a statement's line is dropped): such a
+        module is never written, or bytes outside the edits would change."""
+        if self._round_trip is None:
+            assert self.tree is not None
+            # the last line ending of a CR-only file: ``_rewrite._apply`` puts it back
+            tree = self.tree.with_changes(has_trailing_newline=self.source.endswith(("\n", "\r")))
+            code = tree.code
+            self._round_trip = 0
+            if code != self.source:
+                same = next(
+                    (i for i, (a, b) in enumerate(zip(code, self.source, strict=False)) if a != b),
+                    min(len(code), len(self.source)),
+                )
+                self._round_trip = len(physical_lines(self.source[: same + 1]))
+        return self._round_trip
 
     @property
     def package(self) -> str:
@@ -771,6 +808,11 @@ def _related(project: Project) -> re.Pattern[str] | None:
         # pkg.Base``), or built by ``type(...)``: a subclass there spells the other name
         parts.append(rf"\b(?:{joined})[ \t]+as[ \t]+\w")
         parts.append(rf"{start}\w+[ \t]*=[ \t]*[\w.]*\b(?:{joined})[ \t]*(?:#|$)")
+        # a name bound to an expression of the class (``_B = Base if c else object``,
+        # ``_bases = (Base,)``), which a class statement may take as its base
+        parts.append(rf"{start}\w+[ \t]*(?::[^=\r\n]*)?=[^=\r\n][^\r\n]*\b(?:{joined})\b")
+        # a base that is not a name (``class Sub(make_base())``, ``class Sub(*bases)``)
+        parts.append(rf"{start}class[ \t]+\w+[ \t]*{_TYPE_PARAMS}\([^)]*[*(]")
         parts.append(rf"\btype[ \t]*\([^)]*\([^)]*\b(?:{joined})\b")
         parts.append(_OPAQUE_CALL.pattern)
     if decorators:
@@ -991,6 +1033,13 @@ def _index(module: Module) -> None:
     for info in module.classes.values():
         info.qualname = f"{module.name}.{info.name}"
         info.bases = [(_base_name(module, arg.value), _code(arg.value)) for arg in info.node.bases]
+        # ``class Sub(Base if c else object)``, ``class Sub(*bases)``: it may subclass any class
+        if any(
+            arg.star or (name is None and not _namedtuple(module, arg.value))
+            for arg, (name, _) in zip(info.node.bases, info.bases, strict=True)
+        ):
+            shown = ", ".join(f"{arg.star}{_code(arg.value)}" for arg in info.node.bases)
+            module.opaque.append(f"class {info.name}({shown})")
     if module.candidate:
         _rebound(module)
         _api_aliases(module)
@@ -1039,6 +1088,8 @@ def _hidden_and_rebound(module: Module) -> None:
                 if places:
                     bases = tuple(filter(None, (_ast_dotted(b) for b in child.bases)))
                     module.hidden.append(HiddenClass(child.name, places[-1], bases))
+                    if len(bases) < len(child.bases):  # ``class Sub(*bases)`` under an ``if``
+                        module.opaque.append(f"class {child.name}(...), {places[-1]}")
                 else:
                     bind(child.name, "a class statement")
                 here = (*places, f"in the body of class '{child.name}'")
@@ -1168,6 +1219,14 @@ _TYPE_CALL = re.compile(r"\btype[ \t]*\([^)]*,|\bnew_class[ \t]*\(")
 # ``types.new_class("D", (B,))``
 _OPAQUE_CALL = re.compile(r"\btype[ \t]*\([^(),]*,|\bnew_class[ \t]*\(")
 _TYPE_PARAMS = _TYPE_PARAMS_TEXT  # ``class Sub[T](Base)`` (3.12)
+
+
+_NAMEDTUPLES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
+
+
+def _namedtuple(module: Module, node: cst.BaseExpression) -> bool:
+    """``namedtuple("P", "x y")`` as a base: a new class, not one of the scanned files'."""
+    return isinstance(node, cst.Call) and module.qualify(node.func) in _NAMEDTUPLES
 
 
 def _base_name(module: Module, node: cst.BaseExpression) -> str | None:
