@@ -7,6 +7,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pytreekit import field, pytree_class
 
@@ -41,3 +42,11 @@ class Net:
             self.bias = bias
         for name, value in extra.items():  # the attacker's made-up fields
             setattr(self, name, value)
+
+
+@pytree_class
+class Binary:
+    """A model calls ``op(a, b)``: its field says so."""
+
+    scale: float
+    op: Callable[[jax.Array, jax.Array], jax.Array] = field(static=True, default=np.add)

@@ -2,7 +2,8 @@
 quota of layouts for the rest of the process; a reference to one scalar type passed for another
 that compares equal to it (``jax.numpy:float32`` for ``numpy:float32``); a partial's frozenset
 elements and dict keys were compared without their kinds; an honest partial holding a NaN failed
-the structure check. Each test fails without its fix."""
+the structure check; a NumPy ufunc of fewer inputs than its field declares was admitted. Each
+test fails without its fix."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 from conftest import run_fresh
 
+import pytreekit
 from pytreekit._artifacts.export import check_restricted_state, load_aux
 from pytreekit._artifacts.schema import MAGIC
 from pytreekit._artifacts.static_data import (
@@ -334,3 +336,17 @@ def test_an_artifact_edited_to_name_an_equal_class_in_a_partial_fails_the_check(
     run_fresh(WRITE_CAST, tmp_path)
     out = json.loads(run_fresh(CHECK_CAST, tmp_path).splitlines()[-1])
     assert out == {"honest": True, "edited": False}
+
+
+def test_a_ufunc_taking_fewer_inputs_than_its_field_declares_arguments_is_refused():
+    # NumPy reads the arguments after a ufunc's inputs as out= arrays and writes into them:
+    # numpy:negative edited in where the model calls op(a, b) would write -a into b.
+    with pytreekit.safe_references([fx.Binary]):
+        honest = dumps(fx.Binary(2.0))
+        assert loads(honest).op is np.add
+        for name in ("negative", "sqrt", "tanh"):
+            edited = honest.replace(b"numpy:add", b"numpy:" + name.encode())
+            assert edited != honest
+            with pytest.raises(StaticDataError, match=r"Binary\.op is declared"):
+                loads(edited)
+        assert loads(honest.replace(b"numpy:add", b"numpy:multiply")).op is np.multiply

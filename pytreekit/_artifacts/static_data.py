@@ -2120,8 +2120,23 @@ _FORMS: tuple[tuple[Any, Check], ...] = (
         ),
     ),
     (type, _type_of),
-    (collections.abc.Callable, lambda args, value, depth: _safe_callable(value)),
+    (
+        collections.abc.Callable,
+        lambda args, value, depth: _safe_callable(value) and _inputs_fit(args, value),
+    ),
 )
+
+
+def _inputs_fit(args: tuple[Any, ...], value: Any) -> bool:
+    """Whether a NumPy ufunc in a field declared ``Callable[[...], R]`` takes as many inputs as
+    the arguments declared: NumPy reads the arguments after its inputs as ``out`` arrays and
+    writes into them (``numpy:negative`` edited in where the model calls ``op(a, b)`` writes
+    ``-a`` into ``b``)."""
+    declared = args[0] if args else None
+    if type(declared) is not list:
+        return True
+    func, bound, _ = _innermost(value, (), {})
+    return type(func) is not np.ufunc or func.nin == len(bound) + len(declared)
 
 
 def _abstract_of(args: tuple[Any, ...], value: Any, depth: int) -> bool:
