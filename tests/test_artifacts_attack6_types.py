@@ -274,11 +274,14 @@ def _aliases() -> dict[str, typing.Any]:
 
 @pytest.mark.parametrize("name", list(_aliases()))
 def test_every_aliased_callable_admits_what_callable_admits(name):
-    """Differential: the alias admits exactly what ``Callable`` itself admits."""
+    """Differential: the alias admits exactly what ``Callable`` itself admits (each alias
+    declares one argument: a NumPy ufunc of one input, as any function, is admitted; one of two
+    is not, its second argument being NumPy's ``out``)."""
     hint = _aliases()[name]
-    for value in (jnp.tanh, np.add, int, functools.partial(jnp.clip, min=0.0), Warmup(), 3):
+    for value in (jnp.tanh, np.negative, int, functools.partial(jnp.clip, min=0.0), Warmup(), 3):
         assert admits_value(hint, value) is admits_value(Callable, value), (name, value)
     assert admits_value(hint, None) is ("nested" in name)
+    assert admits_value(Callable, np.add) and not admits_value(hint, np.add)
 
 
 def test_an_aliased_callable_field_refuses_a_codec_value_at_write_and_at_load():
