@@ -492,13 +492,7 @@ class _Interpreter:
         owner = func.value
         args = list(call.args)
         if isinstance(owner, cst.Call) and code(owner.func) == "super":
-            if not self._plain_super(frame, owner):
-                raise Refusal(
-                    "PTK108",
-                    f"{frame.owner.name}.__init__ calls {code(owner, 40)}.__init__: only "
-                    f"super() and super({frame.owner.name}, self) are followed",
-                    owner,
-                )
+            _refuse_other_super(self.project, frame, owner)
             bases = self.project.base_classes(frame.owner)
         elif (
             named := self.project.lookup(frame.owner.module, frame.owner.module.qualify(owner))
@@ -522,16 +516,6 @@ class _Interpreter:
             return frame.owner
         found = Fields(self.project, bases[0]).init
         return self._enter(frame, found, args, bases[0])
-
-    def _plain_super(self, frame: _Frame, call: cst.Call) -> bool:
-        """``super()``, or ``super(C, self)`` in C: the next class after the owner's."""
-        if not call.args:
-            return True
-        if len(call.args) != 2 or any(a.star or a.keyword is not None for a in call.args):
-            return False
-        first, second = (a.value for a in call.args)
-        named = self.project.lookup(frame.owner.module, frame.owner.module.qualify(first))
-        return named is frame.owner and frame.is_self(second)
 
     def _enter(
         self,
@@ -763,3 +747,22 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
 def _unscanned_bases(project: Project, info: ClassInfo) -> list[str | None]:
     """The bases of ``info`` that are no scanned class (through an alias too)."""
     return [q for q, _ in info.bases if project.lookup(info.module, q) is None]
+
+
+def _refuse_other_super(project: Project, frame: _Frame, call: cst.Call) -> None:
+    """Refuse (PTK108) a ``super(...)`` other than ``super()`` or ``super(C, self)`` in ``C``:
+    only those call the next class after the owner's."""
+    args = call.args
+    if not args:
+        return
+    if len(args) == 2 and not any(a.star or a.keyword is not None for a in args):
+        first, second = (a.value for a in args)
+        named = project.lookup(frame.owner.module, frame.owner.module.qualify(first))
+        if named is frame.owner and frame.is_self(second):
+            return
+    raise Refusal(
+        "PTK108",
+        f"{frame.owner.name}.__init__ calls {code(call, 40)}.__init__: only super() and "
+        f"super({frame.owner.name}, self) are followed",
+        call,
+    )
