@@ -27,7 +27,14 @@ from typing import TypeVar
 
 import libcst as cst
 
-from ._bindings import GLOBALS, STAR, Binding, attribute_writes, scope_bindings
+from ._bindings import (
+    GLOBALS,
+    STAR,
+    Binding,
+    attribute_writes,
+    namespace_writer,
+    scope_bindings,
+)
 from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
@@ -913,6 +920,25 @@ class _ClassReading:
                         )
             self._check_patches(ancestor)
 
+    def _check_namespaces(self, info: ClassInfo, registration: Registration) -> None:
+        """Neither the class's module nor the registration's writes its own namespace in a way
+        the bindings cannot follow (``exec``, ``locals()``, ``sys.modules``, ``__code__``...):
+        the helpers and methods read by their defs would then not be proven."""
+        others = [registration.module] if registration.module is not info.module else []
+        for module in [info.module, *others]:
+            if self.project.parse(module) is None:
+                continue
+            found = namespace_writer(module.syntax(), module.named)
+            if found is not None:
+                what, line = found
+                raise Refusal(
+                    "PTK116",
+                    f"{module.name} may write its own namespace ({what}, line {line}): the "
+                    f"codemod cannot prove which functions the registration of {info.name} "
+                    f"and its methods are; remove it, or decorate by hand",
+                    registration.node,
+                )
+
     def _check_patches(self, info: ClassInfo) -> None:
         """No module of the scanned files writes an attribute of the class object."""
         name = re.escape(info.name)
@@ -1346,6 +1372,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         attempt(lambda: self._check_containers(info))
         attempt(lambda: self._check_class(info, registration))
         attempt(lambda: self._check_bindings(info))
+        attempt(lambda: self._check_namespaces(info, registration))
         attempt(lambda: self._check_dataclass_forms(info))
         flattened = attempt(lambda: self._flatten(info, registration))
         fields = attempt(lambda: Fields(self.project, info))

@@ -1,0 +1,130 @@
+"""Defects the codemod13 probe found: a module or class body writing its own namespace (``exec``,
+``locals()``, ``sys.modules``, an import of itself, ``__code__``), a class patched through an
+alias, a followed decorator setting ``tree_flatten``: each was rewritten from a function other
+than the one Python binds. Each test fails without its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require
+
+require("libcst")
+
+from migrate_helpers import by_class, codemod, write  # noqa: E402
+
+
+def _left(tmp_path: Path, files: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The report of a run that must change no file (``--comments never``)."""
+    write(tmp_path, files)
+    before = {name: (tmp_path / name).read_bytes() for name in files}
+    result = codemod(tmp_path, "--comments", "never", "--report", "json", ".")
+    assert {name: (tmp_path / name).read_bytes() for name in files} == before
+    return by_class(result)
+
+
+# -- F1/F4. a module that may write its own namespace: its registrations are left (PTK116) -------
+
+_C = """
+import sys
+
+import jax
+
+
+class C:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+def _flat(x):
+    return (x.a,), x.b
+
+
+def _unflat(aux, children):
+    return C(children[0], aux)
+
+
+def _flat2(x):
+    return (x.a, x.b), None
+
+
+"""
+_REGISTER = "jax.tree_util.register_pytree_node(C, _flat, _unflat)\n"
+
+WRITERS = {
+    "locals_module": ('locals()["_flat"] = _flat2\n', "locals() outside a function"),
+    "exec": ('exec("_flat = _flat2")\n', "exec()"),
+    "eval": ('eval("0")\n', "eval()"),
+    "sys_modules_attribute": ("sys.modules[__name__]._flat = _flat2\n", "sys.modules"),
+    "self_import": ("import case as _self\n\n_self._flat = _flat2\n", "import case"),
+    "globals_alias": ('g = globals()\ng["_flat"] = _flat2\n', "globals() other than"),
+    "setattr_module": (
+        'setattr(sys.modules[__name__], "_flat", _flat2)\n',
+        "sys.modules",
+    ),
+    "vars_module": ('vars(sys.modules[__name__])["_flat"] = _flat2\n', "sys.modules"),
+    "setattr_other": ('m = sys\nsetattr(m, "_flat", _flat2)\n', "setattr() on m"),
+    "dict_update": ("_flat.__dict__.update(x=1)\n", "__dict__"),
+    "code_swap": ("_flat.__code__ = _flat2.__code__\n", "a write to _flat.__code__"),
+    "init_code_swap": ("C.__init__.__defaults__ = (1,)\n", "__defaults__"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRITERS))
+def test_a_module_writing_its_own_namespace_is_left(tmp_path: Path, case: str) -> None:
+    statement, shown = WRITERS[case]
+    entry = _left(tmp_path, {"case.py": _C + statement + _REGISTER})["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK116"), entry
+    reasons = " ".join([entry["reason"], *(str(a) for a in entry.get("also", []))])
+    assert "may write its own namespace" in reasons, entry
+    assert shown in reasons, entry
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        'exec("tree_flatten = _other")',
+        'locals()["tree_flatten"] = _other',
+    ],
+)
+def test_a_class_body_writing_its_namespace_is_left(tmp_path: Path, statement: str) -> None:
+    source = f"""
+import jax
+
+
+def _other(self):
+    return (self.b, self.a), None
+
+
+@jax.tree_util.register_pytree_node_class
+class C:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    def tree_flatten(self):
+        return (self.a, self.b), None
+
+    {statement}
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+    entry = _left(tmp_path, {"case.py": source})["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK116"), entry
+
+
+def test_reading_the_namespace_and_local_setattr_are_still_rewritten(tmp_path: Path) -> None:
+    source = (
+        _C
+        + 'if "torch" in sys.modules:\n    pass\nassert globals()["_flat"] is _flat\n\n\n'
+        + "def make(o):\n    setattr(o, 'k', 1)\n    return locals()\n\n\n"
+        + _REGISTER
+    )
+    write(tmp_path, {"case.py": source})
+    entry = by_class(codemod(tmp_path, "--report", "json", "case.py"))["C"]
+    assert entry["verdict"] == "rewritten", entry
