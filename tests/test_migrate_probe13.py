@@ -69,7 +69,7 @@ WRITERS = {
     "setattr_other": ('m = sys\nsetattr(m, "_flat", _flat2)\n', "setattr() on m"),
     "dict_update": ("_flat.__dict__.update(x=1)\n", "__dict__"),
     "code_swap": ("_flat.__code__ = _flat2.__code__\n", "a write to _flat.__code__"),
-    "init_code_swap": ("C.__init__.__defaults__ = (1,)\n", "__defaults__"),
+    "defaults_swap": ("_unflat.__defaults__ = (1,)\n", "__defaults__"),
 }
 
 
@@ -124,6 +124,73 @@ def test_reading_the_namespace_and_local_setattr_are_still_rewritten(tmp_path: P
         + 'if "torch" in sys.modules:\n    pass\nassert globals()["_flat"] is _flat\n\n\n'
         + "def make(o):\n    setattr(o, 'k', 1)\n    return locals()\n\n\n"
         + _REGISTER
+    )
+    write(tmp_path, {"case.py": source})
+    entry = by_class(codemod(tmp_path, "--report", "json", "case.py"))["C"]
+    assert entry["verdict"] == "rewritten", entry
+
+
+# -- F3/F4/F6. the class changed through an alias, its __init__'s code, a followed decorator -----
+
+_K = """
+import jax
+
+
+def _other(self):
+    return (self.b, self.a), None
+
+
+{decorator}@jax.tree_util.register_pytree_node_class
+class C:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    def tree_flatten(self):
+        return (self.a, self.b), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+"""
+
+PATCHES = {
+    "alias": ("", "\n\nK = C\nK.tree_flatten = _other\n", {}),
+    "init_code_elsewhere": (
+        "",
+        "",
+        {"patch.py": "from case import C, _other\n\nC.__init__.__code__ = _other.__code__\n"},
+    ),
+    "decorator_sets_tree_flatten": (
+        "@swap\n",
+        "",
+        {},
+    ),
+}
+_SWAP = "\n\ndef swap(cls):\n    cls.tree_flatten = _other\n    return cls\n\n\n"
+
+
+@pytest.mark.parametrize("case", sorted(PATCHES))
+def test_a_class_changed_otherwise_than_by_its_name_is_left(tmp_path: Path, case: str) -> None:
+    decorator, after, others = PATCHES[case]
+    source = _K.format(decorator=decorator) + after
+    if decorator:
+        source = source.replace("\n\n@swap", _SWAP + "@swap", 1)
+        source = source.replace(
+            "@swap\n@jax.tree_util.register_pytree_node_class",
+            "@jax.tree_util.register_pytree_node_class\n@swap",
+        )
+    entry = _left(tmp_path, {"case.py": source, **others})["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK112"), entry
+
+
+def test_an_attribute_only_decorator_is_still_followed(tmp_path: Path) -> None:
+    source = _K.format(decorator="").replace(
+        "@jax.tree_util.register_pytree_node_class\n",
+        "@jax.tree_util.register_pytree_node_class\n@tag\n",
+    )
+    source = source.replace(
+        "\n\n@jax", "\n\ndef tag(cls):\n    cls.kind = 'k'\n    return cls\n\n\n@jax", 1
     )
     write(tmp_path, {"case.py": source})
     entry = by_class(codemod(tmp_path, "--report", "json", "case.py"))["C"]

@@ -942,24 +942,51 @@ class _ClassReading:
     def _check_patches(self, info: ClassInfo) -> None:
         """No module of the scanned files writes an attribute of the class object."""
         name = re.escape(info.name)
-        writes = re.compile(rf"\b{name}\s*\.|\b(?:set|del)attr\b")
+        writes = re.compile(rf"\b{name}\s*\.|\b(?:set|del)attr\b|=\s*[\w.]*\b{name}\b")
         for module in self.project.modules:
             if info.name not in module.words() or not writes.search(module.source):
                 continue
             if self.project.parse(module) is None:
                 continue
+            # ``K = C``: a write through K (or through ``C.__init__``) changes the class too
+            aliases = self._aliases(module, info)
             for target, how, line in attribute_writes(module.syntax()):
                 text = ast.unparse(target)
-                if text.rpartition(".")[2] != info.name:
+                head = text.partition(".")[0]
+                if head in aliases:
+                    alias = True
+                elif info.name in (text.rpartition(".")[2], head):
+                    written = text if text.rpartition(".")[2] == info.name else head
+                    qualified = module.qualify(cst.parse_expression(written))
+                    alias = self.project.lookup(module, qualified) is info
+                else:
                     continue
-                qualified = module.qualify(cst.parse_expression(text))
-                if self.project.lookup(module, qualified) is info:
+                if alias:
                     raise Refusal(
                         "PTK112",
                         f"{how} (in {module.name}, line {line}) changes class {info.name} "
                         f"after its statement: the codemod cannot follow what it holds then",
                         info.node.name,
                     )
+
+    def _aliases(self, module: Module, info: ClassInfo) -> set[str]:
+        """The names an assignment anywhere in the module binds to the class object."""
+        found: set[str] = set()
+        for node in ast.walk(module.syntax()):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                continue
+            value = node.value
+            if not isinstance(value, (ast.Name, ast.Attribute)):
+                continue
+            text = ast.unparse(value)
+            if text.rpartition(".")[2] != info.name:
+                continue
+            qualified = module.qualify(cst.parse_expression(text))
+            if self.project.lookup(module, qualified) is not info:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return found
 
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
@@ -1748,9 +1775,16 @@ def _decorators_other_than_dataclass(info: ClassInfo) -> list[cst.BaseExpression
     return found
 
 
+def _sets_protocol(name: str) -> bool:
+    """A name the analysis reads off the class (a method JAX calls, ``__init__``...): a
+    decorator setting it changes what the codemod proved."""
+    return name.startswith("__") or name in _READ_METHODS
+
+
 def _only_sets_attributes(function: cst.FunctionDef) -> bool:
     """``def tag(cls): cls.kind = ...; setattr(cls, "x", ...); return cls`` and nothing else (no
-    dunder set: ``cls.__init__ = ...`` changes what the codemod proved)."""
+    dunder or method the analysis reads set: ``cls.__init__ = ...``, ``cls.tree_flatten = ...``
+    change what the codemod proved)."""
     params = function.params
     if (
         function.decorators
@@ -1775,7 +1809,7 @@ def _only_sets_attributes(function: cst.FunctionDef) -> bool:
             isinstance(t.target, cst.Attribute)
             and isinstance(t.target.value, cst.Name)
             and t.target.value.value == this
-            and not t.target.attr.value.startswith("__")
+            and not _sets_protocol(t.target.attr.value)
             for t in statement.targets
         ):
             continue
@@ -1787,7 +1821,7 @@ def _only_sets_attributes(function: cst.FunctionDef) -> bool:
             and isinstance(call.args[0].value, cst.Name)
             and call.args[0].value.value == this
             and isinstance(call.args[1].value, cst.SimpleString)
-            and not str(call.args[1].value.evaluated_value).startswith("__")
+            and not _sets_protocol(str(call.args[1].value.evaluated_value))
         ):
             continue
         return False
