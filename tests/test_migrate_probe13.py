@@ -195,3 +195,33 @@ def test_an_attribute_only_decorator_is_still_followed(tmp_path: Path) -> None:
     write(tmp_path, {"case.py": source})
     entry = by_class(codemod(tmp_path, "--report", "json", "case.py"))["C"]
     assert entry["verdict"] == "rewritten", entry
+
+
+# -- F5. a class data attribute nothing reads is no reason to leave the class ---------------------
+
+_COUNTED = _K.format(decorator="").replace(
+    "class C:\n", "class C:\n    count = 0\n\n    def bump(self):\n        C.count += 1\n\n"
+)
+
+
+def test_a_class_counter_or_version_written_later_is_rewritten(tmp_path: Path) -> None:
+    write(tmp_path, {"case.py": _COUNTED + '\n\nC.version = "1.0"\n'})
+    entry = by_class(codemod(tmp_path, "--report", "json", "case.py"))["C"]
+    assert entry["verdict"] == "rewritten", entry
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "C.tree_flatten = _other\n",
+        "C.bump = _other\n",
+        "C.a = 1\n",
+        "\n\ndef read(x):\n    return x.count\n",
+        '\n\ndef read(x):\n    return getattr(x, "count")\n',
+    ],
+)
+def test_a_class_attribute_something_reads_still_leaves_the_class(
+    tmp_path: Path, after: str
+) -> None:
+    entry = _left(tmp_path, {"case.py": _COUNTED + "\n\n" + after})["C"]
+    assert (entry["verdict"], entry["code"]) == ("left", "PTK112"), entry

@@ -961,13 +961,44 @@ class _ClassReading:
                     alias = self.project.lookup(module, qualified) is info
                 else:
                     continue
-                if alias:
+                if alias and not (
+                    how.startswith("an assignment to ")
+                    and target is not None
+                    and isinstance(target, ast.Name)
+                    and target.id == info.name
+                    and self._data_attribute(info, how.rpartition(".")[2])
+                ):
                     raise Refusal(
                         "PTK112",
                         f"{how} (in {module.name}, line {line}) changes class {info.name} "
                         f"after its statement: the codemod cannot follow what it holds then",
                         info.node.name,
                     )
+
+    def _data_attribute(self, info: ClassInfo, name: str) -> bool:
+        """A class attribute nothing the rewrite depends on reads (``C.count += 1``,
+        ``C.version = "1.0"``): no dunder, no method of the hierarchy, and no annotation, no
+        ``.name`` other than on the class itself, no string ``"name"`` in the scanned files (not
+        a field, not read by flatten, unflatten or ``__init__``)."""
+        if name.startswith("__") or name in _READ_METHODS:
+            return False
+        if any(name in ancestor.methods() for ancestor in self.project.mro(info)):
+            return False
+        for module in self.project.modules:
+            if name not in module.words() or self.project.parse(module) is None:
+                continue
+            for node in ast.walk(module.syntax()):
+                if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == name:
+                    return False
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr == name
+                    and not (isinstance(node.value, ast.Name) and node.value.id == info.name)
+                ):
+                    return False
+                if isinstance(node, ast.Constant) and node.value == name:
+                    return False  # getattr(self, "count")
+        return True
 
     def _aliases(self, module: Module, info: ClassInfo) -> set[str]:
         """The names an assignment anywhere in the module binds to the class object."""
