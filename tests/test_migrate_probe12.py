@@ -208,7 +208,7 @@ def test_a_method_the_class_body_binds_again_is_left(tmp_path: Path, case: str) 
 PATCHES = {
     "assignment": ("case.py", "C.tree_flatten = lambda self: ((self.x,), None)\n", "case"),
     "setattr": ("case.py", "setattr(C, 'tree_flatten', lambda self: ((self.x,), None))\n", "case"),
-    "in a function": ("case.py", "def patch():\n    C.extra = 1\n", "case"),
+    "in a function": ("case.py", "def patch():\n    C.tree_unflatten = None\n", "case"),
     "del": ("case.py", "del C.tree_flatten\n", "case"),
     "another module": ("other.py", "from case import C\n\nC.tree_flatten = None\n", "other"),
     "augmented": ("other.py", "import case\n\ncase.C.count += 1\n", "other"),

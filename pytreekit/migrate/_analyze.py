@@ -27,7 +27,14 @@ from typing import TypeVar
 
 import libcst as cst
 
-from ._bindings import GLOBALS, STAR, Binding, attribute_writes, scope_bindings
+from ._bindings import (
+    GLOBALS,
+    STAR,
+    Binding,
+    attribute_writes,
+    namespace_writer,
+    scope_bindings,
+)
 from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
@@ -913,27 +920,104 @@ class _ClassReading:
                         )
             self._check_patches(ancestor)
 
+    def _check_namespaces(self, info: ClassInfo, registration: Registration) -> None:
+        """Neither the class's module nor the registration's writes its own namespace in a way
+        the bindings cannot follow (``exec``, ``locals()``, ``sys.modules``, ``__code__``...):
+        the helpers and methods read by their defs would then not be proven."""
+        others = [registration.module] if registration.module is not info.module else []
+        for module in [info.module, *others]:
+            if self.project.parse(module) is None:
+                continue
+            found = namespace_writer(module.syntax(), module.named)
+            if found is not None:
+                what, line = found
+                raise Refusal(
+                    "PTK116",
+                    f"{module.name} may write its own namespace ({what}, line {line}): the "
+                    f"codemod cannot prove which functions the registration of {info.name} "
+                    f"and its methods are; remove it, or decorate by hand",
+                    registration.node,
+                )
+
     def _check_patches(self, info: ClassInfo) -> None:
         """No module of the scanned files writes an attribute of the class object."""
         name = re.escape(info.name)
-        writes = re.compile(rf"\b{name}\s*\.|\b(?:set|del)attr\b")
+        writes = re.compile(rf"\b{name}\s*\.|\b(?:set|del)attr\b|=\s*[\w.]*\b{name}\b")
         for module in self.project.modules:
             if info.name not in module.words() or not writes.search(module.source):
                 continue
             if self.project.parse(module) is None:
                 continue
+            # ``K = C``: a write through K (or through ``C.__init__``) changes the class too
+            aliases = self._aliases(module, info)
             for target, how, line in attribute_writes(module.syntax()):
                 text = ast.unparse(target)
-                if text.rpartition(".")[2] != info.name:
+                head = text.partition(".")[0]
+                if head in aliases:
+                    alias = True
+                elif info.name in (text.rpartition(".")[2], head):
+                    written = text if text.rpartition(".")[2] == info.name else head
+                    qualified = module.qualify(cst.parse_expression(written))
+                    alias = self.project.lookup(module, qualified) is info
+                else:
                     continue
-                qualified = module.qualify(cst.parse_expression(text))
-                if self.project.lookup(module, qualified) is info:
+                if alias and not (
+                    how.startswith("an assignment to ")
+                    and target is not None
+                    and isinstance(target, ast.Name)
+                    and target.id == info.name
+                    and self._data_attribute(info, how.rpartition(".")[2])
+                ):
                     raise Refusal(
                         "PTK112",
                         f"{how} (in {module.name}, line {line}) changes class {info.name} "
                         f"after its statement: the codemod cannot follow what it holds then",
                         info.node.name,
                     )
+
+    def _data_attribute(self, info: ClassInfo, name: str) -> bool:
+        """A class attribute nothing the rewrite depends on reads (``C.count += 1``,
+        ``C.version = "1.0"``): no dunder, no method of the hierarchy, and no annotation, no
+        ``.name`` other than on the class itself, no string ``"name"`` in the scanned files (not
+        a field, not read by flatten, unflatten or ``__init__``)."""
+        if name.startswith("__") or name in _READ_METHODS:
+            return False
+        if any(name in ancestor.methods() for ancestor in self.project.mro(info)):
+            return False
+        for module in self.project.modules:
+            if name not in module.words() or self.project.parse(module) is None:
+                continue
+            for node in ast.walk(module.syntax()):
+                if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == name:
+                    return False
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr == name
+                    and not (isinstance(node.value, ast.Name) and node.value.id == info.name)
+                ):
+                    return False
+                if isinstance(node, ast.Constant) and node.value == name:
+                    return False  # getattr(self, "count")
+        return True
+
+    def _aliases(self, module: Module, info: ClassInfo) -> set[str]:
+        """The names an assignment anywhere in the module binds to the class object."""
+        found: set[str] = set()
+        for node in ast.walk(module.syntax()):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                continue
+            value = node.value
+            if not isinstance(value, (ast.Name, ast.Attribute)):
+                continue
+            text = ast.unparse(value)
+            if text.rpartition(".")[2] != info.name:
+                continue
+            qualified = module.qualify(cst.parse_expression(text))
+            if self.project.lookup(module, qualified) is not info:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return found
 
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
@@ -1346,6 +1430,7 @@ class _Analysis(_InitProof, _Description, _ClassReading, _RegisteredFunctions):
         attempt(lambda: self._check_containers(info))
         attempt(lambda: self._check_class(info, registration))
         attempt(lambda: self._check_bindings(info))
+        attempt(lambda: self._check_namespaces(info, registration))
         attempt(lambda: self._check_dataclass_forms(info))
         flattened = attempt(lambda: self._flatten(info, registration))
         fields = attempt(lambda: Fields(self.project, info))
@@ -1721,9 +1806,16 @@ def _decorators_other_than_dataclass(info: ClassInfo) -> list[cst.BaseExpression
     return found
 
 
+def _sets_protocol(name: str) -> bool:
+    """A name the analysis reads off the class (a method JAX calls, ``__init__``...): a
+    decorator setting it changes what the codemod proved."""
+    return name.startswith("__") or name in _READ_METHODS
+
+
 def _only_sets_attributes(function: cst.FunctionDef) -> bool:
     """``def tag(cls): cls.kind = ...; setattr(cls, "x", ...); return cls`` and nothing else (no
-    dunder set: ``cls.__init__ = ...`` changes what the codemod proved)."""
+    dunder or method the analysis reads set: ``cls.__init__ = ...``, ``cls.tree_flatten = ...``
+    change what the codemod proved)."""
     params = function.params
     if (
         function.decorators
@@ -1748,7 +1840,7 @@ def _only_sets_attributes(function: cst.FunctionDef) -> bool:
             isinstance(t.target, cst.Attribute)
             and isinstance(t.target.value, cst.Name)
             and t.target.value.value == this
-            and not t.target.attr.value.startswith("__")
+            and not _sets_protocol(t.target.attr.value)
             for t in statement.targets
         ):
             continue
@@ -1760,7 +1852,7 @@ def _only_sets_attributes(function: cst.FunctionDef) -> bool:
             and isinstance(call.args[0].value, cst.Name)
             and call.args[0].value.value == this
             and isinstance(call.args[1].value, cst.SimpleString)
-            and not str(call.args[1].value.evaluated_value).startswith("__")
+            and not _sets_protocol(str(call.args[1].value.evaluated_value))
         ):
             continue
         return False

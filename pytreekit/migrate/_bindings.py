@@ -10,7 +10,7 @@ prove instead of reading the wrong function.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 # Pseudo-names: a star import may bind any name, and so may a write through ``globals()``.
@@ -222,3 +222,100 @@ def _walruses(expression: ast.expr, found: dict[str, list[Binding]], statement: 
         if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
             _add(found, node.target.id, "an assignment expression (:=)", statement, False)
         stack.extend(ast.iter_child_nodes(node))
+
+
+# Attributes of a function whose write swaps the code Python runs under the same name.
+_CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__globals__"})
+
+
+def namespace_writer(tree: ast.Module, is_self: Callable[[str], bool]) -> tuple[str, int] | None:
+    """The first construct that may write a module's (or a class body's) namespace in a way
+    ``module_bindings`` cannot follow: ``exec``/``eval``, ``locals()`` outside a function,
+    ``globals()``/``vars()`` other than subscripted, ``sys.modules``, a ``__dict__`` write, a
+    ``setattr``/``delattr`` on anything but a local of a function or a class of the module, a
+    write to a function's ``__code__``, an import of the module itself (``is_self`` tells its
+    names). Refusing on these is simpler, and safer, than following them."""
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    stack: list[tuple[ast.AST, ast.AST | None, frozenset[str] | None]] = [(tree, None, None)]
+    while stack:
+        node, parent, local = stack.pop()
+        found = _writer(node, parent, local, classes, is_self)
+        if found is not None:
+            return found, getattr(node, "lineno", 0)
+        inner = local
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inner = frozenset(
+                {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+                | {
+                    n.id
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                }
+            )
+        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def _writer(
+    node: ast.AST,
+    parent: ast.AST | None,
+    local: frozenset[str] | None,
+    classes: set[str],
+    is_self: Callable[[str], bool],
+) -> str | None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if is_self(alias.name):
+                return f"an import of the module itself (import {alias.name})"
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        for alias in node.names:
+            if is_self(f"{node.module}.{alias.name}"):
+                return f"an import of the module itself (from {node.module} import {alias.name})"
+    elif isinstance(node, ast.Attribute):
+        if node.attr in _CODE_ATTRIBUTES and not isinstance(node.ctx, ast.Load):
+            return f"a write to {ast.unparse(node)}"
+        if (
+            node.attr == "__dict__"
+            and not _only_read(node, parent)
+            and not _is_local(node.value, local)
+        ):
+            return f"a write through {ast.unparse(node)}"
+        if (
+            node.attr == "modules"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+            and not (isinstance(parent, ast.Compare) and parent.left is not node)
+        ):
+            return "a use of sys.modules"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name = node.func.id
+        if name in ("exec", "eval"):
+            return f"a call of {name}()"
+        if name == "locals" and local is None:
+            return "locals() outside a function"
+        if name == "globals" and not isinstance(parent, ast.Subscript):
+            return "globals() other than subscripted"
+        if name == "vars" and node.args and not _is_local(node.args[0], local):
+            if not isinstance(parent, ast.Subscript):
+                return "vars() of an object other than subscripted"
+            if not _only_read(node, parent):
+                return f"a write through {ast.unparse(node)[:60]}"
+        if name in ("setattr", "delattr") and node.args:
+            first = node.args[0]
+            if not (
+                _is_local(first, local) or (isinstance(first, ast.Name) and first.id in classes)
+            ):
+                return f"{name}() on {ast.unparse(first)[:40]}"
+    return None
+
+
+def _only_read(node: ast.expr, parent: ast.AST | None) -> bool:
+    """``x.__dict__[k]``, ``x.__dict__.get(k)``: a read of one item."""
+    if isinstance(parent, ast.Subscript):
+        return isinstance(parent.ctx, ast.Load)
+    return isinstance(parent, ast.Attribute) and parent.attr in ("get", "keys", "items", "values")
+
+
+def _is_local(node: ast.expr, local: frozenset[str] | None) -> bool:
+    """A name the enclosing function binds (``self``, ``cls``, ``obj``): not the module."""
+    return isinstance(node, ast.Name) and local is not None and node.id in local
