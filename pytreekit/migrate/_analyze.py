@@ -949,7 +949,7 @@ class _ClassReading:
             if self.project.parse(module) is None:
                 continue
             # ``K = C``: a write through K (or through ``C.__init__``) changes the class too
-            aliases = self._aliases(module, info)
+            aliases = _aliases(self.project, module, info)
             for target, how, line in attribute_writes(module.syntax()):
                 text = ast.unparse(target)
                 head = text.partition(".")[0]
@@ -966,7 +966,7 @@ class _ClassReading:
                     and target is not None
                     and isinstance(target, ast.Name)
                     and target.id == info.name
-                    and self._data_attribute(info, how.rpartition(".")[2])
+                    and _data_attribute(self.project, info, how.rpartition(".")[2])
                 ):
                     raise Refusal(
                         "PTK112",
@@ -974,50 +974,6 @@ class _ClassReading:
                         f"after its statement: the codemod cannot follow what it holds then",
                         info.node.name,
                     )
-
-    def _data_attribute(self, info: ClassInfo, name: str) -> bool:
-        """A class attribute nothing the rewrite depends on reads (``C.count += 1``,
-        ``C.version = "1.0"``): no dunder, no method of the hierarchy, and no annotation, no
-        ``.name`` other than on the class itself, no string ``"name"`` in the scanned files (not
-        a field, not read by flatten, unflatten or ``__init__``)."""
-        if name.startswith("__") or name in _READ_METHODS:
-            return False
-        if any(name in ancestor.methods() for ancestor in self.project.mro(info)):
-            return False
-        for module in self.project.modules:
-            if name not in module.words() or self.project.parse(module) is None:
-                continue
-            for node in ast.walk(module.syntax()):
-                if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == name:
-                    return False
-                if (
-                    isinstance(node, ast.Attribute)
-                    and node.attr == name
-                    and not (isinstance(node.value, ast.Name) and node.value.id == info.name)
-                ):
-                    return False
-                if isinstance(node, ast.Constant) and node.value == name:
-                    return False  # getattr(self, "count")
-        return True
-
-    def _aliases(self, module: Module, info: ClassInfo) -> set[str]:
-        """The names an assignment anywhere in the module binds to the class object."""
-        found: set[str] = set()
-        for node in ast.walk(module.syntax()):
-            if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
-                continue
-            value = node.value
-            if not isinstance(value, (ast.Name, ast.Attribute)):
-                continue
-            text = ast.unparse(value)
-            if text.rpartition(".")[2] != info.name:
-                continue
-            qualified = module.qualify(cst.parse_expression(text))
-            if self.project.lookup(module, qualified) is not info:
-                continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        return found
 
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
@@ -2080,4 +2036,50 @@ def _attributes(tree: cst.Module, name: str) -> list[cst.Attribute]:
                 found.append(node)
 
     tree.visit(Attributes())
+    return found
+
+
+def _data_attribute(project: Project, info: ClassInfo, name: str) -> bool:
+    """A class attribute nothing the rewrite depends on reads (``C.count += 1``,
+    ``C.version = "1.0"``): no dunder, no method of the hierarchy, and no annotation, no
+    ``.name`` other than on the class itself, no string ``"name"`` in the scanned files (not
+    a field, not read by flatten, unflatten or ``__init__``)."""
+    if name.startswith("__") or name in _READ_METHODS:
+        return False
+    if any(name in ancestor.methods() for ancestor in project.mro(info)):
+        return False
+    for module in project.modules:
+        if name not in module.words() or project.parse(module) is None:
+            continue
+        for node in ast.walk(module.syntax()):
+            if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == name:
+                return False
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == name
+                and not (isinstance(node.value, ast.Name) and node.value.id == info.name)
+            ):
+                return False
+            if isinstance(node, ast.Constant) and node.value == name:
+                return False  # getattr(self, "count")
+    return True
+
+
+def _aliases(project: Project, module: Module, info: ClassInfo) -> set[str]:
+    """The names an assignment anywhere in the module binds to the class object."""
+    found: set[str] = set()
+    for node in ast.walk(module.syntax()):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            continue
+        value = node.value
+        if not isinstance(value, (ast.Name, ast.Attribute)):
+            continue
+        text = ast.unparse(value)
+        if text.rpartition(".")[2] != info.name:
+            continue
+        qualified = module.qualify(cst.parse_expression(text))
+        if project.lookup(module, qualified) is not info:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return found
