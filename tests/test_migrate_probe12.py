@@ -9,28 +9,17 @@ from __future__ import annotations
 import ast
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import require
 
 require("libcst")
 
-from migrate_helpers import by_class, codemod, hand_registered, write  # noqa: E402
+from migrate_helpers import by_class, codemod, hand_registered, left_alone, write  # noqa: E402
 
 import pytreekit.migrate._rewrite as rewrite_module  # noqa: E402
 import pytreekit.migrate._scan as scan  # noqa: E402
 from pytreekit.migrate import _bindings  # noqa: E402
-
-
-def _left(tmp_path: Path, files: dict[str, str], *args: str) -> dict[str, dict[str, Any]]:
-    """The report of a run that must change no file (``--comments never``)."""
-    write(tmp_path, files)
-    before = {name: (tmp_path / name).read_bytes() for name in files}
-    result = codemod(tmp_path, "--comments", "never", "--report", "json", *args, ".")
-    assert {name: (tmp_path / name).read_bytes() for name in files} == before
-    return by_class(result)
-
 
 # -- D1. a flatten function is trusted only when its name is bound once, by a def above ---------
 
@@ -78,19 +67,19 @@ REBOUND = {
 
 
 @pytest.mark.parametrize("case", sorted(REBOUND))
-def test_a_flatten_function_bound_again_is_left(tmp_path: Path, case: str) -> None:
+def test_a_flatten_function_bound_again_isleft_alone(tmp_path: Path, case: str) -> None:
     accel = f"_flat = {_LEAF_B}\n__all__ = ['_flat']\n"
-    found = _left(tmp_path, {"case.py": _C + "\n\n" + REBOUND[case], "accel.py": accel})
+    found = left_alone(tmp_path, {"case.py": _C + "\n\n" + REBOUND[case], "accel.py": accel})
     entry = found["C"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK116"), entry
     assert "flatten _flat is bound" in entry["reason"], entry["reason"]
     assert "which function JAX registers cannot be proven" in entry["reason"]
 
 
-def test_a_flatten_function_defined_below_the_registration_is_left(tmp_path: Path) -> None:
+def test_a_flatten_function_defined_below_the_registration_isleft_alone(tmp_path: Path) -> None:
     source = _C.replace("\n\ndef _flat(x):\n    return (x.a,), x.b\n", "\n")
     source += "\n\n" + _REGISTER + "\n\ndef _flat(x):\n    return (x.a,), x.b\n"
-    entry = _left(tmp_path, {"case.py": source})["C"]
+    entry = left_alone(tmp_path, {"case.py": source})["C"]
     assert entry["code"] == "PTK116", entry
     assert "not by a def above the registration" in entry["reason"], entry["reason"]
 
@@ -102,7 +91,7 @@ def test_helper_names_reused_for_each_class_are_left_with_a_true_reason(tmp_path
     source += "\n\n" + _C.split("\n\n\n", 1)[1].replace("C", "Shifted") + "\n\n"
     source += _REGISTER.replace("C", "Shifted") + "\n"
     source = source.replace("import jax\n", "", 1)
-    found = _left(tmp_path, {"case.py": "import jax\n" + source})
+    found = left_alone(tmp_path, {"case.py": "import jax\n" + source})
     for name in ("Scaled", "Shifted"):
         assert found[name]["code"] == "PTK116", found[name]
         assert "bound 2 times" in found[name]["reason"], found[name]["reason"]
@@ -198,9 +187,9 @@ IN_THE_BODY = {
 
 
 @pytest.mark.parametrize("case", sorted(IN_THE_BODY))
-def test_a_method_the_class_body_binds_again_is_left(tmp_path: Path, case: str) -> None:
+def test_a_method_the_class_body_binds_again_isleft_alone(tmp_path: Path, case: str) -> None:
     line, code = IN_THE_BODY[case]
-    entry = _left(tmp_path, {"case.py": _DECORATED + "\n    " + line + "\n"})["C"]
+    entry = left_alone(tmp_path, {"case.py": _DECORATED + "\n    " + line + "\n"})["C"]
     assert (entry["verdict"], entry["code"]) == ("left", code), entry
     assert "the body of C binds" in entry["reason"], entry["reason"]
 
@@ -216,12 +205,12 @@ PATCHES = {
 
 
 @pytest.mark.parametrize("case", sorted(PATCHES))
-def test_a_class_patched_after_its_statement_is_left(tmp_path: Path, case: str) -> None:
+def test_a_class_patched_after_its_statement_isleft_alone(tmp_path: Path, case: str) -> None:
     name, text, where = PATCHES[case]
     files = {"case.py": _DECORATED + "\n\n" + (text if name == "case.py" else "")}
     if name != "case.py":
         files[name] = text
-    entry = _left(tmp_path, files)["C"]
+    entry = left_alone(tmp_path, files)["C"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK112"), entry
     assert f"(in {where}, line" in entry["reason"] and "changes class C" in entry["reason"]
 
@@ -264,7 +253,7 @@ def test_a_subclass_whose_base_is_an_expression_makes_the_rewrite_unsafe(
         files = {"base.py": _BASE + "\n\n" + subclass}
     else:
         files = {"base.py": _BASE, "sub.py": "from base import Base\n\n\n" + subclass}
-    entry = _left(tmp_path, files)["Base"]
+    entry = left_alone(tmp_path, files)["Base"]
     assert (entry["verdict"], entry["code"]) == ("unsafe", "PTK204"), entry
     module = where.removesuffix(".py")
     assert f"{module} makes a class with class Sub(" in entry["reason"], entry["reason"]
@@ -355,7 +344,7 @@ class C(Mid):
     "call", ["super(Mid, self)", "super(type(self), self)", "super(C)", "super(C, *())"]
 )
 def test_a_super_naming_another_class_is_not_followed(tmp_path: Path, call: str) -> None:
-    entry = _left(tmp_path, {"case.py": _SUPER.replace("{call}", call)})["C"]
+    entry = left_alone(tmp_path, {"case.py": _SUPER.replace("{call}", call)})["C"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK108"), entry
     assert f"C.__init__ calls {call}.__init__: only super() and super(C, self)" in entry["reason"]
 

@@ -6,24 +6,13 @@ than the one Python binds. Each test fails without its fix."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import require
 
 require("libcst")
 
-from migrate_helpers import by_class, codemod, write  # noqa: E402
-
-
-def _left(tmp_path: Path, files: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """The report of a run that must change no file (``--comments never``)."""
-    write(tmp_path, files)
-    before = {name: (tmp_path / name).read_bytes() for name in files}
-    result = codemod(tmp_path, "--comments", "never", "--report", "json", ".")
-    assert {name: (tmp_path / name).read_bytes() for name in files} == before
-    return by_class(result)
-
+from migrate_helpers import by_class, codemod, left_alone, write  # noqa: E402
 
 # -- F1/F4. a module that may write its own namespace: its registrations are left (PTK116) -------
 
@@ -74,9 +63,9 @@ WRITERS = {
 
 
 @pytest.mark.parametrize("case", sorted(WRITERS))
-def test_a_module_writing_its_own_namespace_is_left(tmp_path: Path, case: str) -> None:
+def test_a_module_writing_its_own_namespace_isleft_alone(tmp_path: Path, case: str) -> None:
     statement, shown = WRITERS[case]
-    entry = _left(tmp_path, {"case.py": _C + statement + _REGISTER})["C"]
+    entry = left_alone(tmp_path, {"case.py": _C + statement + _REGISTER})["C"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK116"), entry
     reasons = " ".join([entry["reason"], *(str(a) for a in entry.get("also", []))])
     assert "may write its own namespace" in reasons, entry
@@ -90,7 +79,7 @@ def test_a_module_writing_its_own_namespace_is_left(tmp_path: Path, case: str) -
         'locals()["tree_flatten"] = _other',
     ],
 )
-def test_a_class_body_writing_its_namespace_is_left(tmp_path: Path, statement: str) -> None:
+def test_a_class_body_writing_its_namespace_isleft_alone(tmp_path: Path, statement: str) -> None:
     source = f"""
 import jax
 
@@ -114,7 +103,7 @@ class C:
     def tree_unflatten(cls, aux, children):
         return cls(*children)
 """
-    entry = _left(tmp_path, {"case.py": source})["C"]
+    entry = left_alone(tmp_path, {"case.py": source})["C"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK116"), entry
 
 
@@ -171,7 +160,7 @@ _SWAP = "\n\ndef swap(cls):\n    cls.tree_flatten = _other\n    return cls\n\n\n
 
 
 @pytest.mark.parametrize("case", sorted(PATCHES))
-def test_a_class_changed_otherwise_than_by_its_name_is_left(tmp_path: Path, case: str) -> None:
+def test_a_class_changed_otherwise_than_by_its_name_isleft_alone(tmp_path: Path, case: str) -> None:
     decorator, after, others = PATCHES[case]
     source = _K.format(decorator=decorator) + after
     if decorator:
@@ -180,7 +169,7 @@ def test_a_class_changed_otherwise_than_by_its_name_is_left(tmp_path: Path, case
             "@swap\n@jax.tree_util.register_pytree_node_class",
             "@jax.tree_util.register_pytree_node_class\n@swap",
         )
-    entry = _left(tmp_path, {"case.py": source, **others})["C"]
+    entry = left_alone(tmp_path, {"case.py": source, **others})["C"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK112"), entry
 
 
@@ -223,5 +212,5 @@ def test_a_class_counter_or_version_written_later_is_rewritten(tmp_path: Path) -
 def test_a_class_attribute_something_reads_still_leaves_the_class(
     tmp_path: Path, after: str
 ) -> None:
-    entry = _left(tmp_path, {"case.py": _COUNTED + "\n\n" + after})["C"]
+    entry = left_alone(tmp_path, {"case.py": _COUNTED + "\n\n" + after})["C"]
     assert (entry["verdict"], entry["code"]) == ("left", "PTK112"), entry
