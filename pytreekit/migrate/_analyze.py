@@ -963,7 +963,6 @@ class _ClassReading:
                     continue
                 if alias and not (
                     how.startswith("an assignment to ")
-                    and target is not None
                     and isinstance(target, ast.Name)
                     and target.id == info.name
                     and _data_attribute(self.project, info, how.rpartition(".")[2])
