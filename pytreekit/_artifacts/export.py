@@ -320,7 +320,7 @@ def _refuse_unknown_names(table: Any, names: tuple[str, ...]) -> None:
     refusal = table.refusal(names)
     if refusal is not None:
         raise StaticDataError(f"{no_field(table.cls, *refusal)}.")
-    why = no_room(table.cls, names)
+    why = no_room(table.cls, (names,))
     if why is not None:
         raise TooManyLayouts(f"{why}.")
 

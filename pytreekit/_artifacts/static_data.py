@@ -28,7 +28,7 @@ import threading
 import types
 import typing
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import ml_dtypes
@@ -1488,10 +1488,9 @@ class TooManyLayouts(StaticDataError):
     file made to fill memory, however trusted its source (no other loader reads it either)."""
 
 
-def no_room(cls: type, names: tuple[str, ...], *more: tuple[str, ...]) -> str | None:
-    """Why one read may not name the layout of ``names`` of ``cls`` with the layouts ``more`` it
-    names too (``None``: it may)."""
-    named = {names, *more}
+def no_room(cls: type, named: Collection[tuple[str, ...]]) -> str | None:
+    """Why one read may not name the layouts ``named`` (field names, each distinct) of ``cls``
+    (``None``: it may)."""
     if len(named) > MAX_LEARNED_LAYOUTS:
         limit = f"more than {MAX_LEARNED_LAYOUTS} layouts"
     elif sum(map(len, named)) > MAX_LEARNED_NAMES:
@@ -1499,9 +1498,9 @@ def no_room(cls: type, names: tuple[str, ...], *more: tuple[str, ...]) -> str | 
     else:
         return None
     return (
-        f"it names {limit} of {cls.__qualname__} in one node or object (the last: "
-        f"{', '.join(names):.200}), more than one read may teach a class: pytreekit writes one "
-        f"layout per set of fields an instance holds, and a class keeps each it learns"
+        f"it names {limit} of {cls.__qualname__} in one node or object (one: "
+        f"{', '.join(max(named)):.200}), more than one read may teach a class: pytreekit writes "
+        f"one layout per set of fields an instance holds, and a class keeps each it learns"
     )
 
 
@@ -1518,8 +1517,7 @@ def learn(
         if not _is_primary(own_dict(cls)[markers.SPEC].table, names):
             named.setdefault(id(cls), (cls, set()))[1].add(names)
     for cls, new in named.values():
-        last, *rest = sorted(new, reverse=True)
-        why = no_room(cls, last, *rest)
+        why = no_room(cls, new)
         if why is not None:
             raise TooManyLayouts(f"{why}.")
     for obj, names in built:
@@ -2804,7 +2802,7 @@ def _decode_pytree(node: list[Any], depth: int, reader: Reader) -> Any:
     refusal = table.refusal(names)  # the field rule, as for a layout at the top
     if refusal is not None:
         raise _Bad(no_field(cls, *refusal))
-    why = None if _is_primary(table, names) else no_room(cls, names)
+    why = None if _is_primary(table, names) else no_room(cls, (names,))
     if why is not None:
         raise _Bad(why)
     obj: Any = object.__new__(cls)
