@@ -1,7 +1,9 @@
 """field() and fields(): declaration, order, metadata, and declaration errors."""
 
 import dataclasses
+import importlib.util
 import inspect
+import sys
 from typing import Any
 
 import jax
@@ -38,6 +40,61 @@ def test_classvar_is_not_a_field():
         x: int = 1
 
     assert [f.name for f in fields(WithClassVar)] == ["x"]
+
+
+CLASSVAR_SPELLINGS = {
+    "ClassVar[int]": "from typing import ClassVar",
+    "typing.ClassVar[int]": "import typing",
+    "t.ClassVar[int]": "import typing as t",
+    "CV[int]": "from typing import ClassVar as CV",
+    "ClassVar": "from typing import ClassVar",
+    "ClassVar[int]  # not imported": "",  # dataclasses: a field (the name is nothing there)
+}
+
+
+@pytest.mark.parametrize("postponed", [True, False], ids=["postponed", "evaluated"])
+@pytest.mark.parametrize("spelling", sorted(CLASSVAR_SPELLINGS))
+def test_classvar_spellings_are_read_as_dataclasses_reads_them(
+    tmp_path: Any, spelling: str, postponed: bool
+) -> None:
+    """A class whose only annotation is a ClassVar in some spelling, with its own ``__init__``:
+    annotated (a dataclass) exactly when dataclasses finds a field in it."""
+    annotation = spelling.split("  #")[0]
+    if not postponed:
+        if not CLASSVAR_SPELLINGS[spelling]:
+            return  # evaluated, a name not imported is a NameError where the class is defined
+        annotation = repr(annotation)  # a string annotation, postponed by hand
+    source = "\n".join(
+        [
+            "from __future__ import annotations" if postponed else "",
+            CLASSVAR_SPELLINGS[spelling],
+            "class Counter:",
+            f"    count: {annotation} = 0",
+            "    def __init__(self, w):",
+            "        self.w = w",
+        ]
+    )
+    made = []
+    for decorate in (dataclasses.dataclass, pytree_class):
+        path = tmp_path / f"classvar_{decorate.__name__}.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        try:
+            spec.loader.exec_module(module)
+            made.append(decorate(module.Counter))
+        finally:
+            del sys.modules[path.stem]
+    reference, ours = made
+    has_fields = bool(dataclasses.fields(reference))
+    assert dataclasses.is_dataclass(ours) == has_fields
+    if not has_fields:
+        assert jax.tree_util.tree_leaves(ours(1.0)) == [1.0]
+    else:  # the annotated path: the attribute its own __init__ sets is no field
+        with pytest.raises(TypeError, match="'w', which is not a field"):
+            ours(1.0)
 
 
 def test_field_defaults_become_class_attributes():

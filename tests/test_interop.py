@@ -199,6 +199,7 @@ def test_registration_by_hand_stands():
         ("jax._src.export._export", "deserialization_registry"),
         ("jax._src.tree_util", "_registry"),
         ("dataclasses", "_FIELD_INITVAR"),
+        ("dataclasses", "_is_type"),
     ],
 )
 def test_a_private_api_that_moved_is_a_clear_error_at_import_not_a_silent_fallback(module, name):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import re
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -31,6 +30,7 @@ from .._compat import (
     dataclass_entries,
     dataclass_option,
     frozen_dataclasses,
+    is_classvar,
     own_dataclass_params,
     record_dataclass_params,
     static_hash,
@@ -52,8 +52,6 @@ from .nodes import (
     while_initialising,
 )
 from .spec import Options
-
-_CLASSVAR_STRING = re.compile(r"^\s*(?:\w+\.)*ClassVar\b")
 
 
 class Prepared(NamedTuple):
@@ -113,14 +111,8 @@ def _check_unannotated(cls: type, options: Options) -> None:
 def _has_fields(cls: type) -> bool:
     """Whether dataclasses would find fields: annotations (other than ``ClassVar``) in the class
     body, or fields of a dataclass base."""
-    for annotation in class_annotations(cls).values():
-        if isinstance(annotation, str):
-            if not _CLASSVAR_STRING.match(annotation):
-                return True
-        elif annotation is not typing.ClassVar and typing.get_origin(annotation) is not (
-            typing.ClassVar
-        ):
-            return True
+    if any(not is_classvar(cls, a) for a in class_annotations(cls).values()):
+        return True
     return any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:])
 
 
