@@ -154,9 +154,10 @@ def pytree_class(
         unsafe_hash: Only ``False``: a frozen class hashes by value; a class that is not frozen
             is unhashable with ``eq=True`` (the default) and hashes by identity with
             ``eq=False``.
-        match_args: Only ``True``: an annotated class gets ``__match_args__`` (its positional
-            ``__init__`` fields, for ``match`` statements), as dataclasses sets it; a class
-            with its own ``__init__`` gets none.
+        match_args: Only ``True``: an annotated class gets ``__match_args__`` (the fields
+            dataclasses makes positional ``__init__`` parameters, for ``match`` statements), as
+            dataclasses sets it, with its own ``__init__`` too; a class without annotations
+            gets none.
         slots: Only ``False``: pytreekit adds no ``__slots__``; a class that declares its own
             keeps them.
         weakref_slot: Only ``False``: to make instances of a class with ``__slots__`` weakly

@@ -203,11 +203,13 @@ def test_registering_with_torch_wraps_its_namedtuple_reader_as_the_page_says():
 
 
 def test_import_pytreekit_changes_outside_it_what_the_page_lists():
-    """The page names two changes outside pytreekit; the second, the finder on sys.meta_path, is
-    made in a process that has not imported torch, and it finds no module."""
-    assert "changes two things outside pytreekit" in PAGE and "`sys.meta_path`" in PAGE
+    """The page names three changes outside pytreekit; the second, the finder on sys.meta_path,
+    is made in a process that has not imported torch, and it finds no module; the third adds
+    pytreekit's own ClassSpec, and nothing else, to copyreg's dispatch table."""
+    assert "changes three things outside pytreekit" in PAGE and "`sys.meta_path`" in PAGE
+    assert "`copyreg`'s dispatch table" in PAGE
     code = (
-        "import sys\n"
+        "import sys, copyreg\n"
         "before = list(sys.meta_path)\n"
         "import jax.export\n"
         "wrapped = jax.export.register_pytree_node_serialization\n"
@@ -219,6 +221,8 @@ def test_import_pytreekit_changes_outside_it_what_the_page_lists():
         "print(added[0].find_spec('json.decoder') if added else 'none')\n"
         "print(jax.export.register_pytree_node_serialization is not wrapped)\n"
         "print('torch' in sys.modules, 'optree' in sys.modules)\n"
+        "print(sorted(f'{k.__module__}.{k.__qualname__}' for k in copyreg.dispatch_table\n"
+        "             if k.__module__.startswith('pytreekit')))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
@@ -227,11 +231,12 @@ def test_import_pytreekit_changes_outside_it_what_the_page_lists():
         env={**os.environ, "JAX_PLATFORMS": "cpu"},
         check=True,
     )
-    assert result.stdout.split("\n")[:4] == [
+    assert result.stdout.split("\n")[:5] == [
         "1 pytreekit._classes.torch_seen",
         "None",
         "True",
         "False False",
+        "['pytreekit._classes.spec.ClassSpec']",
     ], result.stdout + result.stderr
 
 

@@ -347,7 +347,7 @@ ROWS_CLASSES = [
         (Plain(),),
         {"weights": 2.0},
         TypeError,
-        r"replace\(\) expects a @pytree_class class or instance, got an instance of Plain; "
+        r"replace\(\) expects an instance of a @pytree_class class, got an instance of Plain; "
         r"decorate it",
     ),
     Misuse(

@@ -37,7 +37,7 @@ def test_replace_inside_jit_with_tracers():
 
 
 def test_replace_on_non_pytree_class():
-    with pytest.raises(TypeError, match=r"replace\(\) expects a @pytree_class.*int"):
+    with pytest.raises(TypeError, match=r"replace\(\) expects an instance of a @pytree_class.*int"):
         replace(3)
 
 
@@ -123,7 +123,7 @@ def test_a_subclass_left_unregistered_is_refused_not_replaced_as_its_base():
 
     # It inherits its base's spec attribute, but is not a pytree class of its own.
     message = (
-        r"^replace\(\) expects a @pytree_class class or instance, got an instance of "
+        r"^replace\(\) expects an instance of a @pytree_class class, got an instance of "
         r"test_\w+\.<locals>\.Unregistered; decorate it with @pytreekit.pytree_class first\.$"
     )
     with pytest.raises(TypeError, match=message):

@@ -40,7 +40,8 @@ def replace(obj: T, /, **changes: Any) -> T:
     """
     spec = type(obj).__dict__.get(markers.SPEC)
     if not isinstance(spec, ClassSpec):
-        spec = spec_of(obj, "replace()")  # raises, naming what it got
+        # Raises, naming what it got (a pytree class itself has the spec: refused below).
+        spec = spec_of(obj, "replace()", "an instance of a @pytree_class class")
         raise TypeError(
             f"replace() takes an instance of a pytree class, got the class "
             f"{spec.cls.__qualname__} itself; pass an instance: replace(obj, name=value)."

@@ -74,13 +74,14 @@ def copied_spec(cls: type) -> ClassSpec | None:
     return spec if isinstance(spec, ClassSpec) and spec.cls is not cls else None
 
 
-def spec_of(obj: Any, caller: str) -> ClassSpec:
-    """The spec for a pytree class or instance, or a ``TypeError`` saying what ``caller`` needs."""
+def spec_of(obj: Any, caller: str, takes: str = "a @pytree_class class or instance") -> ClassSpec:
+    """The spec for a pytree class or instance, or a ``TypeError`` saying what ``caller`` needs
+    (``takes``)."""
     cls = obj if isinstance(obj, type) else type(obj)
     spec = own_spec(cls)
     if spec is None:
         raise TypeError(
-            f"{caller} expects a @pytree_class class or instance, got "
+            f"{caller} expects {takes}, got "
             f"{'class' if isinstance(obj, type) else 'an instance of'} {cls.__qualname__}; "
             f"decorate it with @pytreekit.pytree_class first."
         )
