@@ -24,8 +24,9 @@ import importlib.util
 
 if importlib.util.find_spec("libcst") is None:
     raise ModuleNotFoundError(
-        "pytreekit.migrate needs LibCST, which pytreekit installs with its 'migrate' extra: "
-        'pip install "pytreekit[migrate]" (from a clone of pytreekit: pip install ".[migrate]")',
+        "pytreekit.migrate needs LibCST, which pytreekit installs with its 'migrate' extra "
+        '(in a clone of pytreekit: pip install ".[migrate]"), or install it alone: '
+        'pip install "libcst>=1.5"',
         name="libcst",
     )
 
