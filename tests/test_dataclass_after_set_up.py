@@ -244,3 +244,33 @@ def test_make_dataclass_with_a_pytree_base_and_pytree_class_as_decorator_works()
     )
     assert str(inspect.signature(cls)) == str(inspect.signature(reference))
     assert jax.tree_util.tree_leaves(cls(1.0, 5.0)) == [1.0, 5.0]
+
+
+def test_a_plain_dataclass_under_a_keyword_only_parent_is_refused_and_follows_above():
+    # The set-up gives the subclass its parent's kw_only=True; dataclasses makes its own field
+    # positional (a dataclass base's kw_only is its own).
+    @pytree_class(kw_only=True)
+    class Base:
+        a: float = 0.0
+
+    @dataclasses.dataclass(kw_only=True)
+    class RBase:
+        a: float = 0.0
+
+    @dataclasses.dataclass
+    class Sub(Base):
+        x: float = 1.0
+
+    _refused(lambda: jax.tree_util.tree_leaves(Sub()), "the kw_only of fields ['x']")
+
+    @pytree_class
+    @dataclasses.dataclass
+    class Ours(Base):
+        x: float = 1.0
+
+    @dataclasses.dataclass
+    class Reference(RBase):
+        x: float = 1.0
+
+    assert _parameters(Ours) == _parameters(Reference) == [("x", 1.0, False), ("a", 0.0, True)]
+    assert jax.tree_util.tree_leaves(Ours(2.0, a=3.0)) == [3.0, 2.0]
