@@ -213,9 +213,8 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
         annotate = entries.get("__annotate_func__")
         if annotate is not None and annotate is not namespace.get("__annotate_func__"):
             return {"__annotate_func__": annotate}
-        written = entries.get(
-            "__annotations__"
-        )  # as `from __future__ import annotations` keeps them
+        # As `from __future__ import annotations` keeps them.
+        written = entries.get("__annotations__")
         if written and written is not namespace.get("__annotations__"):
             return {"__annotations__": written}
         given = entries.get("__annotations_cache__")  # cls.__annotations__ = {...}

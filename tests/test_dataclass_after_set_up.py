@@ -120,7 +120,7 @@ def test_dataclass_options_the_set_up_did_not_apply_are_refused_at_every_use(
     cls = _sub(_bases()["pytree"], options)
     (option,) = options
     instance = cls(a=1.0) if options.get("init") is False else cls(1.0, x=2.0)
-    refused = _refused(lambda: jax.tree_util.tree_leaves(instance), f"{option}=False")
+    refused = _refused(lambda: jax.tree_util.tree_leaves(instance), option)
     assert "put @pytreekit.pytree_class above the @dataclasses.dataclass on Sub" in refused
     # Refused again (the class stays unused), its repr too.
     _refused(lambda: jax.tree_util.tree_leaves(instance), option)
@@ -274,3 +274,17 @@ def test_a_plain_dataclass_under_a_keyword_only_parent_is_refused_and_follows_ab
 
     assert _parameters(Ours) == _parameters(Reference) == [("x", 1.0, False), ("a", 0.0, True)]
     assert jax.tree_util.tree_leaves(Ours(2.0, a=3.0)) == [3.0, 2.0]
+
+
+def test_a_plain_dataclass_with_every_own_field_after_a_kw_only_marker_works():
+    made = {}
+    for kind, base in _bases().items():
+
+        @dataclasses.dataclass
+        class Sub(base):  # type: ignore[misc, valid-type]
+            _: dataclasses.KW_ONLY
+            x: float = 1.0
+
+        made[kind] = Sub
+    assert _parameters(made["pytree"]) == _parameters(made["dataclass"])
+    assert jax.tree_util.tree_leaves(made["pytree"](2.0, x=3.0)) == [2.0, 3.0]

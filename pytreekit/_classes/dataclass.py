@@ -268,7 +268,10 @@ def changed_since(
         "match_args": True,
         "kw_only": options.kw_only,
     }
-    for name, value in (later_run(cls, left) or {}).items():
+    later = later_run(cls, left) or {}
+    if dataclass_option(own_dataclass_params(cls), "kw_only") is None:
+        later.pop("kw_only", None)  # Python 3.11: read from the fields, compared below
+    for name, value in later.items():
         if name in applied and value != _DEFAULTS[name] and value != applied[name]:
             changes.append(f"{name}={value!r} (the set-up applied {name}={applied[name]!r})")
     added = [n for n in now if n not in made]
