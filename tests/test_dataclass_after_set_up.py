@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import sys
 from typing import Any
 
 import jax
@@ -162,16 +161,23 @@ def test_a_keyword_only_field_without_default_asked_below_is_named_and_follows_a
     assert jax.tree_util.tree_leaves(ours(x=1.0)) == [0.0, 1.0]
 
 
-def _with_extra(cls: type) -> type:
-    """A class decorator adding a field (as some libraries' do), applied below @dataclass."""
-    if sys.version_info >= (3, 14):
-        cls.__annotations__ = {**cls.__annotations__, "extra": float}
-    else:
-        cls.__dict__["__annotations__"]["extra"] = float  # noqa: RUF063 - the dict, in place
+def _extra_in_place(cls: type) -> type:
+    """A class decorator adding a field (as some libraries' do) to the annotations dict (this
+    module's annotations are strings: a dict on every Python)."""
+    cls.__dict__["__annotations__"]["extra"] = float  # noqa: RUF063 - the dict, in place
     return cls
 
 
-def test_a_field_added_since_the_set_up_is_refused_and_follows_pytree_class_above():
+def _extra_assigned(cls: type) -> type:
+    """The same, assigning new annotations."""
+    cls.__annotations__ = {**cls.__annotations__, "extra": float}
+    return cls
+
+
+@pytest.mark.parametrize("_with_extra", [_extra_in_place, _extra_assigned])
+def test_a_field_added_since_the_set_up_is_refused_and_follows_pytree_class_above(
+    _with_extra: Any,
+) -> None:
     @pytree_class
     class Base:
         a: float
