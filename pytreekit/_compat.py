@@ -199,6 +199,13 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
         elif hasattr(source, "__annotations__"):
             target.__annotations__ = source.__annotations__
 
+    # The entries of a class's namespace that hold its annotations (given ones replace them all).
+    ANNOTATION_ENTRIES: tuple[str, ...] = (
+        "__annotate_func__",
+        "__annotations_cache__",
+        "__annotations__",
+    )
+
     def annotations_given_since(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
         """The entries of ``cls.__dict__`` holding annotations given since its namespace was
         ``namespace`` (3.14's ``make_dataclass`` sets them), not those reading them leaves."""
@@ -206,6 +213,10 @@ if sys.version_info >= (3, 14):  # pragma: Python 3.14+
         annotate = entries.get("__annotate_func__")
         if annotate is not None and annotate is not namespace.get("__annotate_func__"):
             return {"__annotate_func__": annotate}
+        # As `from __future__ import annotations` keeps them.
+        written = entries.get("__annotations__")
+        if written and written is not namespace.get("__annotations__"):
+            return {"__annotations__": written}
         given = entries.get("__annotations_cache__")  # cls.__annotations__ = {...}
         same = given is namespace.get("__annotations_cache__")
         if given and "__annotate_func__" not in entries and not same:
@@ -280,6 +291,8 @@ else:
     def copy_annotations(source: object, target: Callable[..., Any]) -> None:
         if hasattr(source, "__annotations__"):
             target.__annotations__ = source.__annotations__
+
+    ANNOTATION_ENTRIES: tuple[str, ...] = ("__annotations__",)
 
     def annotations_given_since(cls: type, namespace: Mapping[str, Any]) -> dict[str, Any]:
         # Reading a class's annotations leaves an empty dict: that is no annotation given.

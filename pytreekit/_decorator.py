@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import copyreg
 import dataclasses
+import functools
 import keyword
 import types
 import unicodedata
@@ -46,6 +47,7 @@ from ._classes import (
     Options,
     Storage,
     apply_methods,
+    changed_since,
     copied_spec,
     declare_sent,
     decoration_lock,
@@ -63,6 +65,8 @@ from ._classes import (
     table_for,
 )
 from ._compat import (
+    ANNOTATION_ENTRIES,
+    DATACLASS_PARAMS,
     annotations_given_since,
     dataclass_option,
     frozen_dataclasses,
@@ -338,10 +342,51 @@ def _decorate(cls: type[T], options: Options, *, automatic: bool = False) -> typ
                 _defer(cls, start.as_written, error)
                 return cls
             raise
+        if automatic and spec.fields is not None:
+            made = cls.__dict__["__dataclass_fields__"]
+            spec.table.before_use = functools.partial(_refuse_changed, spec, made)
         publish(spec.table)
         setattr(cls, markers.SPEC, spec)  # the commit point
         _bring_subclasses(cls, spec)
         return cls
+
+
+def _refuse_changed(spec: ClassSpec, made: Mapping[str, Any]) -> None:
+    """At the first use of a subclass set up automatically (at its creation, so before any
+    class decorator of its own ran): refused if a ``@dataclass`` applied since decided otherwise
+    (the set-up's ``__init__``, ``__match_args__`` and leaves would silently disagree with
+    ``dataclasses.fields``). Raising leaves the class unused: every use raises until it is
+    decorated explicitly."""
+    cls = spec.cls
+    params = own_dataclass_params(cls)
+    if params is spec.dataclass_params and vars(cls).get("__dataclass_fields__") is made:
+        return
+    changes = changed_since(cls, spec.options, spec.dataclass_params, made, spec.as_written)
+    if changes:
+        how, instead = _changed_after(cls, spec.as_written)
+        raise TypeError(
+            f"{cls.__qualname__} inherits from a pytree class, so it was made a pytree class "
+            f"when it was created, before {how} changed it: {'; '.join(changes)}. Its __init__ "
+            f"and leaves would not follow dataclasses.fields({cls.__qualname__}). To make it a "
+            f"pytree class as dataclasses describes it, {instead}."
+        )
+
+
+def _changed_after(cls: type, as_written: Mapping[str, Any]) -> tuple[str, str]:
+    """What changed ``cls`` after its automatic set-up, and what to write instead."""
+    name = cls.__qualname__
+    if annotations_given_since(cls, as_written):
+        return (
+            "annotations given to it after it was created (by Python 3.14's make_dataclass, or "
+            "a class decorator)",
+            f"pass decorator=pytreekit.pytree_class to dataclasses.make_dataclass, or decorate "
+            f"{name} with @pytreekit.pytree_class above its other decorators",
+        )
+    return (
+        "a @dataclasses.dataclass applied to it",
+        f"put @pytreekit.pytree_class above the @dataclasses.dataclass on {name} (with the "
+        f"options it needs)",
+    )
 
 
 def _bring_subclasses(cls: type, spec: ClassSpec) -> None:
@@ -413,13 +458,20 @@ def _start(
     # A @dataclass under an explicit @pytree_class on a subclass runs after the automatic
     # set-up (at class creation); it is run again on the class as written, so that its
     # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
-    replay = None if existing is None else later_run(cls, existing.dataclass_params)
+    # (A failed set-up left no parameters: a @dataclass(kw_only=True) since may be what fixes it.)
+    left = (
+        existing.dataclass_params if existing is not None else (pending or {}).get(DATACLASS_PARAMS)
+    )
+    replay = None if written is None else later_run(cls, left)
     if not given and replay is None and _again(options, existing, automatic):
         return None
     before = _snapshot(cls)
     # (Not when a @dataclass is run again: it writes what it finds missing.)
     kept = _kept(cls, options, existing, before) if replay is None else {}
-    return _Start(before, {**(written or before), **given}, replay, kept)
+    as_written = written or before
+    if given:  # (on 3.14, an annotate function as written would read the old annotations)
+        as_written = {n: v for n, v in as_written.items() if n not in ANNOTATION_ENTRIES}
+    return _Start(before, {**as_written, **given}, replay, kept)
 
 
 def _again(options: Options, existing: ClassSpec | None, automatic: bool) -> bool:
@@ -696,17 +748,26 @@ def _put_back(cls: type, kept: Mapping[str, Any], as_written: Mapping[str, Any])
 
 
 def _defer(cls: type, as_written: Mapping[str, Any], error: Exception) -> None:
+    name = cls.__qualname__
     message = (
-        f"{cls.__qualname__} inherits from a pytree class, so it is made a pytree class too, "
-        f"with its parent's options; that failed: {error or type(error).__name__} Decorate "
-        f"{cls.__qualname__} with "
-        f"@pytree_class(...) and the options it needs."
+        f"{name} inherits from a pytree class, so it is made a pytree class too, with its "
+        f"parent's options; that failed: {error or type(error).__name__}"
     )
 
     def __init__(self: object, *args: Any, **kwargs: Any) -> None:
-        raise TypeError(message) from error
+        # A @dataclass (or 3.14's make_dataclass) that changed the class after the set-up failed
+        # may have asked for what it lacked: say so, and how to make pytreekit follow it.
+        params = own_dataclass_params(cls)
+        if params is not as_written.get(DATACLASS_PARAMS) or annotations_given_since(
+            cls, as_written
+        ):
+            how, instead = _changed_after(cls, as_written)
+            raise TypeError(f"{message} The set-up ran before {how}: {instead}.") from error
+        raise TypeError(
+            f"{message} Decorate {name} with @pytree_class(...) and the options it needs."
+        ) from error
 
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__qualname__ = f"{name}.__init__"
     setattr(cls, "__init__", __init__)
     setattr(cls, markers.PENDING, as_written)
 

@@ -8,7 +8,7 @@ the modules inside.
 
 from __future__ import annotations
 
-from .dataclass import generated_init, later_run, prepare
+from .dataclass import changed_since, generated_init, later_run, prepare
 from .fields import MISSING, Field, field, flags
 from .frozen import FrozenInstanceError
 from .init import init_wrapper, prove_init
@@ -57,6 +57,7 @@ __all__ = [
     "StandIn",
     "Storage",
     "apply_methods",
+    "changed_since",
     "copied_spec",
     "declare_sent",
     "decoration_lock",

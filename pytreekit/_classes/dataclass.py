@@ -236,10 +236,73 @@ def later_run(cls: type, left: object) -> dict[str, Any] | None:
     if params is None or params is left:
         return None
     options = {name: dataclass_option(params, name) for name in _REPLAYED}
+    if options["kw_only"] is None:  # Python 3.11: the class's own fields record it
+        own = [f for f in dataclasses.fields(cls) if f.name in class_annotations(cls)]
+        options["kw_only"] = bool(own) and all(f.kw_only for f in own)
     return {name: value for name, value in options.items() if value is not None}
 
 
 _REPLAYED = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only")
+
+
+def changed_since(
+    cls: type,
+    options: Options,
+    left: object,
+    made: Mapping[str, Any],
+    as_written: Mapping[str, Any],
+) -> list[str]:
+    """What a ``@dataclass`` run on ``cls`` after its automatic set-up (which left ``left`` as its
+    dataclass parameters and ``made`` as its fields) decided otherwise than the set-up did: an
+    option asked for (not at its default) that differs from the one applied, a field added or
+    gone, or a field whose ``init``, ``kw_only`` or default differ. A field written with a
+    specifier (``field(...)``) is compared by name only: the set-up replaced the specifier by its
+    default, so a later ``@dataclass`` reads it otherwise."""
+    now: Mapping[str, Any] = cls.__dict__.get("__dataclass_fields__") or {}
+    changes = []
+    applied = {
+        "init": True,
+        "repr": options.repr,
+        "eq": options.eq,
+        "frozen": options.frozen,
+        "match_args": True,
+        "kw_only": options.kw_only,
+    }
+    later = later_run(cls, left) or {}
+    if dataclass_option(own_dataclass_params(cls), "kw_only") is None:
+        later.pop("kw_only", None)  # Python 3.11: read from the fields, compared below
+    for name, value in later.items():
+        if name in applied and value != _DEFAULTS[name] and value != applied[name]:
+            changes.append(f"{name}={value!r} (the set-up applied {name}={applied[name]!r})")
+    added = [n for n in now if n not in made]
+    gone = [n for n in made if n not in now]
+    if added:
+        changes.append(f"fields {added!r} added, which the set-up did not see")
+    if gone:
+        changes.append(f"fields {gone!r} gone")
+    differ: dict[str, list[str]] = {"init": [], "kw_only": [], "default": []}
+    for name, f in now.items():
+        before = made.get(name)
+        if before is None or before is f or isinstance(as_written.get(name), dataclasses.Field):
+            continue
+        for attribute in ("init", "kw_only"):
+            if getattr(f, attribute) != getattr(before, attribute):
+                differ[attribute].append(name)
+        if f.default is not MISSING and f.default is not before.default:
+            differ["default"].append(name)
+    changes += [f"the {a} of fields {names!r}" for a, names in differ.items() if names]
+    return changes
+
+
+# dataclasses.dataclass's defaults: a later @dataclass at one of them asked for nothing.
+_DEFAULTS = {
+    "init": True,
+    "repr": True,
+    "eq": True,
+    "frozen": False,
+    "match_args": True,
+    "kw_only": False,
+}
 
 
 def _advice(message: str) -> str:

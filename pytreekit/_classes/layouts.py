@@ -395,6 +395,8 @@ class LayoutTable:
         self.marked = False  # and the generated code tests markers (varied, code regenerated)
         self.used = False  # flattened, unflattened or built at least once
         self.on_change: Callable[[], None] = _nothing  # set by the class's node functions
+        # Set by the decorator: refuses a class changed since decoration (raising, it stays unused).
+        self.before_use: Callable[[], None] = _nothing
         # Whether observe must read an instance's own order of assignment: not where an instance
         # holding exactly the primary's fields has them in its order (declared, or proven).
         self.ordered = False
@@ -533,6 +535,7 @@ class LayoutTable:
             return
         with self.lock:
             if not self.used:
+                self.before_use()
                 self._read_class()
                 self.on_change()
 
