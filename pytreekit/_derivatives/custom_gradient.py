@@ -1,5 +1,8 @@
 """``custom_gradient_method``: the method form of ``jax.custom_gradient``. As JAX's does, the
-forward pass closure-converts ``vjp_fn``: the arrays it closes over are the saved residuals."""
+forward pass traces ``vjp_fn`` once per call, on the outputs' tangent types, and saves every
+constant of that trace (what it closes over, integer, boolean and key arrays too) as a residual;
+the backward pass evaluates the trace. Nothing outlives the call (``jax.closure_convert`` would
+cache ``vjp_fn`` by hash, keeping each call's arrays alive and reusing an equal one's backward)."""
 
 from __future__ import annotations
 
@@ -7,11 +10,11 @@ from collections.abc import Callable
 from typing import Any, Concatenate, overload
 
 import jax
-import jax.numpy as jnp
 
+from .._compat import eval_jaxpr, tangent_type
 from .custom_vjp import CustomVJPMethod
 from .method import P, R, S, build_or_decorate, non_pair
-from .split import Split
+from .split import PyTreeDef, Split
 
 
 class CustomGradientMethod(CustomVJPMethod[S, P, R]):
@@ -54,14 +57,34 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
 
     def _gradient_fwd(self, *arguments: Any) -> tuple[Any, Any]:
         out, vjp_fn = self._out_and_vjp(arguments)
-        example = jax.tree_util.tree_map(jnp.zeros_like, out)
-        closed, consts = jax.closure_convert(vjp_fn, example)
-        return out, (closed, consts)
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+
+        def backward(*cotangent_leaves: Any) -> Any:
+            return vjp_fn(jax.tree_util.tree_unflatten(out_tree, cotangent_leaves))
+
+        closed, shapes = jax.make_jaxpr(backward, return_shape=True)(
+            *(tangent_type(leaf) for leaf in out_leaves)
+        )
+        traced = _Traced(closed.jaxpr, out_tree, jax.tree_util.tree_structure(shapes))
+        # The constants are arrays (tracers under a transformation): dynamic residuals.
+        return out, (traced, list(closed.consts))
 
     @staticmethod
     def _gradient_bwd(residuals: Any, g: Any) -> Any:
-        closed, consts = residuals
-        return closed(g, *consts)
+        traced, consts = residuals
+        outputs = eval_jaxpr(traced.jaxpr, consts, *traced.out_tree.flatten_up_to(g))
+        return traced.cotangent_tree.unflatten(outputs)
+
+
+class _Traced:
+    """What the backward pass needs besides the constants: ``vjp_fn`` traced, and its trees."""
+
+    __slots__ = ("cotangent_tree", "jaxpr", "out_tree")
+
+    def __init__(self, jaxpr: Any, out_tree: PyTreeDef, cotangent_tree: PyTreeDef) -> None:
+        self.jaxpr = jaxpr
+        self.out_tree = out_tree
+        self.cotangent_tree = cotangent_tree
 
 
 @overload
