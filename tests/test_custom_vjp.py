@@ -344,3 +344,75 @@ def test_zero_cotangents_for_array_arguments_and_none_for_integer_ones():
         lambda self, x, index: (self.f(x, index), None), lambda res, g: (None, None, None)
     )
     np.testing.assert_array_equal(jax.grad(scale_x.f)(x, index), [0.0, 0.0, 0.0])
+
+
+@pytree_class
+class _Inner:
+    u: jax.Array
+
+
+@pytree_class
+class _Outer:
+    inner: _Inner
+    b: jax.Array
+
+
+SUBTREE_COTANGENTS = {
+    "dict sub-tree": lambda self, x, g: (None, {"p": None, "q": g * self.b}),
+    "whole argument": lambda self, x, g: (None, None),
+    "nested field of self": lambda self, x, g: (
+        replace(self, inner=None, b=g * x["q"]),
+        {"p": {"u": None}, "q": None},
+    ),
+    "nested field and sub-tree": lambda self, x, g: (
+        replace(self, inner=None, b=g * x["q"]),
+        {"p": None, "q": g * self.b},
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp_method", "custom_gradient_method"])
+@pytest.mark.parametrize("cotangents", SUBTREE_COTANGENTS)
+def test_none_for_a_sub_tree_is_zero_as_in_jax_custom_vjp(cotangents, kind):
+    bwd = SUBTREE_COTANGENTS[cotangents]
+
+    def body(self, x):
+        return self.b * x["q"] + self.inner.u * x["p"]["u"]
+
+    @jax.custom_vjp
+    def reference(self, x):
+        return body(self, x)
+
+    reference.defvjp(lambda self, x: (body(self, x), (self, x)), lambda r, g: bwd(*r, g))
+    if kind == "custom_vjp_method":
+        method = custom_vjp_method(body)
+        method.defvjp(lambda self, x: (body(self, x), (self, x)), lambda r, g: bwd(*r, g))
+    else:
+        method = pytreekit.custom_gradient_method(
+            lambda self, x: (body(self, x), lambda g: bwd(self, x, g))
+        )
+    model = _Outer(_Inner(jnp.asarray(3.0)), jnp.asarray(2.0))
+    x = {"p": {"u": jnp.asarray(1.0)}, "q": jnp.asarray(5.0)}
+    for transform in (jax.grad, lambda f, **k: jax.jit(jax.grad(f, **k))):
+        mine = transform(lambda m, x: method(m, x), argnums=(0, 1))(model, x)
+        theirs = transform(reference, argnums=(0, 1))(model, x)
+        assert jax.tree_util.tree_structure(mine) == jax.tree_util.tree_structure(theirs)
+        for a, b in zip(
+            jax.tree_util.tree_leaves(mine), jax.tree_util.tree_leaves(theirs), strict=True
+        ):
+            np.testing.assert_allclose(a, b)
+
+
+def test_a_leaf_given_for_a_sub_tree_is_still_refused():
+    @pytree_class
+    class N:
+        b: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.b * x["q"]
+
+    N.f.defvjp(lambda self, x: (self.f(x), None), lambda r, g: (None, {"p": g, "q": None}))
+    x = {"p": {"u": jnp.asarray(1.0)}, "q": jnp.asarray(5.0)}
+    with pytest.raises(TypeError, match=r"N\.f: the bwd rule .* for 'x' that does not have"):
+        jax.grad(lambda x: N(jnp.asarray(2.0)).f(x))(x)
