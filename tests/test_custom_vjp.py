@@ -1,10 +1,13 @@
 """custom_vjp_method: clipping, self cotangents built by replace, None as zero, errors."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from clipped_gradient_vjp import ClippedLinear
+from jax import lax
 
 import pytreekit
 from pytreekit import CustomVJPMethod, custom_vjp_method, pytree_class, replace
@@ -416,3 +419,102 @@ def test_a_leaf_given_for_a_sub_tree_is_still_refused():
     x = {"p": {"u": jnp.asarray(1.0)}, "q": jnp.asarray(5.0)}
     with pytest.raises(TypeError, match=r"N\.f: the bwd rule .* for 'x' that does not have"):
         jax.grad(lambda x: N(jnp.asarray(2.0)).f(x))(x)
+
+
+class _Holder:
+    """Not a pytree: JAX cannot see the arrays it holds."""
+
+    def __init__(self, w, c):
+        self.w, self.c = w, c
+
+    def backward(self, g):
+        return g * self.w * self.c
+
+
+RESIDUAL_KINDS = {
+    "closure": lambda w, c: lambda g: g * w * c,
+    "partial": lambda w, c: functools.partial(lambda w, c, g: g * w * c, w, c),
+    "bound method": lambda w, c: _Holder(w, c).backward,
+    "object in a list": lambda w, c: [_Holder(w, c)],
+}
+
+
+def _closure_residual_model(kind):
+    @pytree_class
+    class M:
+        w: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return jnp.sum(self.w * jnp.sin(x))
+
+    def fwd(self, x):
+        return self.f(x), ("label", RESIDUAL_KINDS[kind](self.w, jnp.cos(x)))
+
+    def bwd(residuals, g):
+        label, backward = residuals
+        assert label == "label"
+        backward = backward[0].backward if isinstance(backward, list) else backward
+        return None, backward(g)
+
+    M.f.defvjp(fwd, bwd)
+    return M(jnp.asarray(2.0))
+
+
+RESIDUAL_TRANSFORMS = {
+    "grad": lambda f: jax.grad(f),
+    "jit(grad)": lambda f: jax.jit(jax.grad(f)),
+    "grad(jit)": lambda f: jax.grad(jax.jit(f)),
+    "grad(scan)": lambda f: jax.grad(
+        lambda x: lax.scan(lambda c, _: (c + f(x), None), 0.0, None, 3)[0] / 3
+    ),
+    "grad(cond)": lambda f: jax.grad(lambda x: lax.cond(x[0] < 10.0, f, jnp.sum, x)),
+    "grad(checkpoint)": lambda f: jax.grad(jax.checkpoint(f)),
+    "vmap(grad)": lambda f: lambda x: jax.vmap(jax.grad(f))(jnp.stack([x, x]))[0],
+}
+
+
+@pytest.mark.parametrize("kind", RESIDUAL_KINDS)
+@pytest.mark.parametrize("transform", RESIDUAL_TRANSFORMS)
+def test_arrays_inside_non_pytree_residuals_survive_transformations(kind, transform):
+    model = _closure_residual_model(kind)
+    x = jnp.asarray([0.1, 0.5])
+    got = RESIDUAL_TRANSFORMS[transform](lambda x: model.f(x))(x)
+    np.testing.assert_allclose(got, 2.0 * jnp.cos(x), rtol=1e-6)
+
+
+def test_arrays_inside_non_pytree_residuals_do_not_leak():
+    model = _closure_residual_model("closure")
+    with jax.checking_leaks():
+        jax.grad(jax.jit(lambda x: model.f(x)))(jnp.asarray([0.1, 0.5]))
+
+
+def test_holds_tracer_looks_into_what_jax_does_not_flatten():
+    from pytreekit._derivatives.custom_vjp import holds_tracer
+
+    def late():
+        return later
+
+    found = []
+
+    @jax.jit
+    def traced(x):
+        nested = x
+        for _ in range(20):  # deeper than holds_tracer looks
+            nested = [nested]
+        found.extend(
+            [
+                holds_tracer(lambda: x),
+                holds_tracer(_Holder(x, 1.0)),
+                holds_tracer({"a": (x,)}),
+                holds_tracer(nested),
+                holds_tracer(late),
+                holds_tracer(np.ones(2)),
+            ]
+        )
+        return x
+
+    traced(1.0)
+    assert found == [True, True, True, False, False, False]
+    later = None
+    assert later is None

@@ -9,12 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Concatenate, overload
 
-import jax
-
-from .._compat import eval_jaxpr, tangent_type
-from .custom_vjp import CustomVJPMethod
+from .custom_vjp import CustomVJPMethod, TracedBackward
 from .method import P, R, S, build_or_decorate, non_pair
-from .split import PyTreeDef, Split
+from .split import Split
 
 
 class CustomGradientMethod(CustomVJPMethod[S, P, R]):
@@ -57,34 +54,11 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
 
     def _gradient_fwd(self, *arguments: Any) -> tuple[Any, Any]:
         out, vjp_fn = self._out_and_vjp(arguments)
-        out_leaves, out_tree = jax.tree_util.tree_flatten(out)
-
-        def backward(*cotangent_leaves: Any) -> Any:
-            return vjp_fn(jax.tree_util.tree_unflatten(out_tree, cotangent_leaves))
-
-        closed, shapes = jax.make_jaxpr(backward, return_shape=True)(
-            *(tangent_type(leaf) for leaf in out_leaves)
-        )
-        traced = _Traced(closed.jaxpr, out_tree, jax.tree_util.tree_structure(shapes))
-        # The constants are arrays (tracers under a transformation): dynamic residuals.
-        return out, (traced, list(closed.consts))
+        return out, TracedBackward.trace(vjp_fn, out)
 
     @staticmethod
-    def _gradient_bwd(residuals: Any, g: Any) -> Any:
-        traced, consts = residuals
-        outputs = eval_jaxpr(traced.jaxpr, consts, *traced.out_tree.flatten_up_to(g))
-        return traced.cotangent_tree.unflatten(outputs)
-
-
-class _Traced:
-    """What the backward pass needs besides the constants: ``vjp_fn`` traced, and its trees."""
-
-    __slots__ = ("cotangent_tree", "jaxpr", "out_tree")
-
-    def __init__(self, jaxpr: Any, out_tree: PyTreeDef, cotangent_tree: PyTreeDef) -> None:
-        self.jaxpr = jaxpr
-        self.out_tree = out_tree
-        self.cotangent_tree = cotangent_tree
+    def _gradient_bwd(residuals: Any, g: Any) -> Any:  # pragma: no cover - _bwd calls residuals
+        return residuals(g)
 
 
 @overload
