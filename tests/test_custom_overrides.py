@@ -295,3 +295,33 @@ def test_a_mixin_overriding_a_concrete_custom_method_says_so_once(make_base):
 
         class SubSub(Sub):  # Sub was warned about; nothing new
             pass
+
+
+class _Cyclic:
+    """Binds like a function, but its __wrapped__ chain is a cycle: nothing to unwrap to."""
+
+    def __init__(self):
+        self.__wrapped__ = self
+
+    def __get__(self, instance, owner=None):
+        return self
+
+    def __call__(self, x):
+        return x
+
+
+def test_an_override_whose_wrapped_chain_cycles_is_warned_about():
+    Base = _jvp_base(abstract=True)
+    with pytest.warns(UserWarning, match=r"Sub\.f overrides .*Base\.f.* with a _Cyclic"):
+
+        class Sub(Base):
+            f = _Cyclic()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class SubSub(Sub):  # overrides Sub.f, no custom method: nothing to say
+            def f(self, x):
+                return x
+
+    assert SubSub(jnp.array(1.0)).f(2.0) == 2.0

@@ -510,11 +510,13 @@ def test_holds_tracer_looks_into_what_jax_does_not_flatten():
                 holds_tracer(nested),
                 holds_tracer(late),
                 holds_tracer(np.ones(2)),
+                holds_tracer(lambda: _Inner(x)),  # a pytree inside a closure
+                holds_tracer(object()),  # no attributes
             ]
         )
         return x
 
     traced(1.0)
-    assert found == [True, True, True, False, False, False]
+    assert found == [True, True, True, False, False, False, True, False]
     later = None
     assert later is None
