@@ -510,7 +510,7 @@ def test_holds_tracer_looks_into_what_jax_does_not_flatten():
                 holds_tracer(nested),
                 holds_tracer(late),
                 holds_tracer(np.ones(2)),
-                holds_tracer(lambda: _Inner(x)),  # a pytree inside a closure
+                holds_tracer(functools.partial(print, _Inner(x))),  # a pytree in a partial
                 holds_tracer(object()),  # no attributes
             ]
         )
