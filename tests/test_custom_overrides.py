@@ -310,6 +310,19 @@ class _Cyclic:
         return x
 
 
+@pytest.mark.parametrize("wrapper", [staticmethod, classmethod, property])
+def test_a_descriptor_in_an_abstract_custom_method_s_place_is_warned_about(wrapper):
+    Base = _jvp_base(abstract=True)
+    with pytest.warns(
+        UserWarning, match=rf"Sub\.f overrides .*Base\.f.* with a {wrapper.__name__}"
+    ):
+
+        class Sub(Base):
+            f = wrapper(lambda *args: 2.0)
+
+    assert isinstance(vars(Sub)["f"], wrapper)
+
+
 def test_an_override_whose_wrapped_chain_cycles_is_warned_about():
     Base = _jvp_base(abstract=True)
     with pytest.warns(UserWarning, match=r"Sub\.f overrides .*Base\.f.* with a _Cyclic"):

@@ -183,6 +183,8 @@ def inherit_rules(cls: type) -> None:
 def _binds_like(value: Any) -> bool:
     """Whether ``value`` wraps a plain function and binds as one (``jax.jit``, ``filter_jit``):
     calling it with the instance first is what calling it as a bound method does."""
+    if isinstance(value, (staticmethod, classmethod, property)):  # not bound to the instance
+        return False
     if not callable(value) or not hasattr(type(value), "__get__"):
         return False
     try:
