@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 import jax
+import jax.core
 import jax.export
 import numpy as np
 from jax.core import Tracer
@@ -450,6 +451,35 @@ def zeros_like(x: Any, dtype: Any) -> Any:
             assert _pvary is not None
             zeros = _pvary(zeros, tuple(sorted(missing)))
     return zeros
+
+
+def tangent_type(x: Any) -> Any:
+    """The type of ``x``'s tangent, as ``jax.make_jaxpr`` takes an argument: ``x``'s own for an
+    inexact ``x``, else float0; with its varying manual axes and sharding where JAX has them
+    (the aval's ``to_tangent_aval``, what ``jax.custom_gradient`` traces on, is JAX-internal)."""
+    aval = _typeof(x) if _typeof is not None else None
+    to_tangent = getattr(aval, "to_tangent_aval", None)
+    if to_tangent is not None:
+        return to_tangent()
+    dtype = getattr(x, "dtype", None)  # JAX before jax.typeof
+    dtype = jax.numpy.result_type(x) if dtype is None else dtype
+    if not jax.numpy.issubdtype(dtype, jax.numpy.inexact):
+        dtype = jax.dtypes.float0
+    shape_dtype_struct: Any = jax.ShapeDtypeStruct  # untyped in jax 0.4.35
+    return shape_dtype_struct(tuple(np.shape(x)), dtype)
+
+
+def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> list[Any]:
+    """The outputs of ``jaxpr`` on ``consts`` and ``args``, bound on the current trace. Public
+    in ``jax.core`` from 0.4.35 on, but ``jax.core`` is being emptied into ``jax.extend.core``
+    one name at a time: reached from here only, with ``jaxpr_as_fun`` where it has gone."""
+    evaluate: Callable[..., list[Any]] | None = getattr(jax.core, "eval_jaxpr", None)
+    if evaluate is not None:
+        return evaluate(jaxpr, consts, *args)
+    import jax.extend.core as extend_core  # pragma: no cover - a JAX without jax.core.eval_jaxpr
+
+    closed = extend_core.ClosedJaxpr(jaxpr, list(consts))  # pragma: no cover
+    return list(extend_core.jaxpr_as_fun(closed)(*args))  # pragma: no cover
 
 
 # -- torch ------------------------------------------------------------------------------------

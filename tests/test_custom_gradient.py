@@ -136,3 +136,150 @@ def test_a_cotangent_of_the_wrong_shape_names_the_vjp_fn_and_the_field():
     )
     with pytest.raises(ValueError, match=message):
         jax.grad(lambda s: s(2.0))(Scaled(jnp.asarray(1.0)))
+
+
+# Closures jax.closure_convert could not carry (F5): integer, boolean and key arrays, each as a
+# pytree class's custom_gradient_method and as jax.custom_gradient on the same body.
+def _argmax_pool(x):
+    i = jnp.argmax(x)
+    return x[i], lambda g: (jnp.zeros_like(x).at[i].set(g),)
+
+
+def _relu(x):
+    mask = x > 0
+    return jnp.where(mask, x, 0.0), lambda g: (jnp.where(mask, g, 0.0),)
+
+
+def _dropout(x):
+    key = jax.random.key(0)  # the key itself is closed over, as a dropout's backward does
+    keep = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.5, x.shape)
+    return jnp.where(keep, x, 0.0), lambda g: (
+        jnp.where(jax.random.bernoulli(jax.random.fold_in(key, 1), 0.5, x.shape), g, 0.0),
+    )
+
+
+BODIES = {"int argmax": _argmax_pool, "bool mask": _relu, "prng key": _dropout}
+
+
+def _as_method(body):
+    @pytree_class
+    class Layer:
+        @custom_gradient_method
+        def __call__(self, x):
+            out, vjp = body(x)
+            return out, lambda g: (None, *vjp(g))
+
+    return Layer()
+
+
+CLOSURE_TRANSFORMS = {
+    "grad": lambda f: jax.grad(lambda x: jnp.sum(f(x))),
+    "jit(grad)": lambda f: jax.jit(jax.grad(lambda x: jnp.sum(f(x)))),
+    "grad(jit)": lambda f: jax.grad(lambda x: jnp.sum(jax.jit(lambda y: f(y))(x))),
+    "vmap(grad)": lambda f: (
+        lambda x: jax.vmap(jax.grad(lambda y: jnp.sum(f(y))))(jnp.stack([x, x[::-1]]))
+    ),
+    "grad(scan)": lambda f: jax.grad(
+        lambda x: lax.scan(lambda c, _: (c + jnp.sum(f(x)), None), 0.0, None, 2)[0]
+    ),
+    "jit(grad(scan))": lambda f: jax.jit(
+        jax.grad(lambda x: lax.scan(lambda c, _: (c + jnp.sum(f(x)), None), 0.0, None, 2)[0])
+    ),
+    "grad(cond)": lambda f: jax.grad(
+        lambda x: lax.cond(x[0] < 10.0, lambda y: jnp.sum(f(y)), jnp.sum, x)
+    ),
+    "grad(checkpoint)": lambda f: jax.grad(jax.checkpoint(lambda x: jnp.sum(f(x)))),
+}
+
+
+@pytest.mark.parametrize("body", BODIES)
+@pytest.mark.parametrize("transform", CLOSURE_TRANSFORMS)
+def test_integer_bool_and_key_closures_agree_with_jax_custom_gradient(body, transform):
+    x = jnp.asarray([0.5, 3.0, -1.0, 2.0])
+    reference = jax.custom_gradient(lambda x: BODIES[body](x))
+    mine = CLOSURE_TRANSFORMS[transform](_as_method(BODIES[body]))(x)
+    theirs = CLOSURE_TRANSFORMS[transform](reference)(x)
+    np.testing.assert_allclose(mine, theirs)
+
+
+def test_eager_calls_keep_no_vjp_fn_alive():
+    import gc
+    import weakref
+
+    alive = []
+
+    @pytree_class
+    class Tanh:
+        @custom_gradient_method
+        def __call__(self, x):
+            act = jnp.tanh(x)
+
+            def vjp_fn(g):
+                return None, g * (1 - act**2)
+
+            alive.extend([weakref.ref(act), weakref.ref(vjp_fn)])
+            return jnp.sum(act), vjp_fn
+
+    for i in range(3):
+        jax.grad(Tanh())(jnp.full((4,), float(i)))
+    gc.collect()
+    assert [ref() for ref in alive] == [None] * len(alive)
+
+
+@pytree_class
+class _Backward:
+    """A callable pytree as vjp_fn: unhashable (a pytree class with an array field)."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def __call__(self, g):
+        return None, g * self.c
+
+
+def test_an_unhashable_callable_pytree_is_a_vjp_fn():
+    @pytree_class
+    class Sin:
+        @custom_gradient_method
+        def __call__(self, x):
+            return jnp.sin(x), _Backward(jnp.cos(x))
+
+    with pytest.raises(TypeError):
+        hash(_Backward(jnp.asarray(1.0)))
+    jitted = lambda f: jax.grad(jax.jit(f.__call__))  # noqa: E731
+    for transform in (jax.grad, lambda f: jax.jit(jax.grad(f)), jitted):
+        assert float(transform(Sin())(1.0)) == pytest.approx(float(jnp.cos(1.0)))
+
+
+def test_equal_vjp_fn_objects_do_not_share_a_backward():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Backward:  # equal and alike in hash whatever c holds
+        c: jax.Array = dataclasses.field(compare=False)
+
+        def __call__(self, g):
+            return None, g * self.c
+
+    @pytree_class
+    class Sin:
+        @custom_gradient_method
+        def __call__(self, x):
+            return jnp.sin(x), Backward(jnp.cos(x))
+
+    for x in (0.0, 1.0, 2.0):
+        assert float(jax.grad(Sin())(x)) == pytest.approx(float(jnp.cos(x)))
+
+
+def test_jax_without_typeof_traces_on_shape_dtype_structs(monkeypatch):
+    # JAX 0.4.35 has no jax.typeof: the tangent types are made from shapes and dtypes.
+    from pytreekit import _compat
+
+    monkeypatch.setattr(_compat, "_typeof", None)
+    x = jnp.asarray([0.5, 3.0, -1.0, 2.0])
+    for body in BODIES.values():
+        for transform in ("grad", "grad(jit)"):
+            mine = CLOSURE_TRANSFORMS[transform](_as_method(body))(x)
+            theirs = CLOSURE_TRANSFORMS[transform](jax.custom_gradient(body))(x)
+            np.testing.assert_allclose(mine, theirs)
+    assert _compat.tangent_type(1.5) == jax.ShapeDtypeStruct((), jnp.float32)

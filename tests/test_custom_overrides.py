@@ -188,3 +188,153 @@ def test_an_integer_tangent_for_a_float_output_names_the_method_and_the_rule():
 
     with pytest.raises(TypeError, match=r"Square\.__call__.*square_jvp.*int"):
         jax.jvp(lambda x: Square()(x), (1.0,), (1.0,))
+
+
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+def _filter_jitted(fn):
+    eqx = pytest.importorskip("equinox")
+    return eqx.filter_jit(fn)
+
+
+WRAPPERS = {"jax.jit": _jitted, "equinox.filter_jit": _filter_jitted}
+
+
+@pytest.mark.parametrize("wrapper", WRAPPERS)
+@pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
+def test_a_jitted_implementation_of_an_abstract_custom_method_keeps_the_rule(make_base, wrapper):
+    Base = make_base(abstract=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Sub(Base):
+            @WRAPPERS[wrapper]
+            def f(self, x):
+                return self.scale * x**2
+
+    model = Sub(jnp.array(2.0))
+    assert model.f(3.0) == 18.0
+    assert jax.grad(lambda x: model.f(x))(3.0) == 100.0
+    assert jax.jit(jax.grad(lambda m, x: m.f(x), argnums=1))(model, 3.0) == 100.0
+
+
+@pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
+def test_a_jitted_override_of_a_concrete_custom_method_says_it_has_no_rule(make_base):
+    Base = make_base(abstract=False)
+    with pytest.warns(UserWarning, match=r"Sub\.f overrides .*Base\.f.* with a PjitFunction.*"):
+
+        class Sub(Base):
+            @jax.jit
+            def f(self, x):
+                return self.scale * x**2
+
+    assert jax.grad(lambda x: Sub(jnp.array(2.0)).f(x))(3.0) == 12.0
+
+
+class _Unbound:
+    """A callable object that does not bind: as a class attribute it is called without self."""
+
+    def __call__(self, x):
+        return 2.0 * x
+
+
+@pytest.mark.parametrize("abstract", [True, False], ids=["abstract", "concrete"])
+@pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
+def test_an_override_that_is_no_method_says_it_has_no_rule(make_base, abstract):
+    import functools
+
+    Base = make_base(abstract=abstract)
+    what = "partialmethod" if abstract else "_Unbound"
+    advice = r"implement it with a plain method" if abstract else r"decorate the override"
+    with pytest.warns(UserWarning, match=rf"Sub\.f overrides .*Base\.f.* with a {what}.*{advice}"):
+
+        class Sub(Base):
+            def _power(self, x, n):
+                return self.scale * x**n
+
+            f = functools.partialmethod(_power, n=2) if abstract else _Unbound()
+
+    expected = 12.0 if abstract else 2.0  # the body, differentiated by JAX
+    assert jax.grad(lambda x: Sub(jnp.array(2.0)).f(x))(3.0) == expected
+
+
+class _LinearMixin:
+    def f(self, x):
+        return self.scale * x
+
+
+@pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
+def test_a_mixin_implementing_an_abstract_custom_method_keeps_the_rule(make_base):
+    Base = make_base(abstract=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Sub(_LinearMixin, Base):
+            pass
+
+    model = Sub(jnp.array(2.0))
+    assert model.f(3.0) == 6.0
+    assert jax.grad(lambda x: model.f(x))(3.0) == 100.0
+
+
+@pytest.mark.parametrize("make_base", [_jvp_base, _vjp_base], ids=["jvp", "vjp"])
+def test_a_mixin_overriding_a_concrete_custom_method_says_so_once(make_base):
+    Base = make_base(abstract=False)
+    with pytest.warns(UserWarning) as caught:
+
+        class Sub(_LinearMixin, Base):
+            pass
+
+    (warning,) = [w for w in caught if "overrides" in str(w.message)]
+    assert "Sub.f (from _LinearMixin, before " in str(warning.message)
+    assert jax.grad(lambda x: Sub(jnp.array(2.0)).f(x))(3.0) == 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class SubSub(Sub):  # Sub was warned about; nothing new
+            pass
+
+
+class _Cyclic:
+    """Binds like a function, but its __wrapped__ chain is a cycle: nothing to unwrap to."""
+
+    def __init__(self):
+        self.__wrapped__ = self
+
+    def __get__(self, instance, owner=None):
+        return self
+
+    def __call__(self, x):
+        return x
+
+
+@pytest.mark.parametrize("wrapper", [staticmethod, classmethod, property])
+def test_a_descriptor_in_an_abstract_custom_method_s_place_is_warned_about(wrapper):
+    Base = _jvp_base(abstract=True)
+    with pytest.warns(
+        UserWarning, match=rf"Sub\.f overrides .*Base\.f.* with a {wrapper.__name__}"
+    ):
+
+        class Sub(Base):
+            f = wrapper(lambda *args: 2.0)
+
+    assert isinstance(vars(Sub)["f"], wrapper)
+
+
+def test_an_override_whose_wrapped_chain_cycles_is_warned_about():
+    Base = _jvp_base(abstract=True)
+    with pytest.warns(UserWarning, match=r"Sub\.f overrides .*Base\.f.* with a _Cyclic"):
+
+        class Sub(Base):
+            f = _Cyclic()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class SubSub(Sub):  # overrides Sub.f, no custom method: nothing to say
+            def f(self, x):
+                return x
+
+    assert SubSub(jnp.array(1.0)).f(2.0) == 2.0

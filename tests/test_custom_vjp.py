@@ -1,10 +1,13 @@
 """custom_vjp_method: clipping, self cotangents built by replace, None as zero, errors."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from clipped_gradient_vjp import ClippedLinear
+from jax import lax
 
 import pytreekit
 from pytreekit import CustomVJPMethod, custom_vjp_method, pytree_class, replace
@@ -344,3 +347,176 @@ def test_zero_cotangents_for_array_arguments_and_none_for_integer_ones():
         lambda self, x, index: (self.f(x, index), None), lambda res, g: (None, None, None)
     )
     np.testing.assert_array_equal(jax.grad(scale_x.f)(x, index), [0.0, 0.0, 0.0])
+
+
+@pytree_class
+class _Inner:
+    u: jax.Array
+
+
+@pytree_class
+class _Outer:
+    inner: _Inner
+    b: jax.Array
+
+
+SUBTREE_COTANGENTS = {
+    "dict sub-tree": lambda self, x, g: (None, {"p": None, "q": g * self.b}),
+    "whole argument": lambda self, x, g: (None, None),
+    "nested field of self": lambda self, x, g: (
+        replace(self, inner=None, b=g * x["q"]),
+        {"p": {"u": None}, "q": None},
+    ),
+    "nested field and sub-tree": lambda self, x, g: (
+        replace(self, inner=None, b=g * x["q"]),
+        {"p": None, "q": g * self.b},
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp_method", "custom_gradient_method"])
+@pytest.mark.parametrize("cotangents", SUBTREE_COTANGENTS)
+def test_none_for_a_sub_tree_is_zero_as_in_jax_custom_vjp(cotangents, kind):
+    bwd = SUBTREE_COTANGENTS[cotangents]
+
+    def body(self, x):
+        return self.b * x["q"] + self.inner.u * x["p"]["u"]
+
+    @jax.custom_vjp
+    def reference(self, x):
+        return body(self, x)
+
+    reference.defvjp(lambda self, x: (body(self, x), (self, x)), lambda r, g: bwd(*r, g))
+    if kind == "custom_vjp_method":
+        method = custom_vjp_method(body)
+        method.defvjp(lambda self, x: (body(self, x), (self, x)), lambda r, g: bwd(*r, g))
+    else:
+        method = pytreekit.custom_gradient_method(
+            lambda self, x: (body(self, x), lambda g: bwd(self, x, g))
+        )
+    model = _Outer(_Inner(jnp.asarray(3.0)), jnp.asarray(2.0))
+    x = {"p": {"u": jnp.asarray(1.0)}, "q": jnp.asarray(5.0)}
+    for transform in (jax.grad, lambda f, **k: jax.jit(jax.grad(f, **k))):
+        mine = transform(lambda m, x: method(m, x), argnums=(0, 1))(model, x)
+        theirs = transform(reference, argnums=(0, 1))(model, x)
+        assert jax.tree_util.tree_structure(mine) == jax.tree_util.tree_structure(theirs)
+        for a, b in zip(
+            jax.tree_util.tree_leaves(mine), jax.tree_util.tree_leaves(theirs), strict=True
+        ):
+            np.testing.assert_allclose(a, b)
+
+
+def test_a_leaf_given_for_a_sub_tree_is_still_refused():
+    @pytree_class
+    class N:
+        b: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return self.b * x["q"]
+
+    N.f.defvjp(lambda self, x: (self.f(x), None), lambda r, g: (None, {"p": g, "q": None}))
+    x = {"p": {"u": jnp.asarray(1.0)}, "q": jnp.asarray(5.0)}
+    with pytest.raises(TypeError, match=r"N\.f: the bwd rule .* for 'x' that does not have"):
+        jax.grad(lambda x: N(jnp.asarray(2.0)).f(x))(x)
+
+
+class _Holder:
+    """Not a pytree: JAX cannot see the arrays it holds."""
+
+    def __init__(self, w, c):
+        self.w, self.c = w, c
+
+    def backward(self, g):
+        return g * self.w * self.c
+
+
+RESIDUAL_KINDS = {
+    "closure": lambda w, c: lambda g: g * w * c,
+    "partial": lambda w, c: functools.partial(lambda w, c, g: g * w * c, w, c),
+    "bound method": lambda w, c: _Holder(w, c).backward,
+    "object in a list": lambda w, c: [_Holder(w, c)],
+}
+
+
+def _closure_residual_model(kind):
+    @pytree_class
+    class M:
+        w: jax.Array
+
+        @custom_vjp_method
+        def f(self, x):
+            return jnp.sum(self.w * jnp.sin(x))
+
+    def fwd(self, x):
+        return self.f(x), ("label", RESIDUAL_KINDS[kind](self.w, jnp.cos(x)))
+
+    def bwd(residuals, g):
+        label, backward = residuals
+        assert label == "label"
+        backward = backward[0].backward if isinstance(backward, list) else backward
+        return None, backward(g)
+
+    M.f.defvjp(fwd, bwd)
+    return M(jnp.asarray(2.0))
+
+
+RESIDUAL_TRANSFORMS = {
+    "grad": lambda f: jax.grad(f),
+    "jit(grad)": lambda f: jax.jit(jax.grad(f)),
+    "grad(jit)": lambda f: jax.grad(jax.jit(f)),
+    "grad(scan)": lambda f: jax.grad(
+        lambda x: lax.scan(lambda c, _: (c + f(x), None), 0.0, None, 3)[0] / 3
+    ),
+    "grad(cond)": lambda f: jax.grad(lambda x: lax.cond(x[0] < 10.0, f, jnp.sum, x)),
+    "grad(checkpoint)": lambda f: jax.grad(jax.checkpoint(f)),
+    "vmap(grad)": lambda f: lambda x: jax.vmap(jax.grad(f))(jnp.stack([x, x]))[0],
+}
+
+
+@pytest.mark.parametrize("kind", RESIDUAL_KINDS)
+@pytest.mark.parametrize("transform", RESIDUAL_TRANSFORMS)
+def test_arrays_inside_non_pytree_residuals_survive_transformations(kind, transform):
+    model = _closure_residual_model(kind)
+    x = jnp.asarray([0.1, 0.5])
+    got = RESIDUAL_TRANSFORMS[transform](lambda x: model.f(x))(x)
+    np.testing.assert_allclose(got, 2.0 * jnp.cos(x), rtol=1e-6)
+
+
+def test_arrays_inside_non_pytree_residuals_do_not_leak():
+    model = _closure_residual_model("closure")
+    with jax.checking_leaks():
+        jax.grad(jax.jit(lambda x: model.f(x)))(jnp.asarray([0.1, 0.5]))
+
+
+def test_holds_tracer_looks_into_what_jax_does_not_flatten():
+    from pytreekit._derivatives.custom_vjp import holds_tracer
+
+    def late():
+        return later
+
+    found = []
+
+    @jax.jit
+    def traced(x):
+        nested = x
+        for _ in range(20):  # deeper than holds_tracer looks
+            nested = [nested]
+        found.extend(
+            [
+                holds_tracer(lambda: x),
+                holds_tracer(_Holder(x, 1.0)),
+                holds_tracer({"a": (x,)}),
+                holds_tracer(nested),
+                holds_tracer(late),
+                holds_tracer(np.ones(2)),
+                holds_tracer(functools.partial(print, _Inner(x))),  # a pytree in a partial
+                holds_tracer(object()),  # no attributes
+            ]
+        )
+        return x
+
+    traced(1.0)
+    assert found == [True, True, True, False, False, False, True, False]
+    later = None
+    assert later is None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from quickstart import Model
 
-from pytreekit import combine, is_array, is_inexact_array, partition
+from pytreekit import combine, field, is_array, is_inexact_array, partition, pytree_class
 
 
 def test_predicates():
@@ -128,3 +128,67 @@ def test_numpy_and_jax_bools_in_a_spec_are_refused_with_advice():
             partition({"a": 1.0}, {"a": flag})
     with pytest.raises(TypeError, match=r"filter_spec\['a'\] is 'yes' \(str\), .* Use True or"):
         partition({"a": 1.0}, {"a": "yes"})
+
+
+def test_a_spec_with_none_where_the_tree_has_none_is_accepted():
+    tree = {"w": jnp.ones(2), "b": jnp.zeros(2), "head": None, "layers": [None, jnp.ones(1)]}
+    spec = jax.tree_util.tree_map(lambda _: False, tree)  # None stays None, as in equinox
+    spec["w"] = True
+    kept, rest = partition(tree, spec)
+    assert kept["head"] is None and rest["head"] is None and kept["layers"][0] is None
+    assert kept["w"] is tree["w"] and rest["w"] is None and rest["b"] is tree["b"]
+    assert combine(kept, rest)["w"] is tree["w"]
+    assert partition(None, None) == (None, None)
+    # a None standing against a real sub-tree is still refused
+    with pytest.raises(TypeError, match=r"filter_spec\['b'\] is None \(NoneType\)"):
+        partition(tree, {**spec, "b": None})
+
+
+@pytree_class
+class _Node:
+    a: object
+    b: object
+    tag: str = field(static=True, default="t")
+
+
+def test_partition_and_combine_agree_with_equinox_on_trees_with_none():
+    eqx = pytest.importorskip("equinox")
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    leaves = st.one_of(
+        st.none(),
+        st.integers(-3, 3),
+        st.floats(-1, 1, allow_nan=False),
+        st.just("s"),
+        st.just(jnp.tanh),
+        st.builds(jnp.ones, st.integers(0, 2)),
+        st.builds(jnp.arange, st.integers(0, 2)),
+        st.just(np.float32(1.5)),
+    )
+    trees = st.recursive(
+        leaves,
+        lambda children: st.one_of(
+            st.lists(children, max_size=3),
+            st.tuples(children, children),
+            st.dictionaries(st.sampled_from("xyz"), children, max_size=3),
+            st.builds(_Node, children, children),
+        ),
+        max_leaves=8,
+    )
+
+    def key(tree):
+        flat, treedef = jax.tree_util.tree_flatten(tree, is_leaf=lambda x: x is None)
+        return treedef, [x if callable(x) or not hasattr(x, "shape") else x.tolist() for x in flat]
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(trees, st.lists(st.booleans(), min_size=8, max_size=8))
+    def check(tree, flips):
+        it = iter(flips)
+        spec = jax.tree_util.tree_map(lambda _: next(it), tree)
+        for filter_spec in (spec, is_array, is_inexact_array):
+            mine, theirs = partition(tree, filter_spec), eqx.partition(tree, filter_spec)
+            assert [key(half) for half in mine] == [key(half) for half in theirs]
+            assert key(combine(*mine)) == key(eqx.combine(*theirs)) == key(tree)
+
+    check()

@@ -67,3 +67,12 @@ def test_tangent_jax_refuses_though_shape_and_dtype_match_gets_jax_error_unchang
         jvp_fn(abstract)
     assert "linearize(): jvp_fn got a tangent" not in str(error.value)
     np.testing.assert_array_equal(jvp_fn(jnp.ones(3)), 2 * jnp.ones(3))
+
+
+def test_none_for_a_sub_tree_of_a_tangent_is_zero():
+    params = {"scale": jnp.asarray(2.0), "sub": {"a": jnp.ones(2), "b": jnp.ones(2)}}
+    _, jvp_fn = linearize(lambda p: p["scale"] * (p["sub"]["a"] + p["sub"]["b"]), params)
+    leafwise = jvp_fn({"scale": jnp.asarray(1.0), "sub": {"a": None, "b": None}})
+    np.testing.assert_allclose(jvp_fn({"scale": jnp.asarray(1.0), "sub": None}), leafwise)
+    with pytest.raises(TypeError, match=r"sub|structure"):
+        jvp_fn({"scale": jnp.asarray(1.0), "sub": jnp.ones(2)})

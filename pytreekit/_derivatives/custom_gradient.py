@@ -1,15 +1,15 @@
 """``custom_gradient_method``: the method form of ``jax.custom_gradient``. As JAX's does, the
-forward pass closure-converts ``vjp_fn``: the arrays it closes over are the saved residuals."""
+forward pass traces ``vjp_fn`` once per call, on the outputs' tangent types, and saves every
+constant of that trace (what it closes over, integer, boolean and key arrays too) as a residual;
+the backward pass evaluates the trace. Nothing outlives the call (``jax.closure_convert`` would
+cache ``vjp_fn`` by hash, keeping each call's arrays alive and reusing an equal one's backward)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Concatenate, overload
 
-import jax
-import jax.numpy as jnp
-
-from .custom_vjp import CustomVJPMethod
+from .custom_vjp import CustomVJPMethod, TracedBackward
 from .method import P, R, S, build_or_decorate, non_pair
 from .split import Split
 
@@ -54,14 +54,11 @@ class CustomGradientMethod(CustomVJPMethod[S, P, R]):
 
     def _gradient_fwd(self, *arguments: Any) -> tuple[Any, Any]:
         out, vjp_fn = self._out_and_vjp(arguments)
-        example = jax.tree_util.tree_map(jnp.zeros_like, out)
-        closed, consts = jax.closure_convert(vjp_fn, example)
-        return out, (closed, consts)
+        return out, TracedBackward.trace(vjp_fn, out)
 
     @staticmethod
-    def _gradient_bwd(residuals: Any, g: Any) -> Any:
-        closed, consts = residuals
-        return closed(g, *consts)
+    def _gradient_bwd(residuals: Any, g: Any) -> Any:  # pragma: no cover - _bwd calls residuals
+        return residuals(g)
 
 
 @overload

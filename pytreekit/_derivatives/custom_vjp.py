@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
+import functools
 import itertools
+import types
 from collections.abc import Callable
 from typing import Any, Concatenate, TypeVar, cast, overload
 
 import jax
+from jax.core import Tracer
 
+from .._compat import eval_jaxpr, tangent_type
 from .filters import is_array
 from .method import CustomMethod, P, R, S, build_or_decorate, named_after, non_pair
 from .split import PyTreeDef, Split, leaves_by_position, split
@@ -69,6 +74,14 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
             )
         out, residuals = result
         saved, residuals_split = split(residuals, is_array)
+        # (the Split holds None at the arrays' places)
+        if any(holds_tracer(leaf) for leaf in residuals_split.leaves):
+            # A traced array inside an object JAX does not flatten (a closure) would outlive its
+            # trace in the Split: bwd is traced now, over these residuals, and what it closes
+            # over is saved, as custom_gradient_method saves what vjp_fn closes over.
+            bwd = cast(Callable[[Any, Any], Any], ruled.bwd)
+            residuals = TracedBackward.trace(functools.partial(bwd, residuals), out)
+            saved, residuals_split = split(residuals, is_array)
         arguments_split.residuals = residuals_split
         return out, tuple(saved)
 
@@ -77,7 +90,11 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
     ) -> tuple[list[Any]]:
         # JAX calls bwd only after fwd, which checked that the rules exist and set the residuals.
         residuals = cast(Split, arguments_split.residuals).rebuild(saved)
-        cotangents = cast(Callable[[Any, Any], Any], self._bwd_function())(residuals, cotangent_out)
+        if type(residuals) is TracedBackward:
+            cotangents = residuals(cotangent_out)
+        else:
+            bwd = cast(Callable[[Any, Any], Any], self._bwd_function())
+            cotangents = bwd(residuals, cotangent_out)
         return (list(self._dynamic_cotangents(arguments_split, cotangents)),)
 
     def _bwd_function(self) -> Callable[[Any, Any], Any] | None:
@@ -135,6 +152,90 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
         return tuple(result)
 
 
+@jax.tree_util.register_pytree_node_class
+class TracedBackward:
+    """A backward function traced on its output's tangent types (as ``jax.custom_gradient``
+    does): the trace's constants are its children, arrays that a transformation sees."""
+
+    __slots__ = ("consts", "cotangent_tree", "jaxpr", "out_tree")
+
+    def __init__(
+        self, jaxpr: Any, out_tree: PyTreeDef, cotangent_tree: PyTreeDef, consts: list[Any]
+    ) -> None:
+        self.jaxpr = jaxpr
+        self.out_tree = out_tree
+        self.cotangent_tree = cotangent_tree
+        self.consts = consts
+
+    @classmethod
+    def trace(cls, backward: Callable[[Any], Any], out: Any) -> TracedBackward:
+        """``backward`` (a function of the cotangent of ``out``) traced once."""
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+
+        def flat(*cotangent_leaves: Any) -> Any:
+            return backward(jax.tree_util.tree_unflatten(out_tree, cotangent_leaves))
+
+        closed, shapes = jax.make_jaxpr(flat, return_shape=True)(
+            *(tangent_type(leaf) for leaf in out_leaves)
+        )
+        cotangent_tree = jax.tree_util.tree_structure(shapes)
+        return cls(closed.jaxpr, out_tree, cotangent_tree, list(closed.consts))
+
+    def __call__(self, cotangent_out: Any) -> Any:
+        leaves = self.out_tree.flatten_up_to(cotangent_out)
+        return self.cotangent_tree.unflatten(eval_jaxpr(self.jaxpr, self.consts, *leaves))
+
+    def tree_flatten(self) -> tuple[list[Any], tuple[Any, PyTreeDef, PyTreeDef]]:
+        return self.consts, (self.jaxpr, self.out_tree, self.cotangent_tree)
+
+    @classmethod
+    def tree_unflatten(cls, aux: tuple[Any, PyTreeDef, PyTreeDef], consts: Any) -> TracedBackward:
+        return cls(*aux, list(consts))
+
+
+# How far holds_tracer looks into a residual: objects visited, and nesting.
+_LOOK_AT, _DEPTH = 10_000, 8
+_ATOMS = (str, bytes, int, float, complex, type, types.ModuleType, type(None))
+
+
+def holds_tracer(value: Any) -> bool:
+    """Whether ``value`` (a residual JAX does not flatten) holds a tracer: in a closure's cells,
+    defaults, a bound method's instance, a partial's arguments, a container or an attribute."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    seen: set[int] = set()
+    while stack and len(seen) < _LOOK_AT:
+        item, depth = stack.pop()
+        if isinstance(item, Tracer):
+            return True
+        if depth >= _DEPTH or isinstance(item, _ATOMS) or id(item) in seen or is_array(item):
+            continue
+        seen.add(id(item))
+        stack.extend((child, depth + 1) for child in _parts(item))
+    return False
+
+
+def _parts(item: Any) -> list[Any]:
+    if isinstance(item, types.FunctionType):
+        cells = []
+        for cell in item.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                cells.append(cell.cell_contents)
+        return [*cells, *(item.__defaults__ or ()), *(item.__kwdefaults__ or {}).values()]
+    if isinstance(item, types.MethodType):
+        return [item.__self__, item.__func__]
+    if isinstance(item, functools.partial):
+        return [item.func, *item.args, *item.keywords.values()]
+    if isinstance(item, (list, tuple, set, frozenset)):
+        return list(item)
+    if isinstance(item, dict):
+        return list(item.values())
+    leaves = jax.tree_util.tree_leaves(item)
+    if len(leaves) != 1 or leaves[0] is not item:  # a pytree (a registered node)
+        return leaves
+    attributes = getattr(item, "__dict__", None)
+    return list(attributes.values()) if isinstance(attributes, dict) else []
+
+
 def _leaf_name(arguments_split: Split, position: int, names: list[str]) -> str:
     """The argument leaf at ``position`` as the user writes it: ``self.w``, ``x['scale']``."""
     arguments = arguments_split.treedef.children()
@@ -164,8 +265,12 @@ def custom_vjp_method(
     Returns a ``CustomVJPMethod``; ``Class.method.defvjp(fwd, bwd)`` registers the rules:
     ``fwd(self, *args)`` returns ``(out, residuals)`` and ``bwd(residuals, g)`` one cotangent
     per parameter, ``(self_cotangent, *arg_cotangents)``, ``None`` meaning zero (for ``self``,
-    ``pytreekit.replace(self, ...)`` makes one). Residuals may hold anything. Reverse mode only,
-    as with ``jax.custom_vjp``: use ``custom_jvp_method`` for ``jax.jvp``.
+    ``pytreekit.replace(self, ...)`` makes one). Residuals may hold any pytree of arrays and also
+    what ``jax.custom_vjp`` refuses: non-array values (names, flags, shapes, functions), held
+    aside, and arrays inside objects that are no pytree (a closure, a ``functools.partial``, a
+    bound method): under a transformation, ``bwd`` is then traced in the forward pass, over the
+    residuals, and the arrays it uses are saved (as ``custom_gradient_method`` does). Reverse mode
+    only, as with ``jax.custom_vjp``: use ``custom_jvp_method`` for ``jax.jvp``.
 
     Args:
         fn: The method (``__call__`` too); its first parameter is the instance. Positional or

@@ -54,12 +54,13 @@ def partition(
         tree: Any pytree.
         filter_spec: Which leaves go to ``kept``: a predicate called on each leaf (such as
             ``is_inexact_array``), a bool for every leaf, or a tree prefix of ``tree`` whose
-            leaves are predicates or bools, each applied to the subtree it covers.
+            leaves are predicates or bools, each applied to the subtree it covers; ``None``
+            where ``tree`` has ``None`` (as ``jax.tree_util.tree_map`` leaves it).
         is_leaf: Passed on to ``jax.tree_util``: subtrees it accepts are treated as leaves.
 
     Raises:
-        TypeError: A leaf of ``filter_spec`` is neither a bool nor callable, or ``is_leaf`` is
-            not callable.
+        TypeError: A leaf of ``filter_spec`` is neither a bool nor callable (nor a ``None``
+            where ``tree`` has ``None``), or ``is_leaf`` is not callable.
         ValueError: ``filter_spec`` is not a prefix of ``tree``.
 
     >>> import jax, jax.numpy as jnp
@@ -139,15 +140,22 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
             f"(tree's structure down to some depth, with bools or predicates as leaves); "
             f"{_where_not_prefix(filter_spec, tree, ('filter_spec', 'tree'), _is_none, error)}"
         ) from None
-    masks = []
+    masks: list[Any] = []
     for index, (spec, subtree) in enumerate(zip(specs, subtrees, strict=True)):
-        if isinstance(spec, bool) or callable(spec):
+        if spec is None and subtree is None:
+            # None against tree's own None (an empty node), as a spec built with
+            # tree_map(lambda _: False, tree) has: nothing to mask there.
+            masks.append(None)
+        elif isinstance(spec, bool) or callable(spec):
             masks.append(jax.tree_util.tree_map(_as_mask(spec), subtree, is_leaf=is_leaf))
         else:
             path = jax.tree_util.tree_flatten_with_path(filter_spec, is_leaf=_is_none)[0][index][0]
             advice = (
                 " Convert it with bool(...)."
-                if is_array(spec) and spec.shape == () and spec.dtype == np.bool_
+                if spec is not None
+                and is_array(spec)
+                and spec.shape == ()
+                and spec.dtype == np.bool_
                 else " Use True or False for a whole subtree, or a predicate."
             )
             raise TypeError(

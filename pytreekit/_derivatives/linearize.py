@@ -23,7 +23,8 @@ def linearize(fn: Callable[[*Primals], Out], *primals: *Primals) -> tuple[Out, C
     Only floating-point (and complex) arrays are linearized, the leaves ``is_inexact_array``
     accepts; every other leaf is held fixed, Python floats included. ``fn`` runs once. Returns
     ``(out, jvp_fn)``: ``jvp_fn(*tangents)`` takes one tangent per primal, of its structure,
-    ``None`` (or anything) at held leaves or for a whole argument held fixed, and returns the
+    ``None`` (or anything) at held leaves, ``None`` for a whole argument or sub-tree held fixed
+    (a zero tangent), and returns the
     tangent of ``out``, ``None`` at its leaves that are not floating-point arrays.
 
     Args:

@@ -151,35 +151,82 @@ def named_after(user_function: Any, call: Callable[..., Any]) -> Callable[..., A
 
 
 def inherit_rules(cls: type) -> None:
-    """A plain method overriding a base's custom method keeps its rules if that one is abstract
-    (as tjax does); otherwise it replaces it, rules included, and a warning says so."""
-    for name, value in list(vars(cls).items()):
-        if not isinstance(value, types.FunctionType):
+    """A method implementing a base's abstract custom method keeps its rules (as tjax does);
+    one overriding a concrete custom method replaces it, rules included, and a warning says so.
+    The method is ``cls``'s own or one a mixin earlier in the MRO provides; a wrapper that binds
+    like a function (``jax.jit``, ``equinox.filter_jit``) is an implementation too, and anything
+    else overriding a custom method is warned about (it has no rule)."""
+    mro = cls.__mro__
+    names = {n for klass in mro[1:] for n, v in vars(klass).items() if isinstance(v, CustomMethod)}
+    for name in sorted(names):
+        owner = next(klass for klass in mro if name in vars(klass))
+        value = vars(owner)[name]
+        if isinstance(value, CustomMethod):
             continue
-        inherited = next((vars(b)[name] for b in cls.__mro__[1:] if name in vars(b)), None)
+        after = mro[mro.index(owner) + 1 :]
+        holder = next((klass for klass in after if name in vars(klass)), None)
+        inherited = None if holder is None else vars(holder)[name]
         if not isinstance(inherited, CustomMethod):
             continue
-        if getattr(inherited, "__isabstractmethod__", False):
+        assert holder is not None
+        if any(issubclass(klass, holder) for klass in mro[1 : mro.index(owner) + 1]):
+            continue  # a subclass of the base resolves the name as cls does: set up when made
+        plain = isinstance(value, types.FunctionType)
+        if getattr(inherited, "__isabstractmethod__", False) and (plain or _binds_like(value)):
             kept = inherited.with_primal(value)
             kept.__set_name__(cls, name)
             setattr(cls, name, kept)
             continue
-        # Shown at the override in the user's class (not in pytreekit), once per place, also
-        # when the class is decorated again (set up as a subclass, then decorated explicitly).
-        code = value.__code__
-        module = sys.modules.get(cls.__module__)
-        warnings.warn_explicit(
-            f"{cls.__qualname__}.{name} overrides {inherited.name}, a {inherited.kind}, with a "
-            f"plain method: {cls.__qualname__}.{name} has no custom rule, and JAX "
-            f"differentiates its body. To keep a rule, decorate the override with "
-            f"@{inherited.kind} and give it its rule, or make {inherited.name} abstract "
-            f"(@abc.abstractmethod) so that implementations keep its rule.",
-            UserWarning,
-            code.co_filename,
-            code.co_firstlineno,
-            module=cls.__module__,
-            registry=vars(module).setdefault("__warningregistry__", {}) if module else None,
+        _warn_override(cls, name, owner, value, inherited)
+
+
+def _binds_like(value: Any) -> bool:
+    """Whether ``value`` wraps a plain function and binds as one (``jax.jit``, ``filter_jit``):
+    calling it with the instance first is what calling it as a bound method does."""
+    if isinstance(value, (staticmethod, classmethod, property)):  # not bound to the instance
+        return False
+    if not callable(value) or not hasattr(type(value), "__get__"):
+        return False
+    try:
+        return isinstance(inspect.unwrap(value), types.FunctionType)
+    except ValueError:  # a cycle of __wrapped__
+        return False
+
+
+def _warn_override(cls: type, name: str, owner: type, value: Any, inherited: Any) -> None:
+    where = f"{cls.__qualname__}.{name}"
+    if owner is not cls:
+        where += f" (from {owner.__qualname__}, before {inherited.name} in the MRO)"
+    plain = isinstance(value, types.FunctionType)
+    what = "a plain method" if plain else f"a {type(value).__name__}"
+    if getattr(inherited, "__isabstractmethod__", False):
+        advice = (
+            f"To use {inherited.name}'s rule, implement it with a plain method or a wrapper "
+            f"that binds like one (jax.jit), in {cls.__qualname__} itself"
         )
+    else:
+        advice = (
+            f"To keep a rule, decorate the override with @{inherited.kind} and give it its rule, "
+            f"or make {inherited.name} abstract (@abc.abstractmethod) so that implementations "
+            f"keep its rule"
+        )
+    try:
+        code = getattr(inspect.unwrap(value), "__code__", None)
+    except ValueError:  # a cycle of __wrapped__
+        code = None
+    module = sys.modules.get(cls.__module__)
+    # Shown at the override in the user's class (not in pytreekit), once per place, also when
+    # the class is decorated again (set up as a subclass, then decorated explicitly).
+    warnings.warn_explicit(
+        f"{where} overrides {inherited.name}, a {inherited.kind}, with {what}: "
+        f"{cls.__qualname__}.{name} has no custom rule, and JAX differentiates its body. "
+        f"{advice}.",
+        UserWarning,
+        code.co_filename if code is not None else getattr(module, "__file__", None) or "<unknown>",
+        code.co_firstlineno if code is not None else 0,
+        module=cls.__module__,
+        registry=vars(module).setdefault("__warningregistry__", {}) if module else None,
+    )
 
 
 def non_pair(result: Any) -> str | None:

@@ -75,6 +75,31 @@ def leaves_by_position(
         try:
             leaves = treedef.flatten_up_to(tree)
         except (ValueError, TypeError):
-            raise mismatch(index, treedef, tree) from None
+            leaves = _flatten_up_to_nones(treedef, tree)
+            if leaves is None:
+                raise mismatch(index, treedef, tree) from None
         by_position.update(zip(leaf_range, leaves, strict=True))
     return by_position
+
+
+def _flatten_up_to_nones(treedef: PyTreeDef, tree: Any) -> list[Any] | None:
+    """``tree``'s leaves up to ``treedef``, a ``None`` standing for a whole sub-tree meaning
+    ``None`` at each of its leaves (as ``jax.custom_vjp`` reads a bwd's cotangents); ``None``
+    if ``tree`` is not of that structure."""
+    slots = [object() for _ in range(treedef.num_leaves)]
+    position = {id(slot): i for i, slot in enumerate(slots)}
+    leaves: list[Any] = [None] * len(slots)
+
+    def place(given: Any, slot: Any) -> None:
+        if given is None:
+            return  # None over a leaf or a whole sub-tree: no value anywhere in it
+        if id(slot) not in position:  # a leaf given where the argument has a sub-tree
+            raise ValueError
+        leaves[position[id(slot)]] = given
+
+    try:  # a node refusing placeholders as its leaves cannot be matched: a mismatch
+        dummy = treedef.unflatten(slots)
+        jax.tree_util.tree_map(place, tree, dummy, is_leaf=lambda x: x is None)
+    except Exception:
+        return None
+    return leaves
