@@ -127,7 +127,8 @@ class CustomVJPMethod(CustomMethod[S, P, R]):
                 f"{self.name}: {self._bwd_rule()} returned a cotangent for {name!r} that does "
                 f"not have the structure of {name!r}: expected {expected}, got "
                 f"{jax.tree_util.tree_structure(given)}. Return None for a zero cotangent, or a "
-                f"value shaped like the argument (pytreekit.replace(self, ...) for self)."
+                f"value shaped like the argument (for self: pytreekit.replace(self, ...) with "
+                f"every array field given, None for a zero one)."
             )
 
         by_position = leaves_by_position(arguments_split, cotangents, mismatch)
@@ -265,7 +266,8 @@ def custom_vjp_method(
     Returns a ``CustomVJPMethod``; ``Class.method.defvjp(fwd, bwd)`` registers the rules:
     ``fwd(self, *args)`` returns ``(out, residuals)`` and ``bwd(residuals, g)`` one cotangent
     per parameter, ``(self_cotangent, *arg_cotangents)``, ``None`` meaning zero (for ``self``,
-    ``pytreekit.replace(self, ...)`` makes one). Residuals may hold any pytree of arrays and also
+    ``pytreekit.replace(self, ...)`` makes one, naming every array field: one left out keeps its
+    primal value as its cotangent). Residuals may hold any pytree of arrays and also
     what ``jax.custom_vjp`` refuses: non-array values (names, flags, shapes, functions), held
     aside, and arrays inside objects that are no pytree (a closure, a ``functools.partial``, a
     bound method): under a transformation, ``bwd`` is then traced in the forward pass, over the
