@@ -2854,7 +2854,8 @@ def state_refusal(items: dict[Any, Any], may_be_unset: frozenset[str] = frozense
     if why is not None:
         return why
     names = layout[0]
-    extra = next((k for k in items if k != markers.FIELDS and k not in names), MISSING)
+    known = frozenset(names)  # a tuple's `in` would make the check quadratic in the state's size
+    extra = next((k for k in items if k != markers.FIELDS and k not in known), MISSING)
     if extra is not MISSING:
         return f"holds a value under {_key_named(extra)}, which is not a field its layout names"
     missing = next((n for n in names if n not in items and n not in may_be_unset), None)
