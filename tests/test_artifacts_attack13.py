@@ -5,9 +5,14 @@ type. Each test fails without its fix."""
 
 from __future__ import annotations
 
+import collections
+import json
 from typing import Any
 
-from pytreekit._artifacts.static_data import state_refusal
+import pytest
+from conftest import require, run_fresh
+
+from pytreekit._artifacts.static_data import StaticDataError, state_refusal
 
 FIELDS = "__pytreekit_fields__"
 
@@ -42,3 +47,88 @@ def test_a_state_of_sixty_thousand_names_is_checked_with_a_linear_number_of_comp
     assert state_refusal(state) == (
         "holds a value under 'other', which is not a field its layout names"
     )
+
+
+# -- F2. every hook attribute of a tensor is looked into, and a hook refused ---------------------
+
+# torch.save writes no hooks: the attacker writes torch's own allowed rebuild call by hand.
+WRITE_HOOKED = """
+import _codecs, collections, pickle, sys, types
+import torch, torch._utils as U
+import attack13_fixtures as fx
+
+def save(name, hooks, state):
+    class P(pickle.Pickler):
+        def reducer_override(self, obj):
+            if type(obj) is torch.nn.Parameter:
+                return (U._rebuild_parameter_with_state, (obj.data, True, hooks, state))
+            return NotImplemented
+    model = fx.Lin(torch.nn.Parameter(torch.ones(2)))
+    torch.save(model, f"{sys.argv[1]}/{name}.pt",
+               pickle_module=types.SimpleNamespace(Pickler=P, __name__="pickle"))
+
+save("honest", collections.OrderedDict(), {})
+save("backward", collections.OrderedDict({0: _codecs.encode}), {})
+save("post_accumulate", collections.OrderedDict(),
+     {"_post_accumulate_grad_hooks": {0: _codecs.encode}})
+save("post_accumulate_class", collections.OrderedDict(),
+     {"_post_accumulate_grad_hooks": {0: fx.Lin}})
+"""
+
+LOAD_HOOKED = """
+import json, sys, torch
+import attack13_fixtures as fx
+
+out = {}
+for name in ("honest", "backward", "post_accumulate", "post_accumulate_class"):
+    try:
+        with torch.serialization.safe_globals([fx.Lin]):
+            model = torch.load(f"{sys.argv[1]}/{name}.pt", weights_only=True)
+    except Exception as error:
+        out[name] = f"{type(error).__name__}: {error}"
+        continue
+    model(torch.ones(2)).sum().backward()
+    out[name] = "loaded"
+print(json.dumps(out))
+"""
+
+
+def test_a_parameters_post_accumulate_grad_hooks_in_a_checkpoint_are_refused(tmp_path):
+    require("torch")
+    run_fresh(WRITE_HOOKED, tmp_path)
+    out = json.loads(run_fresh(LOAD_HOOKED, tmp_path).splitlines()[-1])
+    assert out.pop("honest") == "loaded"
+    for name, attribute in (
+        ("backward", "_backward_hooks"),
+        ("post_accumulate", "_post_accumulate_grad_hooks"),  # was loaded: backward() called it
+        ("post_accumulate_class", "_post_accumulate_grad_hooks"),
+    ):
+        assert out[name].startswith(
+            "StaticDataError: torch.load(weights_only=True) cannot restore a "
+            f"attack13_fixtures.Lin: the field w holds a tensor whose {attribute} holds hooks"
+        ), out[name]
+
+
+def test_every_hook_attribute_of_a_tensor_is_read_and_a_hook_refused():
+    torch = require("torch")
+    import attack13_fixtures as fx
+
+    import pytreekit._artifacts.export as export
+
+    def state(w: Any) -> dict[str, Any]:
+        return {"w": w, FIELDS: (("w",), (False,))}
+
+    export.check_restricted_state(fx.Lin, state(torch.nn.Parameter(torch.ones(2))))
+    hooked = torch.nn.Parameter(torch.ones(2))
+    hooked._post_accumulate_grad_hooks = {0: len}  # a safe reference: still a hook
+    with pytest.raises(StaticDataError, match="whose _post_accumulate_grad_hooks holds hooks"):
+        export.check_restricted_state(fx.Lin, state(hooked))
+
+    class Later(torch.Tensor):  # a C attribute holding hooks a later torch may add: read too
+        pass
+
+    Later._later_hooks = vars(torch._C.TensorBase)["_backward_hooks"]  # type: ignore[attr-defined]
+    later = torch.ones(2).as_subclass(Later)
+    later._backward_hooks = collections.OrderedDict({0: len})
+    with pytest.raises(StaticDataError, match="whose _later_hooks holds hooks"):
+        export.check_restricted_state(fx.Lin, state(later))

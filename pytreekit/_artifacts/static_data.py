@@ -2483,6 +2483,15 @@ def _admits(admitted: tuple[type, ...], cls: type) -> bool:
 # What ``unadmitted`` finds in a value nested deeper than static data may be: pytreekit writes no
 # such value, and nothing below it is looked at.
 TOO_DEEP = object()
+
+
+class Hooked(NamedTuple):
+    """What ``unadmitted`` finds in a tensor holding hooks: the C attribute holding them (autograd
+    calls them; ``torch.save`` never writes one, so a file holding one was written by hand)."""
+
+    attribute: str
+
+
 _CALLABLES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
 
@@ -2504,6 +2513,8 @@ def unadmitted(
     kind = type(value)
     if _atom(kind):
         return MISSING
+    if kind is Hooked:
+        return value
     if depth > MAX_DEPTH:
         return TOO_DEEP
     if is_class(value):
@@ -2579,7 +2590,6 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
     readers = _value_readers.get(kind)
     if readers is None:
         instance_dict = lookup(kind, "__dict__")
-        hooks = lookup(kind, "_backward_hooks")
         readers = (
             instance_dict if type(instance_dict) is types.GetSetDescriptorType else None,
             tuple(
@@ -2588,15 +2598,16 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
                 for slot in own_dict(klass).values()
                 if type(slot) is types.MemberDescriptorType
             ),
-            hooks if type(hooks) is types.GetSetDescriptorType else None,
+            _hook_attributes(kind),
         )
         _value_readers.set(kind, readers)
     instance_dict, slots, hooks = readers
     parts: list[Any] = []
     if instance_dict is not None:
         parts.extend(dict.values(instance_dict.__get__(value, kind)))
-    if hooks is not None:  # a tensor's backward hooks (torch's C attribute): autograd calls them
-        parts.append(hooks.__get__(value, kind))
+    for name, hook in hooks:  # a tensor's hooks (torch's C attributes): autograd calls them
+        held = hook.__get__(value, kind)
+        parts.append(held if _no_hooks(held) else Hooked(name))
     for slot in slots:
         with contextlib.suppress(AttributeError):
             parts.append(slot.__get__(value, kind))
@@ -2604,8 +2615,26 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
 
 
 # Per class: its ``__dict__`` descriptor (None: it has none), its slots' members, and the C
-# descriptor of a tensor's backward hooks (None: it has none).
+# descriptors of a tensor's hooks by name.
 _value_readers = TypeCache()
+
+
+def _hook_attributes(kind: type) -> tuple[tuple[str, types.GetSetDescriptorType], ...]:
+    """The C attributes of ``kind`` holding hooks, by name: torch's ``_backward_hooks`` and
+    ``_post_accumulate_grad_hooks``, and any C attribute named so a later torch adds."""
+    return tuple(
+        (name, hook)
+        for klass in mro(kind)
+        for name, hook in own_dict(klass).items()
+        if type(hook) is types.GetSetDescriptorType and name.endswith("_hooks")
+    )
+
+
+def _no_hooks(held: Any) -> bool:
+    """Whether a hook attribute's value holds no hook: unset, or the empty dict torch writes."""
+    return held is None or (
+        type(held) in (dict, collections.OrderedDict) and not dict.__len__(held)
+    )
 
 
 def _value_kind(kind: type) -> bool:
