@@ -132,3 +132,75 @@ def test_every_hook_attribute_of_a_tensor_is_read_and_a_hook_refused():
     later._backward_hooks = collections.OrderedDict({0: len})
     with pytest.raises(StaticDataError, match="whose _later_hooks holds hooks"):
         export.check_restricted_state(fx.Lin, state(later))
+
+
+# -- F5. no code is generated for a primary layout of more fields than a class has ---------------
+
+WRITE_WIDE = """
+import sys, jax, jax.numpy as jnp
+from jax import export
+import attack13_layouts as fx
+
+wide = fx.Net(None, **{f"q{i}": None for i in range(int(sys.argv[2]))})
+data = export.export(jax.jit(lambda x, t: x))(jnp.ones(1), wide).serialize()
+open(f"{sys.argv[1]}/wide.bin", "wb").write(data)
+"""
+
+LOAD_WIDE = """
+import json, sys, jax, jax.numpy as jnp
+from jax import export
+import attack13_layouts as fx
+from pytreekit._classes.nodes import _GENERIC
+
+exported = export.deserialize(bytearray(open(f"{sys.argv[1]}/wide.bin", "rb").read()))
+tree = exported.in_tree  # ((x, the wide Net), {})
+loaded = jax.tree.unflatten(tree, [jnp.ones(1)] * tree.num_leaves)[0][1]
+spec = fx.Net.__pytreekit_spec__
+net, small = fx.Net(jnp.ones(1)), fx.Small(jnp.ones(2))
+own = jax.tree.leaves(net)[0].tolist()
+jax.tree.leaves(small)
+print(json.dumps({
+    "primary": len(spec.table.primary.names),  # the artifact's layout, learnt first
+    "generic": spec.nodes.flatten.__code__ is _GENERIC["flatten"].__code__,
+    "loaded": [type(loaded).__name__, loaded.q7],
+    "own leaves": own,
+    "small generated": small.__pytreekit_spec__.nodes.flatten.__code__
+    is not _GENERIC["flatten"].__code__,
+}))
+"""
+
+
+def test_a_layout_of_thousands_of_fields_learnt_first_from_an_artifact_gets_no_code(tmp_path):
+    names = 5_000
+    run_fresh(WRITE_WIDE, tmp_path, names)
+    out = json.loads(run_fresh(LOAD_WIDE, tmp_path).splitlines()[-1])
+    assert out == {
+        "primary": names + 2,
+        "generic": True,  # was code generated and compiled for 5,002 fields
+        "loaded": ["Net", None],
+        "own leaves": [1.0],
+        "small generated": True,
+    }
+
+
+def test_a_primary_layout_beyond_the_bound_is_served_by_the_generic_path():
+    import jax
+
+    from pytreekit import pytree_class
+    from pytreekit._classes.nodes import _GENERIC, MAX_GENERATED_FIELDS
+
+    @pytree_class
+    class Wide:
+        def __init__(self, **values: Any) -> None:
+            for name, value in values.items():
+                setattr(self, name, value)
+
+    for count, generated in ((MAX_GENERATED_FIELDS + 1, False), (3, True)):
+        cls = Wide if not generated else pytree_class(type("Narrow", (Wide,), {}))
+        obj = cls(**{f"f{i}": float(i) for i in range(count)})  # its layout: the primary
+        leaves, treedef = jax.tree_util.tree_flatten(obj)
+        assert leaves == [float(i) for i in range(count)]
+        assert jax.tree_util.tree_unflatten(treedef, leaves).f2 == 2.0
+        nodes = cls.__pytreekit_spec__.nodes  # type: ignore[attr-defined]
+        for name in ("flatten", "unflatten"):
+            assert (getattr(nodes, name).__code__ is not _GENERIC[name].__code__) is generated
