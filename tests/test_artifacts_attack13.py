@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -93,7 +94,9 @@ print(json.dumps(out))
 """
 
 
-def test_a_parameters_post_accumulate_grad_hooks_in_a_checkpoint_are_refused(tmp_path):
+def test_a_parameters_post_accumulate_grad_hooks_in_a_checkpoint_are_refused(
+    tmp_path: Path,
+) -> None:
     require("torch")
     run_fresh(WRITE_HOOKED, tmp_path)
     out = json.loads(run_fresh(LOAD_HOOKED, tmp_path).splitlines()[-1])
@@ -170,7 +173,9 @@ print(json.dumps({
 """
 
 
-def test_a_layout_of_thousands_of_fields_learnt_first_from_an_artifact_gets_no_code(tmp_path):
+def test_a_layout_of_thousands_of_fields_learnt_first_from_an_artifact_gets_no_code(
+    tmp_path: Path,
+) -> None:
     names = 5_000
     run_fresh(WRITE_WIDE, tmp_path, names)
     out = json.loads(run_fresh(LOAD_WIDE, tmp_path).splitlines()[-1])
@@ -204,3 +209,103 @@ def test_a_primary_layout_beyond_the_bound_is_served_by_the_generic_path():
         nodes = cls.__pytreekit_spec__.nodes  # type: ignore[attr-defined]
         for name in ("flatten", "unflatten"):
             assert (getattr(nodes, name).__code__ is not _GENERIC[name].__code__) is generated
+
+
+# -- F1. a class standing for its instances is not a Callable's function ------------------------
+
+# The writer before the fix wrote these: its Callable reading admitted any class.
+WRITE_CLASSES = """
+import functools, sys, jax, jax.numpy as jnp
+from jax import export
+import attack13_callables as fx
+import pytreekit._artifacts.static_data as static_data
+
+static_data._class_called = lambda args, value: True
+for name, model in {
+    "honest": fx.Model(jnp.ones(1)),
+    "class": fx.Model(jnp.ones(1), schedule=fx.Warmup),
+    "subclass": fx.Model(jnp.ones(1), schedule=fx.Checkpointing),
+    "partial": fx.Model(jnp.ones(1), schedule=functools.partial(fx.Checkpointing, steps=3)),
+    "protocol": fx.Model(jnp.ones(1), act=fx.Swish),
+    "factory": fx.Made(jnp.ones(1), make=fx.Checkpointing, kind=fx.Checkpointing),
+}.items():
+    data = export.export(jax.jit(lambda m: m.w))(model).serialize()
+    open(f"{sys.argv[1]}/{name}.bin", "wb").write(data)
+"""
+
+LOAD_CLASSES = """
+import json, sys, jax, jax.numpy as jnp
+from jax import export
+import pytreekit
+import attack13_callables as fx
+
+out = {}
+for name in ("honest", "class", "subclass", "partial", "protocol", "factory"):
+    data = bytearray(open(f"{sys.argv[1]}/{name}.bin", "rb").read())
+    try:
+        tree = export.deserialize(data).in_tree
+        model = jax.tree.unflatten(tree, [jnp.ones(1)] * tree.num_leaves)[0][0]
+    except ValueError as error:
+        out[name] = f"{type(error).__name__}: {error}"
+        continue
+    out[name] = type(model).__name__
+print(json.dumps({**out, "called": fx.CALLED}))
+"""
+
+
+def test_a_class_standing_for_its_instances_is_refused_as_a_callables_function(
+    tmp_path: Path,
+) -> None:
+    run_fresh(WRITE_CLASSES, tmp_path)
+    out = json.loads(run_fresh(LOAD_CLASSES, tmp_path).splitlines()[-1])
+    assert out.pop("honest") == "Model"
+    assert out.pop("factory") == "Made"  # the Callable's result, and type[...], name the class
+    assert out.pop("called") == []
+    for name, (field_name, found) in {
+        "class": ("schedule", "Warmup"),  # were loaded: the model's call ran a constructor
+        "subclass": ("schedule", "Checkpointing"),
+        "partial": ("schedule", "Checkpointing"),
+        "protocol": ("act", "Swish"),
+    }.items():
+        assert out[name].startswith(
+            f"StaticDataError: jax.export cannot read the serialized treedef of Model: the static "
+            f"field {field_name} is declared "
+        ), out[name]
+        assert f"to store the class {found}, declare the field type[{found}] | " in out[name]
+
+
+def test_the_callable_reading_admits_a_class_by_reference_or_result_only():
+    import functools
+    from collections.abc import Callable
+
+    import attack13_callables as fx
+    import jax.numpy as jnp
+    from jax import export
+
+    import pytreekit
+    from pytreekit._artifacts.static_data import admits_value
+
+    union = fx.Warmup | Callable[[int], float]
+    assert admits_value(union, fx.Warmup())
+    assert admits_value(union, jnp.tanh)
+    assert admits_value(union, float)  # a safe reference
+    for refused in (fx.Warmup, fx.Checkpointing, functools.partial(fx.Checkpointing, steps=3)):
+        assert not admits_value(union, refused)
+        assert admits_value(fx.Warmup | Callable[..., fx.Warmup], refused)
+        assert admits_value(fx.Warmup | Callable[..., fx.Warmup | None], refused)
+    assert not admits_value(fx.Warmup | Callable[..., Any], fx.Warmup)
+    assert not admits_value(fx.Warmup | Callable[..., object], fx.Warmup)
+    assert not admits_value(fx.Activation, fx.Swish)
+    assert admits_value(fx.Activation, fx.Swish())
+    assert admits_value(type[fx.Warmup] | Callable[[int], float], fx.Checkpointing)
+    with pytest.raises(TypeError, match=r"declare the field type\[Checkpointing\] \| "):
+        model = fx.Model(jnp.ones(1), schedule=fx.Checkpointing)  # pyright: ignore[reportArgumentType]
+        export.export(jax_jit_w())(model).serialize()
+    with pytreekit.safe_references([fx.Checkpointing]):  # allowed by the user: any field
+        assert admits_value(union, fx.Checkpointing)
+
+
+def jax_jit_w() -> Any:
+    import jax
+
+    return jax.jit(lambda model: model.w)

@@ -496,7 +496,8 @@ restricted_state_check(check_restricted_state)
 class ArtifactReference(NamedTuple):
     """A function, class or codec an artifact's static data names, and what loading it here
     would do: ``"safe"`` (a safe reference: loads), ``"declared"`` (a class that is no safe
-    reference: loads only in a field whose declared type names it), ``"refused"``, ``"not
+    reference: loads only in a field whose declared type names it, and where the field reads it
+    as a function only if its ``Callable``'s result names it), ``"refused"``, ``"not
     imported"`` (its module is not), ``"missing"`` (its module has no such name), ``"codec"`` or
     ``"no codec"`` (a registered codec's name)."""
 

@@ -898,6 +898,16 @@ def callable_advice(hint: Any, value: Any) -> str:
     numeric = _numeric_advice(hint, value)
     if numeric:
         return numeric
+    called = _called_class(value) if _declares_callable(hint, 0) else None
+    if called is not None:
+        name = called.__qualname__
+        return (
+            f" (a Callable admits a class only if it is a safe reference or the result the "
+            f"Callable declares names it: elsewhere in a declared type a class stands for its "
+            f"instances, so that an artifact cannot choose which class's constructor the model "
+            f"calls; to store the class {name}, declare the field type[{name}] | "
+            f"{type_name_of(hint)})"
+        )
     if not callable(value) or is_class(value) or not _declares_callable(hint, 0):
         return _protocol_advice(hint)
     kind = type(value).__qualname__
@@ -2120,9 +2130,43 @@ _FORMS: tuple[tuple[Any, Check], ...] = (
     (type, _type_of),
     (
         collections.abc.Callable,
-        lambda args, value, depth: _safe_callable(value) and _inputs_fit(args, value),
+        lambda args, value, depth: (
+            _safe_callable(value) and _inputs_fit(args, value) and _class_called(args, value)
+        ),
     ),
 )
+
+
+def _class_called(args: tuple[Any, ...], value: Any) -> bool:
+    """Whether the class a ``Callable`` field would call (``value``, or a partial's function), if
+    any, is one it may: a safe reference, or a class its result names (``Callable[..., Warmup]``).
+    A class another member of a union names (``Warmup | Callable[[int], float]``), or a callback
+    protocol (``Activation``), declares an instance of it: read as the function, the artifact
+    would choose which constructor (the class's, or any pytree subclass's) the model calls."""
+    func = _called_class(value)
+    if func is None or is_safe_reference(func):
+        return True
+    return len(args) == 2 and _result_names(args[1], func, 0)
+
+
+def _called_class(value: Any) -> type | None:
+    """The class calling ``value`` (a partial: its function) calls, if it is one."""
+    kind = type(value)
+    if kind is functools.partial or kind is LoadedPartial:
+        value = _innermost(value, (), {})[0]
+    return value if is_class(value) else None
+
+
+def _result_names(result: Any, cls: type, depth: int) -> bool:
+    """Whether a ``Callable``'s declared ``result`` names ``cls``: a class it derives from (``Any``,
+    ``object`` and a form this cannot read name none)."""
+    result = _unwrapped(result, protocols=False)
+    origin = _origin(result)
+    if depth < 20 and (origin is typing.Union or origin is types.UnionType):
+        return any(_result_names(arg, cls, depth + 1) for arg in typing.get_args(result))
+    target = result if origin is None else origin
+    named = is_class(target) and target is not object and target is not type
+    return named and _derives(cls, target)
 
 
 def _inputs_fit(args: tuple[Any, ...], value: Any) -> bool:
