@@ -309,3 +309,37 @@ def jax_jit_w() -> Any:
     import jax
 
     return jax.jit(lambda model: model.w)
+
+
+# torch.save writes the class itself: pytreekit's state holds what the field holds.
+TORCH_PROTOCOL = """
+import sys, torch
+import attack13_fixtures as fx
+
+path = f"{sys.argv[1]}/{{}}.pt"
+if sys.argv[2] == "write":
+    torch.save(fx.Layer(torch.ones(2)), path.format("honest"))
+    torch.save(fx.Layer(torch.ones(2), act=fx.Swish), path.format("class"))
+else:
+    for name in ("honest", "class"):
+        try:
+            with torch.serialization.safe_globals([fx.Layer, fx.Swish]):
+                layer = torch.load(path.format(name), weights_only=True)
+            print(name, type(layer.act).__name__)
+        except Exception as error:
+            print(name, type(error).__name__, str(error).replace(chr(10), " "))
+"""
+
+
+def test_a_class_deriving_from_a_callback_protocol_is_refused_as_its_function_by_torch(
+    tmp_path: Path,
+) -> None:
+    require("torch")
+    run_fresh(TORCH_PROTOCOL, tmp_path, "write")
+    honest, refused = run_fresh(TORCH_PROTOCOL, tmp_path, "read").splitlines()[-2:]
+    assert honest == "honest Swish"
+    assert refused.startswith(
+        "class StaticDataError torch.load(weights_only=True) cannot restore a "
+        "attack13_fixtures.Layer: the static field act is declared Activation"
+    ), refused  # was loaded: the model's call ran Swish's constructor
+    assert "to store the class Swish, declare the field type[Swish] | Activation" in refused
