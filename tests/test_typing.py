@@ -290,7 +290,7 @@ README_NOT_TYPED: dict[str, str] = {
         "a label tree (strings at array fields) and optax's ArrayTree"
     ),
     "docs/using/optax::masks-1": "a mask tree (bools at array fields) and optax's ArrayTree",
-    "docs/using/jax-export::what-an-artifact-stores-and-why-loading-it-runs-no-code-2": (
+    "docs/using/jax-export::what-an-artifact-stores-and-why-loading-it-runs-no-code-it-chooses-2": (
         "JAX's PyTreeDef is partly unknown to mypy, which refuses == between two"
     ),
     "docs/migrating/flax-linen::migrating-from-flax-linen-and-trainstate-2": (

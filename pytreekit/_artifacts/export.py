@@ -41,6 +41,7 @@ from .schema import FORMAT, MAGIC, MAGIC_TEXT, MAX_DEPTH
 from .static_data import (
     ATOMS,
     TOO_DEEP,
+    Hooked,
     LoadedAux,
     Reader,
     StaticDataError,
@@ -463,7 +464,13 @@ def _restricted_value(name: str, value: Any, hint: Any, admitted: tuple[type, ..
 
 def _refuse_chosen(field: str, found: Any, hint: Any) -> None:
     """Refuse what ``unadmitted`` found where it is a class or a function (the checkpoint would
-    choose what the model calls) or a value nested too deep."""
+    choose what the model calls), a tensor's hooks, or a value nested too deep."""
+    if type(found) is Hooked:
+        raise StaticDataError(
+            f"{field} holds a tensor whose {found.attribute} holds hooks, which autograd would "
+            f"call (so the checkpoint would decide what the model calls); torch.save writes no "
+            f"hooks, so the checkpoint was written by other means."
+        )
     if found is TOO_DEEP:
         raise StaticDataError(
             f"{field} holds values nested more than {MAX_DEPTH} levels deep, deeper than "
@@ -489,7 +496,8 @@ restricted_state_check(check_restricted_state)
 class ArtifactReference(NamedTuple):
     """A function, class or codec an artifact's static data names, and what loading it here
     would do: ``"safe"`` (a safe reference: loads), ``"declared"`` (a class that is no safe
-    reference: loads only in a field whose declared type names it), ``"refused"``, ``"not
+    reference: loads only in a field whose declared type names it, and where the field reads it
+    as a function only if its ``Callable``'s result names it), ``"refused"``, ``"not
     imported"`` (its module is not), ``"missing"`` (its module has no such name), ``"codec"`` or
     ``"no codec"`` (a registered codec's name)."""
 

@@ -898,6 +898,16 @@ def callable_advice(hint: Any, value: Any) -> str:
     numeric = _numeric_advice(hint, value)
     if numeric:
         return numeric
+    called = _called_class(value) if _declares_callable(hint, 0) else None
+    if called is not None:
+        name = called.__qualname__
+        return (
+            f" (a Callable admits a class only if it is a safe reference or the result the "
+            f"Callable declares names it: elsewhere in a declared type a class stands for its "
+            f"instances, so that an artifact cannot choose which class's constructor the model "
+            f"calls; to store the class {name}, declare the field type[{name}] | "
+            f"{type_name_of(hint)})"
+        )
     if not callable(value) or is_class(value) or not _declares_callable(hint, 0):
         return _protocol_advice(hint)
     kind = type(value).__qualname__
@@ -2120,9 +2130,43 @@ _FORMS: tuple[tuple[Any, Check], ...] = (
     (type, _type_of),
     (
         collections.abc.Callable,
-        lambda args, value, depth: _safe_callable(value) and _inputs_fit(args, value),
+        lambda args, value, depth: (
+            _safe_callable(value) and _inputs_fit(args, value) and _class_called(args, value)
+        ),
     ),
 )
+
+
+def _class_called(args: tuple[Any, ...], value: Any) -> bool:
+    """Whether the class a ``Callable`` field would call (``value``, or a partial's function), if
+    any, is one it may: a safe reference, or a class its result names (``Callable[..., Warmup]``).
+    A class another member of a union names (``Warmup | Callable[[int], float]``), or a callback
+    protocol (``Activation``), declares an instance of it: read as the function, the artifact
+    would choose which constructor (the class's, or any pytree subclass's) the model calls."""
+    func = _called_class(value)
+    if func is None or is_safe_reference(func):
+        return True
+    return len(args) == 2 and _result_names(args[1], func, 0)
+
+
+def _called_class(value: Any) -> type | None:
+    """The class calling ``value`` (a partial: its function) calls, if it is one."""
+    kind = type(value)
+    if kind is functools.partial or kind is LoadedPartial:
+        value = _innermost(value, (), {})[0]
+    return value if is_class(value) else None
+
+
+def _result_names(result: Any, cls: type, depth: int) -> bool:
+    """Whether a ``Callable``'s declared ``result`` names ``cls``: a class it derives from (``Any``,
+    ``object`` and a form this cannot read name none)."""
+    result = _unwrapped(result, protocols=False)
+    origin = _origin(result)
+    if depth < 20 and (origin is typing.Union or origin is types.UnionType):
+        return any(_result_names(arg, cls, depth + 1) for arg in typing.get_args(result))
+    target = result if origin is None else origin
+    named = is_class(target) and target is not object and target is not type
+    return named and _derives(cls, target)
 
 
 def _inputs_fit(args: tuple[Any, ...], value: Any) -> bool:
@@ -2483,6 +2527,15 @@ def _admits(admitted: tuple[type, ...], cls: type) -> bool:
 # What ``unadmitted`` finds in a value nested deeper than static data may be: pytreekit writes no
 # such value, and nothing below it is looked at.
 TOO_DEEP = object()
+
+
+class Hooked(NamedTuple):
+    """What ``unadmitted`` finds in a tensor holding hooks: the C attribute holding them (autograd
+    calls them; ``torch.save`` never writes one, so a file holding one was written by hand)."""
+
+    attribute: str
+
+
 _CALLABLES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
 
@@ -2504,6 +2557,8 @@ def unadmitted(
     kind = type(value)
     if _atom(kind):
         return MISSING
+    if kind is Hooked:
+        return value
     if depth > MAX_DEPTH:
         return TOO_DEEP
     if is_class(value):
@@ -2579,7 +2634,6 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
     readers = _value_readers.get(kind)
     if readers is None:
         instance_dict = lookup(kind, "__dict__")
-        hooks = lookup(kind, "_backward_hooks")
         readers = (
             instance_dict if type(instance_dict) is types.GetSetDescriptorType else None,
             tuple(
@@ -2588,15 +2642,16 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
                 for slot in own_dict(klass).values()
                 if type(slot) is types.MemberDescriptorType
             ),
-            hooks if type(hooks) is types.GetSetDescriptorType else None,
+            _hook_attributes(kind),
         )
         _value_readers.set(kind, readers)
     instance_dict, slots, hooks = readers
     parts: list[Any] = []
     if instance_dict is not None:
         parts.extend(dict.values(instance_dict.__get__(value, kind)))
-    if hooks is not None:  # a tensor's backward hooks (torch's C attribute): autograd calls them
-        parts.append(hooks.__get__(value, kind))
+    for name, hook in hooks:  # a tensor's hooks (torch's C attributes): autograd calls them
+        held = hook.__get__(value, kind)
+        parts.append(held if _no_hooks(held) else Hooked(name))
     for slot in slots:
         with contextlib.suppress(AttributeError):
             parts.append(slot.__get__(value, kind))
@@ -2604,8 +2659,26 @@ def _instance_values(value: Any, kind: type) -> list[Any]:
 
 
 # Per class: its ``__dict__`` descriptor (None: it has none), its slots' members, and the C
-# descriptor of a tensor's backward hooks (None: it has none).
+# descriptors of a tensor's hooks by name.
 _value_readers = TypeCache()
+
+
+def _hook_attributes(kind: type) -> tuple[tuple[str, types.GetSetDescriptorType], ...]:
+    """The C attributes of ``kind`` holding hooks, by name: torch's ``_backward_hooks`` and
+    ``_post_accumulate_grad_hooks``, and any C attribute named so a later torch adds."""
+    return tuple(
+        (name, hook)
+        for klass in mro(kind)
+        for name, hook in own_dict(klass).items()
+        if type(hook) is types.GetSetDescriptorType and name.endswith("_hooks")
+    )
+
+
+def _no_hooks(held: Any) -> bool:
+    """Whether a hook attribute's value holds no hook: unset, or the empty dict torch writes."""
+    return held is None or (
+        type(held) in (dict, collections.OrderedDict) and not dict.__len__(held)
+    )
 
 
 def _value_kind(kind: type) -> bool:
@@ -2854,7 +2927,8 @@ def state_refusal(items: dict[Any, Any], may_be_unset: frozenset[str] = frozense
     if why is not None:
         return why
     names = layout[0]
-    extra = next((k for k in items if k != markers.FIELDS and k not in names), MISSING)
+    known = frozenset(names)  # a tuple's `in` would make the check quadratic in the state's size
+    extra = next((k for k in items if k != markers.FIELDS and k not in known), MISSING)
     if extra is not MISSING:
         return f"holds a value under {_key_named(extra)}, which is not a field its layout names"
     missing = next((n for n in names if n not in items and n not in may_be_unset), None)

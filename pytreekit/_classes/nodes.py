@@ -556,6 +556,11 @@ exec(
 )
 # One function object each per class.
 _SINGLE = ("flatten", "unflatten", "layout_of", "observe", "replace")
+# The most fields a primary layout gets code generated for; the generic path serves a larger one.
+# Hand-written classes stay far below (a model's largest have tens of fields), while a layout an
+# artifact taught a class first may name 65,536: compiling code for it took seconds and a
+# gigabyte, a cost the file's author would choose.
+MAX_GENERATED_FIELDS = 1024
 
 
 class NodeFunctions:
@@ -648,6 +653,8 @@ class NodeFunctions:
             return
         while self.first_use_hooks:
             self.first_use_hooks.pop(0)()
+        if len(primary.names) > MAX_GENERATED_FIELDS:
+            return  # attach put in generic code; the primary a table has keeps its names after
         # A backend whose registration was undone keeps its function, unused, generic.
         keyed = tuple(backend for backend in self.keyed if backend in table.key_factories)
         # Names of this generation, put in the namespace before any code reading them runs: a
