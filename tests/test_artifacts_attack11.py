@@ -347,6 +347,20 @@ def test_a_ufunc_taking_fewer_inputs_than_its_field_declares_arguments_is_refuse
         for name in ("negative", "sqrt", "tanh"):
             edited = honest.replace(b"numpy:add", b"numpy:" + name.encode())
             assert edited != honest
-            with pytest.raises(StaticDataError, match=r"Binary\.op is declared"):
+            with pytest.raises(StaticDataError, match=r"Binary\.op is declared") as refused:
                 loads(edited)
+            # The true reason, whole declared type, and no declaration that would let it in.
+            message = str(refused.value)
+            assert "takes 1 argument and the field declares a Callable of 2" in message
+            assert "Callable[[" in message and "..." not in message
+            assert "ufunc |" not in message and "declare the field" not in message
         assert loads(honest.replace(b"numpy:add", b"numpy:multiply")).op is np.multiply
+
+
+def test_writing_a_ufunc_of_another_arity_says_why_and_never_advises_admitting_any_ufunc():
+    with pytreekit.safe_references([fx.Binary]), pytest.raises(TypeError) as refused:
+        dumps(fx.Binary(2.0, np.negative))
+    message = str(refused.value)
+    assert "numpy:negative takes 1 argument and the field declares a Callable of 2" in message
+    assert "store a function of 2 arguments" in message
+    assert "ufunc |" not in message and "register a codec" not in message

@@ -293,7 +293,7 @@ def _check_value(name: str, value: Any, declared: Any) -> None:
     if declared is not None and not admits_value(declared, value):
         raise StaticDataError(
             f"the static field {name} is declared {type_name_of(declared)}, and the artifact "
-            f"holds a {type_name(value)} there{callable_advice(declared, value)}."
+            f"holds a {type_name(value)} there{callable_advice(declared, value, loading=True)}."
         )
     if not hashable(value):
         raise StaticDataError(

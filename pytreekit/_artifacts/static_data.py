@@ -867,14 +867,15 @@ def _encode_field(cls: Any, declared: dict[str, Any], name: str, value: Any, dep
             return _encode(value, depth)
         finally:
             _declared_var.reset(token)
-    if not admits_value(hint, restored(value)):
+    original = restored(value)
+    if not admits_value(hint, original):
         if _by_reference(value):  # an unsafe function: its refusal says how to allow it
             _reference(value)
         raise _Refused(
             value,
             f"{cls.__qualname__}.{name} is declared {type_name_of(hint)}, and loading refuses a "
-            f"value of another type there{callable_advice(hint, value)}",
-            _declared_advice(hint, value),
+            f"value of another type there{callable_advice(hint, original)}",
+            _declared_advice(hint, original),
         )
     token, declared_token = _admitted_var.set(admitted), _declared_var.set(hint)
     try:
@@ -892,12 +893,19 @@ def _by_reference(value: Any) -> bool:
     return (_learned_encoders.get(kind) or _encoder_for(value)) is _encode_function
 
 
-def callable_advice(hint: Any, value: Any) -> str:
-    """What to declare where a ``Callable`` field refuses a callable object (a codec's value, a
-    pytree instance), or a numeric field a number of another kind: ``""`` for any other refusal."""
-    numeric = _numeric_advice(hint, value)
+def callable_advice(hint: Any, value: Any, *, loading: bool = False) -> str:
+    """Why a field refuses a value of another kind (a callable object, a class, a ufunc taking
+    another number of inputs, a number of another kind) and, writing, what to store or declare
+    instead: ``""`` for any other refusal. Loading, no advice: a declaration widened to let the
+    file's value in would let in what the refusal is there to keep out."""
+    numeric = _numeric_advice(hint, value, loading)
     if numeric:
         return numeric
+    inputs = _inputs_advice(hint, value, loading)
+    if inputs:
+        return inputs
+    if loading:
+        return _loading_reason(hint, value)
     called = _called_class(value) if _declares_callable(hint, 0) else None
     if called is not None:
         name = called.__qualname__
@@ -916,6 +924,54 @@ def callable_advice(hint: Any, value: Any) -> str:
         f"of them, so that an artifact cannot choose an object to call; to store a {kind}, "
         f"declare the field {kind} | {type_name_of(hint)})"
     )
+
+
+def _loading_reason(hint: Any, value: Any) -> str:
+    """Why loading refuses a callable object or a class where a ``Callable`` is declared."""
+    if not callable(value) or not _declares_callable(hint, 0):
+        return _protocol_advice(hint)
+    return (
+        " (a Callable admits functions stored by name, classes that are safe references or that "
+        "the Callable's result names, and functools.partial of them, so that an artifact cannot "
+        "choose what the model calls: the artifact was edited, or written for another "
+        "declaration)"
+    )
+
+
+def _inputs_advice(hint: Any, value: Any, loading: bool) -> str:
+    """Why a ``Callable[[...], R]`` field refuses a NumPy ufunc taking another number of inputs
+    (``_inputs_fit``), and, writing, what to declare: never ``ufunc | ...``, which admits any."""
+    func, bound, _ = _innermost(value, (), {})
+    if type(func) is not np.ufunc:
+        return ""
+    declared = [
+        len(args[0])
+        for arm in _arms(hint, 0)
+        if _origin(arm) is collections.abc.Callable
+        and (args := typing.get_args(arm))
+        and type(args[0]) is list
+    ]
+    if not declared or any(func.nin == len(bound) + n for n in declared):
+        return ""
+    takes = func.nin - len(bound)
+    reason = (
+        f" (numpy:{func.__name__} takes {takes} argument{'s' * (takes != 1)} and the field "
+        f"declares a Callable of {declared[0]}: NumPy reads the arguments past its inputs as "
+        f"out= arrays, and writes into them"
+    )
+    if loading:
+        return f"{reason}; the artifact was edited, or written for another declaration)"
+    many = f"{declared[0]} argument{'s' * (declared[0] != 1)}"
+    return f"{reason}; store a function of {many}, or declare the arguments it takes)"
+
+
+def _arms(hint: Any, depth: int) -> list[Any]:
+    """The members of a union (``hint`` itself where it is none)."""
+    hint = _unwrapped(hint)
+    origin = _origin(hint)
+    if depth > 20 or not (origin is typing.Union or origin is types.UnionType):
+        return [hint]
+    return [arm for arg in typing.get_args(hint) for arm in _arms(arg, depth + 1)]
 
 
 def _declares_callable(hint: Any, depth: int) -> bool:
@@ -946,19 +1002,23 @@ _NUMBERS: tuple[type, ...] = (
 )
 
 
-def _numeric_advice(hint: Any, value: Any) -> str:
-    """What to write where a number of another kind than the declared one is refused."""
+def _numeric_advice(hint: Any, value: Any, loading: bool = False) -> str:
+    """Why a number of another kind than the declared one is refused, and, writing, what to
+    write instead (never a wider declaration: ``float | bool`` would let ``True`` pass for
+    ``1.0``)."""
     hint = _unwrapped(hint)
-    kind = type(value)
     number = _refused_number(hint, value)
     if number is None:
         return ""
-    example = {float: f"{number!r}.0", complex: f"complex({number!r})"}.get(hint, repr(number))
-    also = f", or declare the field {type_name_of(hint)} | bool" if kind is bool else ""
-    return (
-        f" (static data keeps numbers of their kind, as a jit cache tells them apart: write "
-        f"{example} for a field declared {type_name_of(hint)}{also})"
+    reason = (
+        "static data keeps numbers of their kind: True == 1 == 1.0 with one hash, so neither a "
+        "treedef nor jit's cache tells them apart, and a value of another kind would pass for "
+        "yours"
     )
+    if loading:
+        return f" ({reason})"
+    example = {float: f"{number!r}.0", complex: f"complex({number!r})"}.get(hint, repr(number))
+    return f" ({reason}: write {example} for a field declared {type_name_of(hint)})"
 
 
 def _refused_number(hint: Any, value: Any) -> int | float | None:
@@ -978,6 +1038,8 @@ def _declared_advice(hint: Any, value: Any) -> str | None:
     ``Protocol`` is declared."""
     if _numeric_advice(hint, value):
         return "Store a value of the kind the field declares."
+    if _inputs_advice(hint, value, False):
+        return "Store a function taking the arguments the field declares."
     if _protocol_advice(hint):
         return "Declare the field Callable[..., ...] (or derive the value's class from it)."
     return None
@@ -1999,7 +2061,9 @@ def type_name_of(hint: Any) -> str:
     """A declared type as the user wrote it."""
     if is_class(hint) and typing.get_origin(hint) is None:
         return str(hint.__qualname__)
-    return f"{hint!r:.80}".replace("typing.", "").replace("collections.abc.", "")
+    # The user's own declaration (no file's text): whole, up to a length no message needs more of.
+    text = repr(hint).replace("typing.", "").replace("collections.abc.", "")
+    return text if len(text) <= 300 else f"{text[:297]}..."
 
 
 def admits_value(hint: Any, value: Any, depth: int = 0) -> bool:
@@ -2748,7 +2812,7 @@ def _decode_field(cls: type, name: str, node: Any, depth: int, reader: Reader) -
         raise _Bad(
             f"{cls.__qualname__}.{name} is declared {type_name_of(field_reader.declared)}, and "
             f"the artifact holds a {type_name(value)} there"
-            f"{callable_advice(field_reader.declared, value)}"
+            f"{callable_advice(field_reader.declared, value, loading=True)}"
         )
     return value
 
