@@ -49,21 +49,16 @@ def _private(owner: object, name: str, where: str, needed_for: str) -> Any:
 # Only the private markers tell fields from InitVars (an InitVar annotated as a string is a str).
 _FIELD = _private(dataclasses, "_FIELD", "dataclasses", "to tell fields from InitVars")
 _FIELD_INITVAR = _private(dataclasses, "_FIELD_INITVAR", "dataclasses", "to find InitVars")
-# How dataclasses tells a ClassVar annotation (a string by what its name is in the class's module):
-# its own reading, so pytreekit decides "has fields" as dataclasses will.
-_IS_CLASSVAR = _private(dataclasses, "_is_classvar", "dataclasses", "to tell ClassVar annotations")
-_IS_TYPE = _private(dataclasses, "_is_type", "dataclasses", "to read string ClassVar annotations")
-
-
-def is_classvar(cls: type, annotation: object) -> bool:
-    """Whether dataclasses reads ``annotation`` in ``cls``'s body as a ``ClassVar``."""
-    return bool(
-        _IS_CLASSVAR(annotation, typing)
-        or (
-            isinstance(annotation, str)
-            and _IS_TYPE(annotation, cls, typing, typing.ClassVar, _IS_CLASSVAR)
-        )
-    )
+# How dataclasses tells a ClassVar annotation, ``IS_CLASSVAR(annotation, typing)``, and reads a
+# string one by what its name is in the class's module, ``IS_TYPE(annotation, cls, typing,
+# typing.ClassVar, IS_CLASSVAR)``: its own functions, so that pytreekit decides "has fields" as
+# dataclasses will.
+IS_CLASSVAR: Callable[[object, ModuleType], bool] = _private(
+    dataclasses, "_is_classvar", "dataclasses", "to tell ClassVar annotations"
+)
+IS_TYPE: Callable[..., bool] = _private(
+    dataclasses, "_is_type", "dataclasses", "to read string ClassVar annotations"
+)
 
 
 # The default of a parameter whose field has a default_factory, shown as <factory>: dataclasses'

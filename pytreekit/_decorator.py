@@ -459,19 +459,28 @@ def _start(
     # set-up (at class creation); it is run again on the class as written, so that its
     # options (match_args=False, say) and its fields' (doc=) are what pytreekit reads.
     # (A failed set-up left no parameters: a @dataclass(kw_only=True) since may be what fixes it.)
-    left = (
-        existing.dataclass_params if existing is not None else (pending or {}).get(DATACLASS_PARAMS)
-    )
-    replay = None if written is None else later_run(cls, left)
+    replay = None if written is None else later_run(cls, _left_params(existing, pending))
     if not given and replay is None and _again(options, existing, automatic):
         return None
     before = _snapshot(cls)
     # (Not when a @dataclass is run again: it writes what it finds missing.)
     kept = _kept(cls, options, existing, before) if replay is None else {}
-    as_written = written or before
-    if given:  # (on 3.14, an annotate function as written would read the old annotations)
+    return _Start(before, _written_now(written or before, given), replay, kept)
+
+
+def _left_params(existing: ClassSpec | None, pending: dict[str, Any] | None) -> object:
+    """The dataclass parameters the last set-up left (none after a failed one)."""
+    if existing is not None:
+        return existing.dataclass_params
+    return (pending or {}).get(DATACLASS_PARAMS)
+
+
+def _written_now(as_written: Mapping[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The class as written, with the annotations given since (on 3.14, an annotate function as
+    written would read the old annotations)."""
+    if given:
         as_written = {n: v for n, v in as_written.items() if n not in ANNOTATION_ENTRIES}
-    return _Start(before, {**as_written, **given}, replay, kept)
+    return {**as_written, **given}
 
 
 def _again(options: Options, existing: ClassSpec | None, automatic: bool) -> bool:

@@ -25,12 +25,13 @@ from .. import _markers as markers
 from .._compat import (
     DATACLASS_PARAMS,
     HAS_DEFAULT_FACTORY,
+    IS_CLASSVAR,
+    IS_TYPE,
     annotate_init,
     class_annotations,
     dataclass_entries,
     dataclass_option,
     frozen_dataclasses,
-    is_classvar,
     own_dataclass_params,
     record_dataclass_params,
     static_hash,
@@ -111,9 +112,19 @@ def _check_unannotated(cls: type, options: Options) -> None:
 def _has_fields(cls: type) -> bool:
     """Whether dataclasses would find fields: annotations (other than ``ClassVar``) in the class
     body, or fields of a dataclass base."""
-    if any(not is_classvar(cls, a) for a in class_annotations(cls).values()):
+    if any(not _is_classvar(cls, a) for a in class_annotations(cls).values()):
         return True
     return any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:])
+
+
+def _is_classvar(cls: type, annotation: object) -> bool:
+    """Whether dataclasses reads ``annotation`` in ``cls``'s body as a ``ClassVar`` (a string by
+    what its name is in the class's module: an alias of ``ClassVar`` too)."""
+    if IS_CLASSVAR(annotation, typing):
+        return True
+    return isinstance(annotation, str) and IS_TYPE(
+        annotation, cls, typing, typing.ClassVar, IS_CLASSVAR
+    )
 
 
 def _is_annotated(cls: type, as_written: Mapping[str, Any]) -> bool:
@@ -237,9 +248,13 @@ def later_run(cls: type, left: object) -> dict[str, Any] | None:
         return None
     options = {name: dataclass_option(params, name) for name in _REPLAYED}
     if options["kw_only"] is None:  # Python 3.11: the class's own fields record it
-        own = [f for f in dataclasses.fields(cls) if f.name in class_annotations(cls)]
-        options["kw_only"] = bool(own) and all(f.kw_only for f in own)
+        options["kw_only"] = _own_fields_kw_only(cls)
     return {name: value for name, value in options.items() if value is not None}
+
+
+def _own_fields_kw_only(cls: type) -> bool:
+    own = [f for f in dataclasses.fields(cls) if f.name in class_annotations(cls)]
+    return bool(own) and all(f.kw_only for f in own)
 
 
 _REPLAYED = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only")
@@ -259,7 +274,12 @@ def changed_since(
     specifier (``field(...)``) is compared by name only: the set-up replaced the specifier by its
     default, so a later ``@dataclass`` reads it otherwise."""
     now: Mapping[str, Any] = cls.__dict__.get("__dataclass_fields__") or {}
-    changes = []
+    return [*_options_changed(cls, options, left), *_fields_changed(now, made, as_written)]
+
+
+def _options_changed(cls: type, options: Options, left: object) -> list[str]:
+    """The options a later ``@dataclass`` asked for (not at dataclasses' default) that differ
+    from those the set-up applied."""
     applied = {
         "init": True,
         "repr": options.repr,
@@ -270,28 +290,49 @@ def changed_since(
     }
     later = later_run(cls, left) or {}
     if dataclass_option(own_dataclass_params(cls), "kw_only") is None:
-        later.pop("kw_only", None)  # Python 3.11: read from the fields, compared below
-    for name, value in later.items():
-        if name in applied and value != _DEFAULTS[name] and value != applied[name]:
-            changes.append(f"{name}={value!r} (the set-up applied {name}={applied[name]!r})")
+        later.pop("kw_only", None)  # Python 3.11: read from the fields, compared there
+    return [
+        f"{name}={value!r} (the set-up applied {name}={applied[name]!r})"
+        for name, value in later.items()
+        if name in applied and value != _DEFAULTS[name] and value != applied[name]
+    ]
+
+
+def _fields_changed(
+    now: Mapping[str, Any], made: Mapping[str, Any], as_written: Mapping[str, Any]
+) -> list[str]:
+    """Fields added or gone since the set-up made ``made``, and those whose ``init``,
+    ``kw_only`` or default differ (one written with ``field(...)`` by name only)."""
+    changes = _added_or_gone(now, made)
+    compared = _compared(now, made, as_written)
+    for attribute in ("init", "kw_only", "default"):
+        names = [name for name, f, before in compared if _differs(attribute, f, before)]
+        if names:
+            changes.append(f"the {attribute} of fields {names!r}")
+    return changes
+
+
+def _added_or_gone(now: Mapping[str, Any], made: Mapping[str, Any]) -> list[str]:
     added = [n for n in now if n not in made]
     gone = [n for n in made if n not in now]
-    if added:
-        changes.append(f"fields {added!r} added, which the set-up did not see")
-    if gone:
-        changes.append(f"fields {gone!r} gone")
-    differ: dict[str, list[str]] = {"init": [], "kw_only": [], "default": []}
-    for name, f in now.items():
-        before = made.get(name)
-        if before is None or before is f or isinstance(as_written.get(name), dataclasses.Field):
-            continue
-        for attribute in ("init", "kw_only"):
-            if getattr(f, attribute) != getattr(before, attribute):
-                differ[attribute].append(name)
-        if f.default is not MISSING and f.default is not before.default:
-            differ["default"].append(name)
-    changes += [f"the {a} of fields {names!r}" for a, names in differ.items() if names]
-    return changes
+    changes = [f"fields {added!r} added, which the set-up did not see"] if added else []
+    return changes + ([f"fields {gone!r} gone"] if gone else [])
+
+
+def _compared(
+    now: Mapping[str, Any], made: Mapping[str, Any], as_written: Mapping[str, Any]
+) -> list[tuple[str, Any, Any]]:
+    """The fields in both, each as it is now and as the set-up made it; one written with
+    ``field(...)`` is compared by name only (the set-up replaced its specifier)."""
+    written = {n for n, v in as_written.items() if isinstance(v, dataclasses.Field)}
+    kept = [(n, f, made[n]) for n, f in now.items() if n in made and n not in written]
+    return [(name, f, before) for name, f, before in kept if f is not before]
+
+
+def _differs(attribute: str, now: Any, before: Any) -> bool:
+    if attribute == "default":  # a default given again is a new object: compared by identity
+        return now.default is not MISSING and now.default is not before.default
+    return bool(getattr(now, attribute) != getattr(before, attribute))
 
 
 # dataclasses.dataclass's defaults: a later @dataclass at one of them asked for nothing.

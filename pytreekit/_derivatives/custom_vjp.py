@@ -215,13 +215,17 @@ def holds_tracer(value: Any) -> bool:
     return False
 
 
+def _function_parts(item: types.FunctionType) -> list[Any]:
+    cells = []
+    for cell in item.__closure__ or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            cells.append(cell.cell_contents)
+    return [*cells, *(item.__defaults__ or ()), *(item.__kwdefaults__ or {}).values()]
+
+
 def _parts(item: Any) -> list[Any]:
     if isinstance(item, types.FunctionType):
-        cells = []
-        for cell in item.__closure__ or ():
-            with contextlib.suppress(ValueError):  # an empty cell
-                cells.append(cell.cell_contents)
-        return [*cells, *(item.__defaults__ or ()), *(item.__kwdefaults__ or {}).values()]
+        return _function_parts(item)
     if isinstance(item, types.MethodType):
         return [item.__self__, item.__func__]
     if isinstance(item, functools.partial):

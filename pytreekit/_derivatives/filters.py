@@ -149,22 +149,24 @@ def _mask(tree: Any, filter_spec: Any, is_leaf: Callable[[Any], bool] | None) ->
         elif isinstance(spec, bool) or callable(spec):
             masks.append(jax.tree_util.tree_map(_as_mask(spec), subtree, is_leaf=is_leaf))
         else:
-            path = jax.tree_util.tree_flatten_with_path(filter_spec, is_leaf=_is_none)[0][index][0]
-            advice = (
-                " Convert it with bool(...)."
-                if spec is not None
-                and is_array(spec)
-                and spec.shape == ()
-                and spec.dtype == np.bool_
-                else " Use True or False for a whole subtree, or a predicate."
-            )
-            raise TypeError(
-                f"partition(): filter_spec{jax.tree_util.keystr(path)} is {spec!r} "
-                f"({type_name(spec)}), but the leaves of filter_spec must be Python bools or "
-                f"predicates (functions of a leaf returning a bool, such as "
-                f"pytreekit.is_inexact_array).{advice}"
-            )
+            raise _not_a_spec(filter_spec, index, spec)
     return spec_def.unflatten(masks)
+
+
+def _not_a_spec(filter_spec: Any, index: int, spec: Any) -> TypeError:
+    """The error for the ``index``-th leaf of ``filter_spec``, ``spec``, no bool or predicate."""
+    path = jax.tree_util.tree_flatten_with_path(filter_spec, is_leaf=_is_none)[0][index][0]
+    advice = (
+        " Convert it with bool(...)."
+        if spec is not None and is_array(spec) and spec.shape == () and spec.dtype == np.bool_
+        else " Use True or False for a whole subtree, or a predicate."
+    )
+    return TypeError(
+        f"partition(): filter_spec{jax.tree_util.keystr(path)} is {spec!r} "
+        f"({type_name(spec)}), but the leaves of filter_spec must be Python bools or "
+        f"predicates (functions of a leaf returning a bool, such as "
+        f"pytreekit.is_inexact_array).{advice}"
+    )
 
 
 def _as_mask(spec: bool | Callable[[Any], Any]) -> Callable[[Any], bool]:

@@ -159,25 +159,36 @@ def inherit_rules(cls: type) -> None:
     mro = cls.__mro__
     names = {n for klass in mro[1:] for n, v in vars(klass).items() if isinstance(v, CustomMethod)}
     for name in sorted(names):
-        owner = next(klass for klass in mro if name in vars(klass))
-        value = vars(owner)[name]
-        if isinstance(value, CustomMethod):
+        found = _overriding(mro, name)
+        if found is None:
             continue
-        after = mro[mro.index(owner) + 1 :]
-        holder = next((klass for klass in after if name in vars(klass)), None)
-        inherited = None if holder is None else vars(holder)[name]
-        if not isinstance(inherited, CustomMethod):
-            continue
-        assert holder is not None
-        if any(issubclass(klass, holder) for klass in mro[1 : mro.index(owner) + 1]):
-            continue  # a subclass of the base resolves the name as cls does: set up when made
-        plain = isinstance(value, types.FunctionType)
-        if getattr(inherited, "__isabstractmethod__", False) and (plain or _binds_like(value)):
+        owner, value, inherited = found
+        implements = isinstance(value, types.FunctionType) or _binds_like(value)
+        if getattr(inherited, "__isabstractmethod__", False) and implements:
             kept = inherited.with_primal(value)
             kept.__set_name__(cls, name)
             setattr(cls, name, kept)
-            continue
-        _warn_override(cls, name, owner, value, inherited)
+        else:
+            _warn_override(cls, name, owner, value, inherited)
+
+
+def _overriding(
+    mro: tuple[type, ...], name: str
+) -> tuple[type, Any, CustomMethod[Any, Any, Any]] | None:
+    """Where ``name`` resolves for the class of ``mro`` (the class defining it, and its value)
+    when that is no custom method but overrides one further along the MRO (``None``: not so, or
+    a base between already resolves it as the class does, set up when it was made)."""
+    owner = next(klass for klass in mro if name in vars(klass))
+    value = vars(owner)[name]
+    if isinstance(value, CustomMethod):
+        return None
+    after = mro[mro.index(owner) + 1 :]
+    holder = next((klass for klass in after if name in vars(klass)), object)
+    inherited = vars(holder).get(name)
+    between = mro[1 : mro.index(owner) + 1]
+    if not isinstance(inherited, CustomMethod) or any(issubclass(k, holder) for k in between):
+        return None
+    return owner, value, inherited
 
 
 def _binds_like(value: Any) -> bool:
