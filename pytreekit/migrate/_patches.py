@@ -1,0 +1,421 @@
+"""Writes, in any scanned module, that may change a registered class or the functions its
+registration uses after their statements: ``K.tree_flatten = f`` whatever ``K`` is (an import
+alias, a parameter, a loop variable, ``type(obj)``), ``setattr(cls, name, f)``,
+``_flat.__code__ = ...``. Names are not followed one by one: a write of an attribute the rewrite
+relies on is refused unless its target is provably some other object."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ._bindings import STAR
+from ._scan import ClassInfo, Module, Project
+from ._values import Refusal
+
+FLATTEN_METHODS = frozenset({"tree_flatten", "tree_unflatten", "tree_flatten_with_keys"})
+# The methods the analysis reads by their defs: a class body binding one otherwise is refused.
+READ_METHODS = FLATTEN_METHODS | {"__init__", "__post_init__", "__new__"}
+# Attributes of a function whose write changes what calling it does (or what it is said to be).
+FUNCTION_INTERNALS = frozenset(
+    {"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__wrapped__", "__closure__"}
+)
+# Dunders whose write changes neither what a pytree holds nor how it is built.
+_NAMING = frozenset({"__doc__", "__module__", "__name__", "__qualname__", "__signature__"})
+# First parameters that are the class, not an instance, in a method without @classmethod.
+_IMPLICIT_CLASS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
+
+_UNRELATED = "unrelated"  # provably not the class nor a registration's function
+_UNKNOWN = "unknown"  # may be anything
+_FUNCTION = "function"  # a def of the scanned files
+_CLASS = "class"  # exactly the class found
+_CLS = "cls"  # the class of a method's ``cls`` (that class or a subclass)
+_INSTANCE = "instance"  # an instance of that class (or of a subclass): a method's ``self``
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """A function around a write: the names it binds, those it binds only by a def or class
+    statement (a new object each call), its first parameter when it is a method's."""
+
+    bound: frozenset[str]
+    fresh: frozenset[str]
+    first: str | None = None
+    owner: str | None = None  # the module-level class the method belongs to
+    instance: bool = True
+
+
+@dataclass(frozen=True)
+class Write:
+    """``target.name = ...`` (or ``del``, ``+=``, ``setattr``, ``delattr``); ``name`` None: set
+    with a name that is not a constant."""
+
+    module: Module
+    target: ast.expr
+    name: str | None
+    how: str
+    line: int
+    scopes: tuple[_Scope, ...]
+    words: frozenset[str]  # the names and attributes of the target
+
+
+def writes(project: Project) -> list[Write]:
+    """Every attribute write of every scanned module."""
+    found: list[Write] = []
+    for module in project.modules:
+        if module.error is not None or module.skipped is not None:
+            continue
+        if not any(word in module.source for word in ("=", "attr", "del ", "__setattr__")):
+            continue
+        _collect(module, found)
+    return found
+
+
+def _collect(module: Module, found: list[Write]) -> None:
+    tree = module.syntax()
+    stack: list[tuple[ast.AST, tuple[_Scope, ...], str | None]] = [(tree, (), None)]
+    while stack:
+        node, scopes, owner = stack.pop()
+        inner_owner = None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            scopes = (*scopes, _scope(node, owner))
+        elif isinstance(node, ast.ClassDef) and node in tree.body:
+            inner_owner = node.name
+        write = _write(node)
+        if write is not None:
+            target, name, how = write
+            line = getattr(node, "lineno", 0)
+            words = frozenset(
+                n.id if isinstance(n, ast.Name) else n.attr
+                for n in ast.walk(target)
+                if isinstance(n, (ast.Name, ast.Attribute))
+            )
+            found.append(Write(module, target, name, how, line, scopes, words))
+        stack.extend((child, scopes, inner_owner) for child in ast.iter_child_nodes(node))
+
+
+def _write(node: ast.AST) -> tuple[ast.expr, str | None, str] | None:
+    if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+        how = "del" if isinstance(node.ctx, ast.Del) else "an assignment to"
+        return node.value, node.attr, f"{how} {ast.unparse(node)[:60]}"
+    if not isinstance(node, ast.Call) or len(node.args) < 2:
+        return None
+    func = node.func
+    # setattr(K, "x", v), and object.__setattr__(K, "x", v) / type.__setattr__(...)
+    plain = isinstance(func, ast.Name) and func.id in ("setattr", "delattr")
+    dunder = isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__")
+    if not (plain or dunder):
+        return None
+    named = node.args[1]
+    name = named.value if isinstance(named, ast.Constant) else None
+    return node.args[0], name if isinstance(name, str) else None, ast.unparse(node)[:60]
+
+
+def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, owner: str | None) -> _Scope:
+    params = [a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)]
+    declared = {
+        name
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Global, ast.Nonlocal))
+        for name in n.names
+    }
+    stored = {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    defined = {
+        n.name
+        for n in ast.walk(node)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node
+    }
+    imported = {
+        alias.asname or alias.name.partition(".")[0]
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for alias in n.names
+    }
+    bound = frozenset({*params, *stored, *defined, *imported} - declared)
+    fresh = frozenset(defined - stored - set(params) - imported - declared)
+    if owner is None or isinstance(node, ast.Lambda) or not node.args.args:
+        return _Scope(bound, fresh)
+    decorators = {ast.unparse(d) for d in node.decorator_list}
+    if "staticmethod" in decorators or node.args.args[0].arg in stored:
+        return _Scope(bound, fresh)
+    instance = "classmethod" not in decorators and node.name not in _IMPLICIT_CLASS
+    return _Scope(bound, fresh, node.args.args[0].arg, owner, instance)
+
+
+def _chain(target: ast.expr) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(target, ast.Attribute):
+        parts.append(target.attr)
+        target = target.value
+    if not isinstance(target, ast.Name):
+        return None  # type(obj), obj.__class__ is a chain but resolves to no known object
+    return [target.id, *reversed(parts)]
+
+
+def resolve(project: Project, write: Write) -> tuple[str, ClassInfo | None]:
+    """What the object written to is, as far as the codemod can prove it."""
+    chain = _chain(write.target)
+    if chain is None or "__class__" in chain:
+        return _UNKNOWN, None
+    head, rest = chain[0], chain[1:]
+    module = write.module
+    for depth, scope in enumerate(reversed(write.scopes)):
+        if head not in scope.bound:
+            continue
+        if depth == 0 and head == scope.first and not rest and scope.owner is not None:
+            found = project.lookup(module, f"{module.name}.{scope.owner}")
+            if found is None or _metaclass(found):
+                return _UNKNOWN, None
+            return (_INSTANCE if scope.instance else _CLS), found
+        if head in scope.fresh and not rest:
+            return _UNRELATED, None
+        return _UNKNOWN, None
+    bindings = module.bindings()
+    found_bindings = bindings.get(head, [])
+    if not found_bindings:
+        if STAR not in bindings and hasattr(builtins, head):
+            return _UNRELATED, None  # a builtin is no scanned class
+        return _UNKNOWN, None
+    if len(found_bindings) != 1 or STAR in bindings or head in module.conditional:
+        return _UNKNOWN, None
+    how = found_bindings[0].how
+    if how == "a def":
+        return (_FUNCTION if not rest else _UNKNOWN), None
+    if how not in ("a class statement", "an import") and head not in module.aliases:
+        return _UNKNOWN, None
+    if project.parse(module) is None:
+        return _UNKNOWN, None
+    qualified = module.qualify(cst.parse_expression(".".join(chain)))
+    info = project.lookup(module, qualified)
+    if info is not None:
+        return _CLASS, info
+    if qualified is None or how == "a class statement":
+        return _UNKNOWN, None
+    return _outside(project, qualified)
+
+
+def _metaclass(info: ClassInfo) -> bool:
+    """A class whose ``self`` may be a class (a metaclass), or whose bases are not all plain."""
+    return any(written == "type" or "Meta" in written for _, written in info.bases)
+
+
+def _outside(project: Project, qualified: str) -> tuple[str, ClassInfo | None]:
+    """A name imported from elsewhere that is not a scanned class: a scanned module, a def of
+    one, or something outside the scanned files (no scanned class)."""
+    parts = qualified.split(".")
+    for cut in range(len(parts), 0, -1):
+        holder = project.module_named(".".join(parts[:cut]))
+        if holder is None:
+            continue
+        rest = parts[cut:]
+        if not rest:
+            return _UNRELATED, None  # a module object
+        if len(rest) == 1 and project.parse(holder) is not None:
+            found = holder.bindings().get(rest[0], [])
+            if len(found) == 1 and found[0].how == "a def":
+                return _FUNCTION, None
+        return _UNKNOWN, None
+    if any(m.named(parts[0]) or m.name.startswith(f"{parts[0]}.") for m in project.modules):
+        return _UNKNOWN, None  # a scanned package, a module of it the codemod does not know
+    return _UNRELATED, None
+
+
+def _protocol(name: str, methods: set[str]) -> bool:
+    """An attribute the rewrite relies on: a method JAX or ``__init__`` uses, a dunder other
+    than a name or a docstring, a method of the class's hierarchy."""
+    if name in READ_METHODS or name in methods:
+        return True
+    return name.startswith("__") and name.endswith("__") and name not in _NAMING
+
+
+class Patches:
+    """The attribute writes of the scanned files, and which registrations they may change."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self._writes: list[Write] | None = None
+        self._resolved: dict[int, tuple[str, ClassInfo | None]] = {}
+        self._module_aliases: dict[int, dict[str, ClassInfo]] = {}
+
+    def _all(self) -> list[Write]:
+        if self._writes is None:
+            self._writes = writes(self.project)
+        return self._writes
+
+    def _resolve(self, write: Write) -> tuple[str, ClassInfo | None]:
+        key = id(write)
+        if key not in self._resolved:
+            self._resolved[key] = resolve(self.project, write)
+        return self._resolved[key]
+
+    def check_class(self, info: ClassInfo) -> None:
+        """No write of the scanned files may change the class (or an ancestor) after its
+        statement."""
+        mro = self.project.mro(info)
+        methods = {name for ancestor in mro for name in ancestor.methods()}
+        names = {ancestor.name for ancestor in mro}
+        for write in self._all():
+            write = _through_method(write)
+            name = write.name
+            if name is not None and name in FUNCTION_INTERNALS:
+                continue
+            protocol = name is None or _protocol(name, methods)
+            # any other attribute counts only when written to the class itself, found for sure
+            # (data attributes excepted, below)
+            mentioned = bool(names & write.module.words())
+            aliases = self._aliases(write) if mentioned else {}
+            head = _head(write.target)
+            if not protocol and not (names & write.words or head in aliases):
+                continue
+            kind, found = self._resolve(write)
+            alias = aliases.get(head) if head is not None else None
+            if kind == _UNKNOWN and alias is not None:
+                kind, found = _CLASS, alias
+            if kind in (_UNRELATED, _FUNCTION) or (found is not None and found not in mro):
+                continue
+            where = f"{write.how} (in {write.module.name}, line {write.line})"
+            if kind == _CLASS and found is not None:
+                if _data_write(self.project, write, found):
+                    continue
+                raise Refusal(
+                    "PTK112",
+                    f"{where} changes class {found.name} after its statement: the codemod "
+                    f"cannot follow what it holds then",
+                    info.node.name,
+                )
+            if kind == _INSTANCE:
+                if name not in FLATTEN_METHODS and name != "__class__":
+                    continue
+                what = f"what instances of {info.name} flatten with"
+            elif not protocol:
+                continue
+            elif name is None:
+                what = (
+                    f"any attribute of {ast.unparse(write.target)[:40]} (its name is not a "
+                    f"constant), class {info.name} too"
+                )
+            else:
+                what = (
+                    f"class {info.name} after its statement: the codemod cannot tell which "
+                    f"class {ast.unparse(write.target)[:40]} is"
+                )
+            raise Refusal(
+                "PTK112",
+                f"{where} may change {what}; remove it, or decorate by hand",
+                info.node.name,
+            )
+
+    def _aliases(self, write: Write) -> dict[str, ClassInfo]:
+        """The names an assignment anywhere in the write's module binds to a scanned class
+        (``K = C``, ``K: type = C``, ``(K := C)``)."""
+        module = write.module
+        key = id(module)
+        if key not in self._module_aliases:
+            self._module_aliases[key] = _assigned_classes(self.project, module)
+        return self._module_aliases[key]
+
+    def check_functions(self, info: ClassInfo) -> None:
+        """No write of the scanned files may swap what a function of the scanned files runs
+        (``_flat.__code__ = ...``): flatten, unflatten or a method may be that function."""
+        for write in self._all():
+            if write.name not in FUNCTION_INTERNALS:
+                continue
+            kind, _ = self._resolve(write)
+            if kind not in (_FUNCTION, _UNKNOWN):
+                continue
+            raise Refusal(
+                "PTK116",
+                f"{write.how} (in {write.module.name}, line {write.line}) may change a function "
+                f"the registration of {info.name} uses (flatten, unflatten or a method): the "
+                f"codemod cannot tell which function {ast.unparse(write.target)[:40]} is; "
+                f"remove it, or decorate by hand",
+                info.node.name,
+            )
+
+
+def _head(target: ast.expr) -> str | None:
+    chain = _chain(target)
+    return chain[0] if chain else None
+
+
+def _through_method(write: Write) -> Write:
+    """``C.__init__.__code__ = ...`` changes the class's ``__init__``: read as a write to
+    ``C.__init__``."""
+    if write.name in FUNCTION_INTERNALS and isinstance(write.target, ast.Attribute):
+        target = write.target
+        return Write(
+            write.module,
+            target.value,
+            target.attr,
+            write.how,
+            write.line,
+            write.scopes,
+            write.words,
+        )
+    return write
+
+
+def _assigned_classes(project: Project, module: Module) -> dict[str, ClassInfo]:
+    found: dict[str, ClassInfo] = {}
+    if "=" not in module.source:
+        return found
+    for node in ast.walk(module.syntax()):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            continue
+        value = node.value
+        if not isinstance(value, (ast.Name, ast.Attribute)):
+            continue
+        if project.parse(module) is None:
+            return found
+        info = project.lookup(module, module.qualify(cst.parse_expression(ast.unparse(value))))
+        if info is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    found[name.id] = info
+    return found
+
+
+def _data_write(project: Project, write: Write, info: ClassInfo) -> bool:
+    """``C.count += 1``, ``C.version = "1.0"``: an assignment, through the class's own name, to
+    a class attribute nothing the rewrite depends on reads."""
+    return (
+        write.how.startswith("an assignment to ")
+        and isinstance(write.target, ast.Name)
+        and write.target.id == info.name
+        and write.name is not None
+        and data_attribute(project, info, write.name)
+    )
+
+
+def data_attribute(project: Project, info: ClassInfo, name: str) -> bool:
+    """A class attribute nothing the rewrite depends on reads (``C.count += 1``,
+    ``C.version = "1.0"``): no dunder, no method of the hierarchy, and no annotation, no
+    ``.name`` other than on the class itself, no string ``"name"`` in the scanned files (not
+    a field, not read by flatten, unflatten or ``__init__``)."""
+    if name.startswith("__") or name in READ_METHODS:
+        return False
+    if any(name in ancestor.methods() for ancestor in project.mro(info)):
+        return False
+    for module in project.modules:
+        if name not in module.words() or project.parse(module) is None:
+            continue
+        for node in ast.walk(module.syntax()):
+            if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == name:
+                return False
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == name
+                and not (isinstance(node.value, ast.Name) and node.value.id == info.name)
+            ):
+                return False
+            if isinstance(node, ast.Constant) and node.value == name:
+                return False  # getattr(self, "count")
+    return True
