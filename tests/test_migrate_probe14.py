@@ -77,6 +77,24 @@ PATCHES = {
     "dunder_class": ("\n\nC(0, 0).__class__.tree_flatten = _both\n", None, "__class__"),
     "comprehension": ('\n\n[setattr(k, "tree_flatten", _both) for k in (C,)]\n', None, "setattr"),
     "type_setattr": ('\n\ntype.__setattr__(C, "tree_flatten", _both)\n', None, "__setattr__"),
+    "loop_over_constant_names": (
+        '\n\ndef patch(cls, f):\n    for name in ("__doc__", "tree_flatten"):\n'
+        "        setattr(cls, name, f)\n",
+        None,
+        "setattr(cls, name, f)",
+    ),
+    "mock_patch_object": (
+        "\n\nfrom unittest import mock  # noqa: E402\n\n"
+        'mock.patch.object(C, "tree_flatten", _both).start()\n',
+        None,
+        "mock.patch.object(C",
+    ),
+    "monkeypatch_setattr": (
+        "",
+        "from pkg.mod import C, _both\n\n\ndef test_it(monkeypatch):\n"
+        '    monkeypatch.setattr(C, "tree_flatten", _both)\n',
+        "monkeypatch.setattr(C",
+    ),
     "del_through_parameter": (
         "\n\ndef strip(cls):\n    del cls.tree_flatten\n",
         None,
@@ -139,6 +157,7 @@ def _unflat(aux, ch):
 
 jax.tree_util.register_pytree_node(C, _flat, _unflat)
 """
+_REGISTER = "jax.tree_util.register_pytree_node(C, _flat, _unflat)\n"
 
 INTERNALS = {
     "code_imported": (
@@ -197,6 +216,23 @@ def configure(obj, value):
     obj.value = value
     obj.__doc__ = "configured"
     os.environ.x = 1
+
+
+class Meta(type):
+    def __new__(mcs, name, bases, ns):
+        cls = super().__new__(mcs, name, bases, ns)
+        cls.__post_init__ = lambda self: None
+        return cls
+
+
+class E:
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+
+
+def copy_names(wrapped, original):
+    for attr in ["__name__", "__qualname__", "__doc__"]:
+        setattr(wrapped, attr, getattr(original, attr))
 
 
 D.__module__ = "elsewhere"
@@ -313,3 +349,25 @@ def test_loads_more_names_the_submodule_an_import_loads(statement: str, loaded: 
     assert isinstance(small, cst.Import | cst.ImportFrom)
     assert not isinstance(small.names, cst.ImportStar)
     assert loads_more(small, small.names[0]) == loaded
+
+
+# -- F4. a reason quoting a line number of its own file: a second run changes nothing -------------
+
+SECOND_RUN = {
+    "exec": 'jax.tree_util.register_pytree_node(C, _flat, _unflat)\n\nexec("X = 1")\n',
+    "patch": "jax.tree_util.register_pytree_node(C, _flat, _unflat)\n\nC.tree_flatten = _flat\n",
+    "binding": "jax.tree_util.register_pytree_node(C, _flat, _unflat)\n\n_flat = None\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECOND_RUN))
+def test_a_reason_quoting_a_line_is_stable_over_a_second_run(tmp_path: Path, case: str) -> None:
+    write(tmp_path, {"case.py": _HELPERS.replace(_REGISTER, SECOND_RUN[case])})
+    first = codemod(tmp_path, ".")
+    assert first.code == 0, first.err
+    written = (tmp_path / "case.py").read_text(encoding="utf-8")
+    assert "TODO[pytreekit-migrate]" in written and "line" in written
+    check = codemod(tmp_path, "--check", ".")
+    assert check.code == 0, check.out
+    codemod(tmp_path, ".")
+    assert (tmp_path / "case.py").read_text(encoding="utf-8") == written

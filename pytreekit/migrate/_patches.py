@@ -33,6 +33,7 @@ _UNKNOWN = "unknown"  # may be anything
 _FUNCTION = "function"  # a def of the scanned files
 _CLASS = "class"  # exactly the class found
 _CLS = "cls"  # the class of a method's ``cls`` (that class or a subclass)
+_MADE = "made"  # a class a function makes: a registered one only through a metaclass
 _INSTANCE = "instance"  # an instance of that class (or of a subclass): a method's ``self``
 
 
@@ -46,6 +47,8 @@ class _Scope:
     first: str | None = None
     owner: str | None = None  # the module-level class the method belongs to
     instance: bool = True
+    # names bound only to a class made here (``cls = super().__new__(mcs, ...)`` in a metaclass)
+    made: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -76,25 +79,59 @@ def writes(project: Project) -> list[Write]:
 
 def _collect(module: Module, found: list[Write]) -> None:
     tree = module.syntax()
-    stack: list[tuple[ast.AST, tuple[_Scope, ...], str | None]] = [(tree, (), None)]
+    # the constant names a loop variable takes (``for attr in ["__name__", "__doc__"]``)
+    loops: dict[int, dict[str, tuple[str, ...]]] = {}
+    stack: list[tuple[ast.AST, tuple[_Scope, ...], str | None, dict[str, tuple[str, ...]]]]
+    stack = [(tree, (), None, {})]
     while stack:
-        node, scopes, owner = stack.pop()
+        node, scopes, owner, constant = stack.pop()
         inner_owner = None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             scopes = (*scopes, _scope(node, owner))
         elif isinstance(node, ast.ClassDef) and node in tree.body:
             inner_owner = node.name
+        elif isinstance(node, ast.For):
+            names = _constant_loop(node)
+            if names is not None:
+                loops[id(node)] = {**constant, **names}
         write = _write(node)
         if write is not None:
             target, name, how = write
-            line = getattr(node, "lineno", 0)
             words = frozenset(
                 n.id if isinstance(n, ast.Name) else n.attr
                 for n in ast.walk(target)
                 if isinstance(n, (ast.Name, ast.Attribute))
             )
-            found.append(Write(module, target, name, how, line, scopes, words))
-        stack.extend((child, scopes, inner_owner) for child in ast.iter_child_nodes(node))
+            line = getattr(node, "lineno", 0)
+            named = node.args[1] if isinstance(node, ast.Call) else None
+            values: tuple[str | None, ...] = (name,)
+            if name is None and isinstance(named, ast.Name) and named.id in constant:
+                values = constant[named.id]
+            for value in values:
+                found.append(Write(module, target, value, how, line, scopes, words))
+        for child in ast.iter_child_nodes(node):
+            body = isinstance(node, ast.For) and any(child is b for b in node.body)
+            inner = loops.get(id(node), constant) if body else constant
+            stack.append((child, scopes, inner_owner, inner))
+
+
+def _constant_loop(node: ast.For) -> dict[str, tuple[str, ...]] | None:
+    """``for attr in ("__name__", "__doc__"):`` whose body does not bind ``attr`` again."""
+    target, values = node.target, node.iter
+    if not isinstance(target, ast.Name) or not isinstance(values, (ast.List, ast.Tuple, ast.Set)):
+        return None
+    names = [e.value for e in values.elts if isinstance(e, ast.Constant)]
+    if len(names) != len(values.elts) or not all(isinstance(n, str) for n in names):
+        return None
+    for statement in node.body:
+        for inner in ast.walk(statement):
+            if (
+                isinstance(inner, ast.Name)
+                and inner.id == target.id
+                and not isinstance(inner.ctx, ast.Load)
+            ):
+                return None
+    return {target.id: tuple(str(n) for n in names)}
 
 
 def _write(node: ast.AST) -> tuple[ast.expr, str | None, str] | None:
@@ -104,10 +141,20 @@ def _write(node: ast.AST) -> tuple[ast.expr, str | None, str] | None:
     if not isinstance(node, ast.Call) or len(node.args) < 2:
         return None
     func = node.func
-    # setattr(K, "x", v), and object.__setattr__(K, "x", v) / type.__setattr__(...)
+    # setattr(K, "x", v), and object.__setattr__(K, "x", v) / type.__setattr__(...); not
+    # super().__setattr__(name, value), whose object is the method's own
     plain = isinstance(func, ast.Name) and func.id in ("setattr", "delattr")
-    dunder = isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__")
-    if not (plain or dunder):
+    dunder = (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("__setattr__", "__delattr__")
+        and not isinstance(func.value, ast.Call)
+        and len(node.args) == (3 if func.attr == "__setattr__" else 2)
+    )
+    # mock.patch.object(C, "x", ...), monkeypatch.setattr(C, "x", ...)
+    patcher = isinstance(func, ast.Attribute) and (
+        func.attr == "setattr" or ast.unparse(func).endswith("patch.object")
+    )
+    if not (plain or dunder or patcher):
         return None
     named = node.args[1]
     name = named.value if isinstance(named, ast.Constant) else None
@@ -138,13 +185,35 @@ def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, owner: str
     }
     bound = frozenset({*params, *stored, *defined, *imported} - declared)
     fresh = frozenset(defined - stored - set(params) - imported - declared)
+    made = frozenset(_made_classes(node) - set(params) - defined - imported - declared)
     if owner is None or isinstance(node, ast.Lambda) or not node.args.args:
-        return _Scope(bound, fresh)
+        return _Scope(bound, fresh, made=made)
     decorators = {ast.unparse(d) for d in node.decorator_list}
     if "staticmethod" in decorators or node.args.args[0].arg in stored:
-        return _Scope(bound, fresh)
+        return _Scope(bound, fresh, made=made)
     instance = "classmethod" not in decorators and node.name not in _IMPLICIT_CLASS
-    return _Scope(bound, fresh, node.args.args[0].arg, owner, instance)
+    return _Scope(bound, fresh, node.args.args[0].arg, owner, instance, made)
+
+
+def _made_classes(node: ast.AST) -> set[str]:
+    """The names a function binds only to a class it makes (``super().__new__(...)``,
+    ``type(name, bases, ns)``): that class is a registered one only through a metaclass."""
+    made: set[str] = set()
+    for inner in ast.walk(node):
+        if not (
+            isinstance(inner, ast.Assign)
+            and len(inner.targets) == 1
+            and isinstance(inner.targets[0], ast.Name)
+            and isinstance(inner.value, ast.Call)
+        ):
+            continue
+        func = ast.unparse(inner.value.func)
+        if func in ("super().__new__", "type", "type.__new__", "types.new_class"):
+            made.add(inner.targets[0].id)
+    stores = [
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    ]
+    return {name for name in made if stores.count(name) == 1}
 
 
 def _chain(target: ast.expr) -> list[str] | None:
@@ -174,6 +243,8 @@ def resolve(project: Project, write: Write) -> tuple[str, ClassInfo | None]:
             return (_INSTANCE if scope.instance else _CLS), found
         if head in scope.fresh and not rest:
             return _UNRELATED, None
+        if head in scope.made and not rest:
+            return _MADE, None
         return _UNKNOWN, None
     bindings = module.bindings()
     found_bindings = bindings.get(head, [])
@@ -197,6 +268,10 @@ def resolve(project: Project, write: Write) -> tuple[str, ClassInfo | None]:
     if qualified is None or how == "a class statement":
         return _UNKNOWN, None
     return _outside(project, qualified)
+
+
+def _has_metaclass(info: ClassInfo) -> bool:
+    return any(k.keyword is not None and k.keyword.value == "metaclass" for k in info.node.keywords)
 
 
 def _metaclass(info: ClassInfo) -> bool:
@@ -277,6 +352,8 @@ class Patches:
             if kind == _UNKNOWN and alias is not None:
                 kind, found = _CLASS, alias
             if kind in (_UNRELATED, _FUNCTION) or (found is not None and found not in mro):
+                continue
+            if kind == _MADE and not any(_has_metaclass(ancestor) for ancestor in mro):
                 continue
             where = f"{write.how} (in {write.module.name}, line {write.line})"
             if kind == _CLASS and found is not None:
