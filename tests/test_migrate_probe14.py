@@ -214,6 +214,8 @@ class D:
 
 def configure(obj, value):
     obj.value = value
+    obj.__project_tag__ = "a project's own dunder"
+    obj.describe = None  # an instance attribute named like a method of C
     obj.__doc__ = "configured"
     os.environ.x = 1
 
@@ -241,7 +243,12 @@ D.__init__ = D.__init__
 
 
 def test_writes_to_other_objects_leave_the_class_rewritten(tmp_path: Path) -> None:
-    write(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": _MOD, "pkg/other.py": _UNRELATED})
+    mod = _MOD.replace(
+        "    def tree_flatten",
+        "    def describe(self):\n        return 'C'\n\n    def tree_flatten",
+        1,
+    )
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": mod, "pkg/other.py": _UNRELATED})
     entry = by_class(codemod(tmp_path, "--check", "--report", "json", "."))["C"]
     assert entry["verdict"] == "rewritten", entry
 

@@ -23,8 +23,19 @@ READ_METHODS = FLATTEN_METHODS | {"__init__", "__post_init__", "__new__"}
 FUNCTION_INTERNALS = frozenset(
     {"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__wrapped__", "__closure__"}
 )
-# Dunders whose write changes neither what a pytree holds nor how it is built.
-_NAMING = frozenset({"__doc__", "__module__", "__name__", "__qualname__", "__signature__"})
+# The dunders whose write changes how instances are built, compared, hashed, pickled, read or
+# set (a project's own dunder, ``__galsim_wrapped__``, does not count).
+_BEHAVIOUR = frozenset(
+    {
+        "__init__", "__new__", "__post_init__", "__init_subclass__", "__class_getitem__",
+        "__setattr__", "__delattr__", "__getattr__", "__getattribute__", "__class__",
+        "__dict__", "__slots__", "__eq__", "__ne__", "__hash__", "__repr__", "__reduce__",
+        "__reduce_ex__", "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__",
+        "__copy__", "__deepcopy__", "__replace__", "__annotations__", "__dataclass_fields__",
+        "__dataclass_params__", "__match_args__", "__set_name__", "__get__", "__set__",
+        "__delete__", "__call__", "__bases__",
+    }
+)  # fmt: skip
 # First parameters that are the class, not an instance, in a method without @classmethod.
 _IMPLICIT_CLASS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
 
@@ -300,12 +311,10 @@ def _outside(project: Project, qualified: str) -> tuple[str, ClassInfo | None]:
     return _UNRELATED, None
 
 
-def _protocol(name: str, methods: set[str]) -> bool:
-    """An attribute the rewrite relies on: a method JAX or ``__init__`` uses, a dunder other
-    than a name or a docstring, a method of the class's hierarchy."""
-    if name in READ_METHODS or name in methods:
-        return True
-    return name.startswith("__") and name.endswith("__") and name not in _NAMING
+def _protocol(name: str) -> bool:
+    """An attribute the rewrite relies on whatever the class: a method JAX or ``__init__``
+    uses, a dunder of how instances are built, compared, pickled or read."""
+    return name in READ_METHODS or name in _BEHAVIOUR
 
 
 class Patches:
@@ -339,13 +348,15 @@ class Patches:
             name = write.name
             if name is not None and name in FUNCTION_INTERNALS:
                 continue
-            protocol = name is None or _protocol(name, methods)
-            # any other attribute counts only when written to the class itself, found for sure
-            # (data attributes excepted, below)
+            protocol = name is None or _protocol(name)
+            # a method of the hierarchy counts on the class or a classmethod's cls; any other
+            # attribute only when written to the class itself, found for sure (data attributes
+            # excepted, below)
+            hierarchy = name is not None and name in methods
             mentioned = bool(names & write.module.words())
             aliases = self._aliases(write) if mentioned else {}
             head = _head(write.target)
-            if not protocol and not (names & write.words or head in aliases):
+            if not (protocol or hierarchy) and not (names & write.words or head in aliases):
                 continue
             kind, found = self._resolve(write)
             alias = aliases.get(head) if head is not None else None
@@ -369,7 +380,7 @@ class Patches:
                 if name not in FLATTEN_METHODS and name != "__class__":
                     continue
                 what = f"what instances of {info.name} flatten with"
-            elif not protocol:
+            elif not (protocol or (hierarchy and kind == _CLS)):
                 continue
             elif name is None:
                 what = (
