@@ -212,6 +212,11 @@ class D:
         return cls(0)
 
 
+def write(config, **overrides):
+    for name, value in overrides.items():
+        setattr(config, name, value)
+
+
 def configure(obj, value):
     obj.value = value
     obj.__project_tag__ = "a project's own dunder"

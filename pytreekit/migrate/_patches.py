@@ -281,6 +281,23 @@ def resolve(project: Project, write: Write) -> tuple[str, ClassInfo | None]:
     return _outside(project, qualified)
 
 
+def _class_like(target: ast.expr) -> bool:
+    """A target that reads as a class: ``type(x)``, ``x.__class__``, a name such as ``cls``,
+    ``klass``, ``node_cls``, ``base_class``, ``value_type`` or a capitalised one."""
+    if isinstance(target, ast.Call) and ast.unparse(target.func) == "type":
+        return True
+    chain = _chain(target)
+    if chain is None:
+        return True  # a call or a subscript: no telling
+    last = chain[-1]
+    return (
+        last == "__class__"
+        or last[:1].isupper()
+        or last.lower() in ("cls", "klass", "kls", "class_", "typ", "type_", "mcs")
+        or last.lower().endswith(("_cls", "_class", "_type", "_klass"))
+    )
+
+
 def _has_metaclass(info: ClassInfo) -> bool:
     return any(k.keyword is not None and k.keyword.value == "metaclass" for k in info.node.keywords)
 
@@ -382,6 +399,8 @@ class Patches:
                 what = f"what instances of {info.name} flatten with"
             elif not (protocol or (hierarchy and kind == _CLS)):
                 continue
+            elif name is None and kind == _UNKNOWN and not _class_like(write.target):
+                continue  # ``setattr(config, name, value)``: an object, not a class
             elif name is None:
                 what = (
                     f"any attribute of {ast.unparse(write.target)[:40]} (its name is not a "
