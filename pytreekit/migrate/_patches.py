@@ -266,6 +266,8 @@ def resolve(project: Project, write: Write) -> tuple[str, ClassInfo | None]:
     if len(found_bindings) != 1 or STAR in bindings or head in module.conditional:
         return _UNKNOWN, None
     how = found_bindings[0].how
+    if how == "an assignment" and _factory_made(module, head):
+        return _MADE, None
     if how == "a def":
         return (_FUNCTION if not rest else _UNKNOWN), None
     if how not in ("a class statement", "an import") and head not in module.aliases:
@@ -279,6 +281,22 @@ def resolve(project: Project, write: Write) -> tuple[str, ClassInfo | None]:
     if qualified is None or how == "a class statement":
         return _UNKNOWN, None
     return _outside(project, qualified)
+
+
+_FACTORIES = frozenset({"namedtuple", "NamedTuple", "make_dataclass", "new_class", "type"})
+
+
+def _factory_made(module: Module, name: str) -> bool:
+    """``LayerParams = collections.namedtuple(...)``: a class a factory makes, no class
+    statement of the scanned files."""
+    for node in module.syntax().body:
+        if (
+            isinstance(node, ast.Assign)
+            and [ast.unparse(t) for t in node.targets] == [name]
+            and isinstance(node.value, ast.Call)
+        ):
+            return ast.unparse(node.value.func).rpartition(".")[2] in _FACTORIES
+    return False
 
 
 def _class_like(target: ast.expr) -> bool:
@@ -430,7 +448,8 @@ class Patches:
         """No write of the scanned files may swap what a function of the scanned files runs
         (``_flat.__code__ = ...``): flatten, unflatten or a method may be that function."""
         for write in self._all():
-            if write.name not in FUNCTION_INTERNALS:
+            # __wrapped__ changes what inspect.unwrap finds, not what a call runs
+            if write.name not in FUNCTION_INTERNALS or write.name == "__wrapped__":
                 continue
             kind, _ = self._resolve(write)
             if kind not in (_FUNCTION, _UNKNOWN):
