@@ -186,6 +186,7 @@ def test_a_helper_changed_from_another_module_is_left_alone(tmp_path: Path, case
 _UNRELATED = """
 import functools
 import os
+import types
 
 
 def deco(f):
@@ -216,6 +217,13 @@ class D:
 
 LayerParams = collections.namedtuple("LayerParams", ["a", "b"])
 LayerParams.__new__.__defaults__ = (None, None)
+
+
+def clone(fn, name):
+    cloned = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__)
+    cloned.__kwdefaults__ = fn.__kwdefaults__
+    cloned.__annotations__ = dict(fn.__annotations__)
+    return cloned
 
 
 def write(config, **overrides):

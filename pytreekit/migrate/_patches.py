@@ -31,7 +31,7 @@ _BEHAVIOUR = frozenset(
         "__setattr__", "__delattr__", "__getattr__", "__getattribute__", "__class__",
         "__dict__", "__slots__", "__eq__", "__ne__", "__hash__", "__repr__", "__reduce__",
         "__reduce_ex__", "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__",
-        "__copy__", "__deepcopy__", "__replace__", "__annotations__", "__dataclass_fields__",
+        "__copy__", "__deepcopy__", "__replace__", "__dataclass_fields__",
         "__dataclass_params__", "__match_args__", "__set_name__", "__get__", "__set__",
         "__delete__", "__call__", "__bases__",
     }
@@ -219,7 +219,10 @@ def _made_classes(node: ast.AST) -> set[str]:
         ):
             continue
         func = ast.unparse(inner.value.func)
-        if func in ("super().__new__", "type", "type.__new__", "types.new_class"):
+        if func in ("super().__new__", "type", "type.__new__", "types.new_class") or func in (
+            "types.FunctionType",
+            "FunctionType",
+        ):
             made.add(inner.targets[0].id)
     stores = [
         n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
