@@ -226,6 +226,13 @@ def clone(fn, name):
     return cloned
 
 
+class Params(collections.namedtuple("Params", ["a", "b"])):
+    pass
+
+
+Params.__new__.__defaults__ = (None, None)
+
+
 def write(config, **overrides):
     for name, value in overrides.items():
         setattr(config, name, value)

@@ -370,7 +370,9 @@ class Patches:
         return self._writes
 
     def _resolve(self, write: Write) -> tuple[str, ClassInfo | None]:
-        key = id(write)
+        # the target's node lives as long as the module's syntax tree: its id is the key (a
+        # write made by _through_method is a new object each time)
+        key = id(write.target)
         if key not in self._resolved:
             self._resolved[key] = resolve(self.project, write)
         return self._resolved[key]
@@ -457,6 +459,12 @@ class Patches:
             kind, _ = self._resolve(write)
             if kind not in (_FUNCTION, _UNKNOWN):
                 continue
+            # a method of a class (LayerParams.__new__.__defaults__): the class's check covers
+            # the classes of the hierarchy; another class holds no registration's function
+            if isinstance(write.target, ast.Attribute):
+                owner, _ = self._resolve(_through_method(write))
+                if owner in (_CLASS, _MADE, _CLS, _INSTANCE):
+                    continue
             raise Refusal(
                 "PTK116",
                 f"{write.how} (in {write.module.name}, line {write.line}) may change a function "
