@@ -31,13 +31,14 @@ from ._bindings import (
     GLOBALS,
     STAR,
     Binding,
-    attribute_writes,
     namespace_writer,
     scope_bindings,
 )
 from ._codes import CONTINUATION, PINNED, reason_of
 from ._flatten import Carried, Function, Unflatten, read_flatten, read_unflatten
+from ._imports import loading_imports, unused_names
 from ._init import DATACLASS, NEUTRAL_BASES, Fields, InitRun, dataclass_options
+from ._patches import FLATTEN_METHODS, READ_METHODS, Patches
 from ._scan import (
     ClassInfo,
     Foreign,
@@ -62,9 +63,8 @@ from ._values import (
 )
 
 # The methods JAX calls on a registered class (by name, on the class as it is then).
-_FLATTEN_METHODS = frozenset({"tree_flatten", "tree_unflatten", "tree_flatten_with_keys"})
-# The methods the analysis reads by their defs: a class body binding one otherwise is refused.
-_READ_METHODS = _FLATTEN_METHODS | {"__init__", "__post_init__", "__new__"}
+_FLATTEN_METHODS = FLATTEN_METHODS
+_READ_METHODS = READ_METHODS
 
 # Conversions that make a static value hashable whatever the caller passed.
 _HASHABLE_RESULT = {"builtins.tuple", "builtins.str", "builtins.int", "builtins.float"}
@@ -723,6 +723,7 @@ class _Description:
                     remove.append(name)
             elif function.deletable and not self._used_elsewhere(function):
                 remove_functions.append((function.module, function.node))
+        kept.update(_loading_imports(info, registration, remove, remove_functions))
         body_eq = info.defines("__eq__")
         body_repr = info.defines("__repr__")
         write_eq = not body_eq and not self.options.adopt_dunders
@@ -876,6 +877,7 @@ class _ClassReading:
 
     project: Project
     options: Options
+    patches: Patches | None = None
 
     def _check_containers(self, info: ClassInfo) -> None:
         for ancestor in self.project.mro(info):
@@ -918,7 +920,7 @@ class _ClassReading:
                             f"which {name} the class holds; bind it once, by a def",
                             ancestor.node.name,
                         )
-            self._check_patches(ancestor)
+        self._check_patches(info)
 
     def _check_namespaces(self, info: ClassInfo, registration: Registration) -> None:
         """Neither the class's module nor the registration's writes its own namespace in a way
@@ -938,41 +940,16 @@ class _ClassReading:
                     f"and its methods are; remove it, or decorate by hand",
                     registration.node,
                 )
+        if self.patches is None:
+            self.patches = Patches(self.project)
+        self.patches.check_functions(info)
 
     def _check_patches(self, info: ClassInfo) -> None:
-        """No module of the scanned files writes an attribute of the class object."""
-        name = re.escape(info.name)
-        writes = re.compile(rf"\b{name}\s*\.|\b(?:set|del)attr\b|=\s*[\w.]*\b{name}\b")
-        for module in self.project.modules:
-            if info.name not in module.words() or not writes.search(module.source):
-                continue
-            if self.project.parse(module) is None:
-                continue
-            # ``K = C``: a write through K (or through ``C.__init__``) changes the class too
-            aliases = _aliases(self.project, module, info)
-            for target, how, line in attribute_writes(module.syntax()):
-                text = ast.unparse(target)
-                head = text.partition(".")[0]
-                if head in aliases:
-                    alias = True
-                elif info.name in (text.rpartition(".")[2], head):
-                    written = text if text.rpartition(".")[2] == info.name else head
-                    qualified = module.qualify(cst.parse_expression(written))
-                    alias = self.project.lookup(module, qualified) is info
-                else:
-                    continue
-                if alias and not (
-                    how.startswith("an assignment to ")
-                    and isinstance(target, ast.Name)
-                    and target.id == info.name
-                    and _data_attribute(self.project, info, how.rpartition(".")[2])
-                ):
-                    raise Refusal(
-                        "PTK112",
-                        f"{how} (in {module.name}, line {line}) changes class {info.name} "
-                        f"after its statement: the codemod cannot follow what it holds then",
-                        info.node.name,
-                    )
+        """No module of the scanned files writes an attribute the rewrite relies on of an
+        object that may be the class or one of its ancestors (``_patches``)."""
+        if self.patches is None:
+            self.patches = Patches(self.project)
+        self.patches.check_class(info)
 
     def _check_class(self, info: ClassInfo, registration: Registration) -> None:
         for keyword in info.node.keywords:
@@ -2038,47 +2015,31 @@ def _attributes(tree: cst.Module, name: str) -> list[cst.Attribute]:
     return found
 
 
-def _data_attribute(project: Project, info: ClassInfo, name: str) -> bool:
-    """A class attribute nothing the rewrite depends on reads (``C.count += 1``,
-    ``C.version = "1.0"``): no dunder, no method of the hierarchy, and no annotation, no
-    ``.name`` other than on the class itself, no string ``"name"`` in the scanned files (not
-    a field, not read by flatten, unflatten or ``__init__``)."""
-    if name.startswith("__") or name in _READ_METHODS:
-        return False
-    if any(name in ancestor.methods() for ancestor in project.mro(info)):
-        return False
-    for module in project.modules:
-        if name not in module.words() or project.parse(module) is None:
+def _loading_imports(
+    info: ClassInfo,
+    registration: Registration,
+    methods: Sequence[str],
+    functions: Sequence[tuple[Module, cst.CSTNode]],
+) -> dict[str, str]:
+    """The imports of JAX the deleted code alone used that the rewrite keeps all the same:
+    they load a submodule (``import jax.experimental.checkify``) other modules may use."""
+    kept: dict[str, str] = {}
+    for module in dict.fromkeys([info.module, registration.module]):
+        tree = module.tree
+        if tree is None:
             continue
-        for node in ast.walk(module.syntax()):
-            if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == name:
-                return False
-            if (
-                isinstance(node, ast.Attribute)
-                and node.attr == name
-                and not (isinstance(node.value, ast.Name) and node.value.id == info.name)
-            ):
-                return False
-            if isinstance(node, ast.Constant) and node.value == name:
-                return False  # getattr(self, "count")
-    return True
-
-
-def _aliases(project: Project, module: Module, info: ClassInfo) -> set[str]:
-    """The names an assignment anywhere in the module binds to the class object."""
-    found: set[str] = set()
-    for node in ast.walk(module.syntax()):
-        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
-            continue
-        value = node.value
-        if not isinstance(value, (ast.Name, ast.Attribute)):
-            continue
-        text = ast.unparse(value)
-        if text.rpartition(".")[2] != info.name:
-            continue
-        qualified = module.qualify(cst.parse_expression(text))
-        if project.lookup(module, qualified) is not info:
-            continue
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return found
+        removed = [registration.node, *(n for m, n in functions if m is module)]
+        if module is info.module:
+            removed += [info.methods()[name] for name in methods if name in info.methods()]
+        # the module's leading comments (a license) do not keep an import (``_rewrite._apply``)
+        text = module.source[len("".join(tree.code_for_node(line) for line in tree.header)) :]
+        for node in removed:
+            text = text.replace(tree.code_for_node(node), "")
+        for bound, written, loaded in loading_imports(tree):
+            qualified = module.names.get(bound, "")
+            if (qualified == "jax" or qualified.startswith("jax.")) and unused_names(text, {bound}):
+                kept[written] = (
+                    f"it loads {loaded}, which other modules may use; delete it by hand if "
+                    f"none does"
+                )
+    return kept

@@ -86,24 +86,6 @@ def _is_globals(node: ast.expr) -> bool:
     )
 
 
-def attribute_writes(tree: ast.Module) -> list[tuple[ast.expr, str, int]]:
-    """Every write to an attribute anywhere in a module (``C.x = ...``, ``C.x += ...``, ``del
-    C.x``, ``setattr(C, ...)``, ``delattr(C, ...)``): (the object written to, how, line)."""
-    found: list[tuple[ast.expr, str, int]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            how = "del" if isinstance(node.ctx, ast.Del) else "an assignment to"
-            found.append((node.value, f"{how} {ast.unparse(node)}", node.lineno))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("setattr", "delattr")
-            and node.args
-        ):
-            found.append((node.args[0], f"{ast.unparse(node)[:60]}", node.lineno))
-    return found
-
-
 def _add(
     found: dict[str, list[Binding]],
     name: str,

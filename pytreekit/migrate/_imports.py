@@ -41,6 +41,69 @@ def _bound(alias: cst.ImportAlias) -> str:
     return name.value
 
 
+# Modules ``import jax`` loads itself, in every JAX version the codemod supports: an import of
+# one loads nothing more than ``import jax`` (the codemod imports pytreekit, so JAX, anyway).
+CERTAINLY_LOADED = frozenset(
+    {"jax", "jax.tree_util", "jax.numpy", "jax.lax", "jax.random", "jax.tree"}
+)
+# Of those, the plain modules: ``from M import name`` cannot load a submodule of theirs.
+_PLAIN_MODULES = frozenset({"jax.tree_util", "jax.tree", "jax.random"})
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    assert isinstance(node, cst.Name)
+    return ".".join([node.value, *reversed(parts)])
+
+
+def loads_more(small: cst.Import | cst.ImportFrom, alias: cst.ImportAlias) -> str | None:
+    """The module an import loads besides binding its name, which removing the import could
+    leave unloaded for other modules (``import jax.experimental.checkify`` makes
+    ``jax.experimental.checkify`` an attribute of ``jax.experimental`` for every module): None
+    when it loads only a top-level module or modules ``import jax`` loads anyway."""
+    if isinstance(small, cst.Import):
+        name = _dotted(alias.name)
+        return None if "." not in name or name in CERTAINLY_LOADED else name
+    if small.relative or small.module is None:
+        return None  # not JAX's: the rewrite removes JAX's imports only
+    source = _dotted(small.module)
+    if source not in CERTAINLY_LOADED:
+        return source if "." in source else None
+    if source in _PLAIN_MODULES:
+        return None
+    imported = f"{source}.{_dotted(alias.name)}"
+    # a name of a package may be a submodule it does not load itself (jax.experimental)
+    return None if imported in CERTAINLY_LOADED or not _may_be_module(alias) else imported
+
+
+def _may_be_module(alias: cst.ImportAlias) -> bool:
+    """A lowercase name (a class is capitalised) that is no function JAX registrations use."""
+    name = _dotted(alias.name)
+    return name.islower() and not name.startswith(("register_", "tree_"))
+
+
+def loading_imports(module: cst.Module) -> list[tuple[str, str, str]]:
+    """The module-level imports the rewrite keeps because they load a module (``loads_more``):
+    (the name bound, the import as written, the module loaded)."""
+    found: list[tuple[str, str, str]] = []
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Import | cst.ImportFrom) or isinstance(
+                small.names, cst.ImportStar
+            ):
+                continue
+            for alias in small.names:
+                loaded = loads_more(small, alias)
+                if loaded is not None:
+                    found.append((_bound(alias), module.code_for_node(small), loaded))
+    return found
+
+
 def unused_names(code: str, candidates: set[str]) -> set[str]:
     """The ``candidates`` a module's code no longer uses outside its top-level import lines.
 
@@ -105,7 +168,8 @@ def _without(statement: cst.BaseStatement, unused: set[str]) -> cst.BaseStatemen
         ):
             names = small.names
             assert not isinstance(names, cst.ImportStar)
-            kept = [a for a in names if _bound(a) not in unused]
+            # an import that loads a submodule stays: another module may use it
+            kept = [a for a in names if _bound(a) not in unused or loads_more(small, a)]
             if not kept:
                 continue
             if len(kept) < len(names):

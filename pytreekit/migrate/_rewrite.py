@@ -21,7 +21,7 @@ from typing import cast
 import libcst as cst
 
 from ._analyze import Outcome, Rewrite
-from ._codes import COMMENT_PATTERN, CONTINUATION, comment
+from ._codes import COMMENT_PATTERN, CONTINUATION, comment, reason_of
 from ._imports import add_import, decorator_name, names_in, remove_unused, unused_names
 from ._scan import Module, Project, encodable, encode
 
@@ -477,12 +477,31 @@ def _with_comment(lines: Iterable[cst.EmptyLine], text: str | None) -> list[cst.
     """``lines`` without the codemod's comments (their continuation lines too), then ``text``
     (if any) as the last lines."""
     kept: list[cst.EmptyLine] = []
+    previous: list[str] = []  # the codemod's comment there now
     ours = False  # the line above was one of the codemod's
     for line in lines:
         value = line.comment.value if line.comment is not None else ""
         ours = bool(COMMENT_PATTERN.match(value)) or (ours and value.startswith(CONTINUATION))
         if not ours:
             kept.append(line)
+        else:
+            previous.append(value)
+    if text is not None and previous and _same_but_lines(previous, text.split("\n")):
+        # the line numbers a reason quotes move by the comment's own lines: a second run
+        # keeps the comment it wrote rather than renumber it
+        text = "\n".join(previous)
     if text is not None:
         kept.extend(cst.EmptyLine(comment=cst.Comment(part)) for part in text.split("\n"))
     return kept
+
+
+_LINE_NUMBER = re.compile(r"\bline (\d+)")
+
+
+def _same_but_lines(old: Sequence[str], new: Sequence[str]) -> bool:
+    """Two of the codemod's comments with one code and one reason but for its line numbers."""
+    first, second = COMMENT_PATTERN.match(old[0]), COMMENT_PATTERN.match(new[0])
+    if first is None or second is None or first.group(1) != second.group(1):
+        return False
+    before, after = reason_of(old), reason_of(new)
+    return before != after and _LINE_NUMBER.sub("line", before) == _LINE_NUMBER.sub("line", after)
