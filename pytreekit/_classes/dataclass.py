@@ -330,9 +330,25 @@ def _compared(
 
 
 def _differs(attribute: str, now: Any, before: Any) -> bool:
-    if attribute == "default":  # a default given again is a new object: compared by identity
-        return now.default is not MISSING and now.default is not before.default
+    if attribute == "default":
+        return not _missing(now.default) and not _same_default(now.default, before.default)
     return bool(getattr(now, attribute) != getattr(before, attribute))
+
+
+def _missing(default: object) -> bool:
+    # A class sent by value and sent back (cloudpickle) has a copy of dataclasses' MISSING.
+    return default is MISSING or type(default) is type(dataclasses.MISSING)
+
+
+def _same_default(now: object, before: object) -> bool:
+    """By value and kind (a class sent by value and sent back has copies of its defaults;
+    ``True == 1 == 1.0``), where ``==`` answers a bool: dataclasses takes hashable defaults."""
+    if now is before or (_missing(now) and _missing(before)):
+        return True
+    try:
+        return type(now) is type(before) and (now == before) is True
+    except Exception:  # an == that cannot answer: another default, as far as this can tell
+        return False
 
 
 # dataclasses.dataclass's defaults: a later @dataclass at one of them asked for nothing.
