@@ -464,6 +464,13 @@ def tangent_type(x: Any) -> Any:
     return shape_dtype_struct(tuple(np.shape(x)), dtype)
 
 
+def without_consts(jaxpr: Any) -> Any:
+    """``jaxpr`` holding no constants. JAX 0.12 attaches a trace's constants to its jaxpr (the
+    closed jaxpr's): kept as static data, tracers among them would outlive their trace. Replacing
+    the constant variables detaches them there, and changes nothing before."""
+    return jaxpr.replace(constvars=jaxpr.constvars)
+
+
 def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> list[Any]:
     """The outputs of ``jaxpr`` on ``consts`` and ``args``, bound on the current trace. Public
     in ``jax.core`` from 0.4.35 on, but ``jax.core`` is being emptied into ``jax.extend.core``

@@ -197,8 +197,13 @@ CLOSURE_TRANSFORMS = {
 def test_integer_bool_and_key_closures_agree_with_jax_custom_gradient(body, transform):
     x = jnp.asarray([0.5, 3.0, -1.0, 2.0])
     reference = jax.custom_gradient(lambda x: BODIES[body](x))
+    try:
+        theirs = CLOSURE_TRANSFORMS[transform](reference)(x)
+    except Exception as error:  # JAX 0.4.35's cond cannot take a key residual in one branch
+        with pytest.raises(type(error)):
+            CLOSURE_TRANSFORMS[transform](_as_method(BODIES[body]))(x)
+        return
     mine = CLOSURE_TRANSFORMS[transform](_as_method(BODIES[body]))(x)
-    theirs = CLOSURE_TRANSFORMS[transform](reference)(x)
     np.testing.assert_allclose(mine, theirs)
 
 

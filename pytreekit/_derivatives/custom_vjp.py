@@ -13,7 +13,7 @@ from typing import Any, Concatenate, TypeVar, cast, overload
 import jax
 from jax.core import Tracer
 
-from .._compat import eval_jaxpr, tangent_type
+from .._compat import eval_jaxpr, tangent_type, without_consts
 from .filters import is_array
 from .method import CustomMethod, P, R, S, build_or_decorate, named_after, non_pair
 from .split import PyTreeDef, Split, leaves_by_position, split
@@ -180,7 +180,8 @@ class TracedBackward:
             *(tangent_type(leaf) for leaf in out_leaves)
         )
         cotangent_tree = jax.tree_util.tree_structure(shapes)
-        return cls(closed.jaxpr, out_tree, cotangent_tree, list(closed.consts))
+        jaxpr = without_consts(closed.jaxpr)  # the consts are children, seen by transformations
+        return cls(jaxpr, out_tree, cotangent_tree, list(closed.consts))
 
     def __call__(self, cotangent_out: Any) -> Any:
         leaves = self.out_tree.flatten_up_to(cotangent_out)
