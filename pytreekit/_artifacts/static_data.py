@@ -906,7 +906,7 @@ def callable_advice(hint: Any, value: Any, *, loading: bool = False) -> str:
         return inputs
     if loading:
         return _loading_reason(hint, value)
-    called = _called_class(value) if _declares_callable(hint, 0) else None
+    called = _called_class(value) if _declares_callable(hint) else None
     if called is not None:
         name = called.__qualname__
         return (
@@ -916,7 +916,7 @@ def callable_advice(hint: Any, value: Any, *, loading: bool = False) -> str:
             f"calls; to store the class {name}, declare the field type[{name}] | "
             f"{type_name_of(hint)})"
         )
-    if not callable(value) or is_class(value) or not _declares_callable(hint, 0):
+    if not callable(value) or is_class(value) or not _declares_callable(hint):
         return _protocol_advice(hint)
     kind = type(value).__qualname__
     return (
@@ -928,7 +928,7 @@ def callable_advice(hint: Any, value: Any, *, loading: bool = False) -> str:
 
 def _loading_reason(hint: Any, value: Any) -> str:
     """Why loading refuses a callable object or a class where a ``Callable`` is declared."""
-    if not callable(value) or not _declares_callable(hint, 0):
+    if not callable(value) or not _declares_callable(hint):
         return _protocol_advice(hint)
     return (
         " (a Callable admits functions stored by name, classes that are safe references or that "
@@ -974,15 +974,9 @@ def _arms(hint: Any, depth: int) -> list[Any]:
     return [arm for arg in typing.get_args(hint) for arm in _arms(arg, depth + 1)]
 
 
-def _declares_callable(hint: Any, depth: int) -> bool:
+def _declares_callable(hint: Any) -> bool:
     """Whether ``hint`` is a ``Callable`` (or a callback ``Protocol``), or a union of one."""
-    hint = _unwrapped(hint)
-    origin = _origin(hint)
-    if origin is collections.abc.Callable:
-        return True
-    if depth > 20 or not (origin is typing.Union or origin is types.UnionType):
-        return False
-    return any(_declares_callable(arg, depth + 1) for arg in typing.get_args(hint))
+    return any(_origin(arm) is collections.abc.Callable for arm in _arms(hint, 0))
 
 
 # Numbers are stored by kind: loading admits a bool only where a bool is declared (or a type that
